@@ -1,0 +1,172 @@
+"""The adapter protocol: how the suite talks to any implementation of the Transformer.
+
+This module is the contract and holds no logic. An adapter is any object (a class instance or a
+module) with a ``conventions`` attribute and some of the methods below. Each method is one
+*part* of the paper's model; a method an adapter does not define is reported as **not implemented**
+for every check that needs it, never as a failure. See ``docs/adapter-protocol.md`` for the
+walk-through and ``implementations/template.py`` for a file to copy.
+
+The boundary is framework-neutral: every value that crosses it, in both directions, is a
+``numpy.ndarray`` or a Python scalar (``int``, ``float``, ``bool``, ``str``) or a ``dict`` of those.
+Adapters convert to and from their framework. Shapes below are written batch-first; an adapter that
+declares ``batch_first=False`` receives and returns activations and token ids as ``(seq, batch, ...)``.
+Masks are batch-first always, in the polarity the adapter declares (``Conventions.mask``).
+
+Weights follow the canonical naming of ``conformance.weights`` (orientation ``x @ W``).
+"""
+
+from __future__ import annotations
+
+from dataclasses import asdict, dataclass
+from typing import Literal, Protocol
+
+import numpy as np
+
+MaskKind = Literal["keep", "blocked", "additive"]
+
+
+@dataclass(frozen=True)
+class Conventions:
+    """What an adapter declares about its inputs, so that the suite converts instead of guessing.
+
+    mask: what the masks it receives mean. ``"keep"``: boolean, True = may attend (the lesson's
+    ``src != PAD``). ``"blocked"``: boolean, True = may not attend (``torch.nn`` key_padding_mask and
+    boolean attn_mask). ``"additive"``: float, 0 where allowed and ``-inf`` where blocked (the
+    ``M`` of the "Vanilla Transformer" formula).
+    batch_first: False when activations and token ids are ``(seq, batch, ...)`` (``torch.nn`` default).
+    dtype: the floating dtype the implementation computes in, ``"float32"`` or ``"float64"``; the
+    suite picks tolerances from it.
+    framework: a free-text name shown in reports (``"torch"``, ``"numpy"``, ``"jax"``).
+    """
+
+    mask: MaskKind = "keep"
+    batch_first: bool = True
+    dtype: Literal["float32", "float64"] = "float32"
+    framework: str = "unknown"
+
+    def as_dict(self) -> dict:
+        return asdict(self)
+
+
+class Model(Protocol):
+    """A model built by ``Adapter.build_model``; it lives on the adapter's side of the boundary.
+
+    Token-id arrays are ``int64``; padding is ``config["pad_id"]`` and the model derives its
+    padding masks from it. ``forward``, ``encode``, ``decode`` and ``greedy_decode`` run in
+    evaluation mode (dropout off); ``train_step`` in training mode.
+    """
+
+    def load_weights(self, weights: dict[str, np.ndarray]) -> None:
+        """Replace every parameter with the canonical ``weights`` (names of ``conformance.weights``)."""
+
+    def dump_weights(self) -> dict[str, np.ndarray]:
+        """Every parameter under its canonical name, orientation ``x @ W``."""
+
+    def forward(self, src: np.ndarray, tgt_in: np.ndarray) -> np.ndarray:
+        """src (B, S), tgt_in (B, T) token ids -> logits (B, T, tgt_vocab), before softmax."""
+
+    def encode(self, src: np.ndarray) -> np.ndarray:
+        """src (B, S) -> memory (B, S, d_model): embedding x sqrt(d_model) + PE, then N encoder layers."""
+
+    def decode(self, tgt_in: np.ndarray, memory: np.ndarray, src: np.ndarray) -> np.ndarray:
+        """tgt_in (B, T), memory (B, S, d_model), src (B, S) for its padding -> logits (B, T, tgt_vocab)."""
+
+    def greedy_decode(self, src: np.ndarray, max_len: int) -> np.ndarray:
+        """src (B, S) -> (B, L) generated ids after <s>, L <= max_len, each row ending with </s>
+        (then padding) unless it ran out of length."""
+
+    def train_step(self, src: np.ndarray, tgt_in: np.ndarray, tgt_out: np.ndarray) -> dict:
+        """One optimisation step with the paper's recipe (config["recipe"]): Adam, lrate schedule,
+        dropout, label-smoothed loss ignoring padding. Returns ``{"loss": float, "lr": float}``:
+        the loss of this batch before the update and the learning rate this update used."""
+
+
+class Adapter(Protocol):
+    """Every part an adapter may provide. Define the ones your implementation has."""
+
+    conventions: Conventions
+
+    def positional_encoding(self, n: int, d_model: int) -> np.ndarray:
+        """§3.5: PE for positions 0..n-1 -> (n, d_model); sine in even columns, cosine in odd."""
+
+    def layer_norm(self, x: np.ndarray, gamma: np.ndarray, beta: np.ndarray, eps: float) -> np.ndarray:
+        """§3.1 (Ba et al.): normalise over the last axis of x (..., d); gamma, beta (d,) -> (..., d)."""
+
+    def scaled_dot_product_attention(
+        self, q: np.ndarray, k: np.ndarray, v: np.ndarray, mask: np.ndarray | None
+    ) -> tuple[np.ndarray, np.ndarray]:
+        """§3.2.1: q (B, Lq, d_k), k (B, Lk, d_k), v (B, Lk, d_v), mask (B, Lq, Lk) or None
+        -> (output (B, Lq, d_v), weights (B, Lq, Lk))."""
+
+    def multi_head_attention(
+        self,
+        query: np.ndarray,
+        key: np.ndarray,
+        value: np.ndarray,
+        weights: dict[str, np.ndarray],
+        h: int,
+        mask: np.ndarray | None,
+    ) -> tuple[np.ndarray, np.ndarray]:
+        """§3.2.2: query (B, Lq, d_model), key and value (B, Lk, d_model), weights W_Q.. (and b_Q.. if
+        given), mask (B, Lq, Lk) or None -> (output (B, Lq, d_model), weights (B, h, Lq, Lk))."""
+
+    def feed_forward(self, x: np.ndarray, weights: dict[str, np.ndarray]) -> np.ndarray:
+        """§3.3: x (B, L, d_model), weights W1, b1, W2, b2 -> (B, L, d_model)."""
+
+    def encoder_layer(
+        self, x: np.ndarray, weights: dict[str, np.ndarray], h: int, eps: float, src_mask: np.ndarray
+    ) -> np.ndarray:
+        """§3.1: x (B, S, d_model), src_mask (B, S) key padding -> (B, S, d_model). Post-norm."""
+
+    def decoder_layer(
+        self,
+        y: np.ndarray,
+        memory: np.ndarray,
+        weights: dict[str, np.ndarray],
+        h: int,
+        eps: float,
+        tgt_mask: np.ndarray,
+        src_mask: np.ndarray,
+    ) -> np.ndarray:
+        """§3.1: y (B, T, d_model), memory (B, S, d_model), tgt_mask (B, T) and src_mask (B, S) key
+        padding -> (B, T, d_model). The layer applies the causal mask itself (§3.2.3)."""
+
+    def build_model(self, config: dict, seed: int) -> Model:
+        """A model for ``ModelConfig.as_dict()``, initialised from ``seed``; see ``Model``."""
+
+    def learning_rate(self, step: int, d_model: int, warmup: int) -> float:
+        """§5.3: lrate = d_model^-0.5 * min(step^-0.5, step * warmup^-1.5), steps counted from 1."""
+
+    def label_smoothed_loss(
+        self, logits: np.ndarray, targets: np.ndarray, epsilon: float, pad_id: int
+    ) -> float:
+        """§5.4: logits (N, V), targets (N,) -> mean smoothed cross-entropy over non-padding targets."""
+
+    def parameter_count(self, config: dict) -> int:
+        """The number of trainable parameters of the model ``ModelConfig.as_dict()`` describes."""
+
+
+# Part names, as checks name them in ``@pytest.mark.requires(...)``. Model methods are "model.<name>".
+ADAPTER_PARTS = (
+    "positional_encoding",
+    "layer_norm",
+    "scaled_dot_product_attention",
+    "multi_head_attention",
+    "feed_forward",
+    "encoder_layer",
+    "decoder_layer",
+    "build_model",
+    "learning_rate",
+    "label_smoothed_loss",
+    "parameter_count",
+)
+MODEL_PARTS = (
+    "load_weights",
+    "dump_weights",
+    "forward",
+    "encode",
+    "decode",
+    "greedy_decode",
+    "train_step",
+)
+PARTS = ADAPTER_PARTS + tuple(f"model.{name}" for name in MODEL_PARTS)
