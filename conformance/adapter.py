@@ -85,6 +85,9 @@ class Adapter(Protocol):
     """Every part an adapter may provide. Define the ones your implementation has."""
 
     conventions: Conventions
+    # Optional: the class ``build_model`` returns, so the suite knows which Model parts exist without
+    # building one (a class without ``train_step`` makes the training checks not implemented).
+    model_class: type
 
     def positional_encoding(self, n: int, d_model: int) -> np.ndarray:
         """§3.5: PE for positions 0..n-1 -> (n, d_model); sine in even columns, cosine in odd."""

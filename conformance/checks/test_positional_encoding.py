@@ -1,0 +1,115 @@
+"""§3.5 Positional encoding: PE(pos, 2i) = sin(pos / 10000^(2i/d_model)), PE(pos, 2i+1) = cos(...).
+
+Published numbers come from "The original transformer, step by step", Step 2; each published-number
+check has a randomised twin that makes the same claim for sizes nobody can predict.
+"""
+
+import numpy as np
+import pytest
+from hypothesis import given
+from hypothesis import strategies as st
+
+from conformance import formulas, published
+from conformance.compare import assert_shape
+from conformance.tolerances import ELEMENTWISE, Tolerance, for_dtype
+
+SECTION = "§3.5 Positional encoding"
+pytestmark = pytest.mark.requires("positional_encoding")
+
+# omega read back from float32 sin/cos of a slow pair (omega ~ 1e-4) keeps ~5 significant digits
+READ_BACK = Tolerance(1e-3, 0.0, "wavelength read back from float sin/cos values")
+even_d_model = st.integers(1, 64).map(lambda half: 2 * half)
+
+
+def tol(candidate):
+    return for_dtype(ELEMENTWISE, candidate.conventions.dtype)
+
+
+def test_pe_has_one_row_per_position(candidate):
+    """PE(n, d_model) has shape (n, d_model): added to the embeddings, not concatenated."""
+    n, d_model = published.value("pe.listing.shape")
+    raw = candidate.call("positional_encoding", candidate.adapter, n, d_model)
+    assert_shape(raw, (n, d_model), what=f"positional_encoding(n={n}, d_model={d_model})")
+
+
+@pytest.mark.depends_on("pe_has_one_row_per_position")
+def test_pe_matches_published_values(candidate, check):
+    """PE at positions 1 and 2 equals the lesson's hand check (sin 1 = 0.841, ..., cos 2 = -0.416)."""
+    pe = candidate.positional_encoding(3, 64)
+    for pos, fact_id in ((1, "pe.d64.pos1.first4"), (2, "pe.pos2.first2")):
+        expected = np.asarray(published.value(fact_id))
+        got = pe[pos, : len(expected)]
+        check.close(got, expected, published.tolerance(fact_id), what=f"PE[{pos}, :{len(expected)}] (d_model=64)",
+                    alternatives={c: alt[pos, : len(expected)] for c, alt in formulas.pe_alternatives(3, 64).items()})
+
+
+@pytest.mark.depends_on("pe_has_one_row_per_position")
+def test_pe_position_0_is_sin_0_and_cos_0(candidate, check):
+    """At position 0 every sine is 0 and every cosine is 1: (0, 1, 0, 1, ...)."""
+    pe = candidate.positional_encoding(1, 64)
+    expected = np.tile([0.0, 1.0], 32)
+    check.close(pe[0], expected, tol(candidate), what="PE[0] (d_model=64)",
+                alternatives={c: alt[0] for c, alt in formulas.pe_alternatives(1, 64).items()})
+
+
+@pytest.mark.depends_on("pe_has_one_row_per_position")
+@given(n=st.integers(1, 80), d_model=even_d_model)
+def test_pe_matches_formula_for_any_size(candidate, check, n, d_model):
+    """For any n and even d_model, PE equals the formula (interleaved sine/cosine from position 0)."""
+    pe = candidate.positional_encoding(n, d_model)
+    check.close(pe, formulas.positional_encoding(n, d_model), tol(candidate), what=f"PE(n={n}, d_model={d_model})",
+                alternatives=formulas.pe_alternatives(n, d_model))
+
+
+def wavelengths(pe: np.ndarray, columns) -> np.ndarray:
+    """Each pair's wavelength 2*pi/omega, with omega read off position 1 as atan2(sin, cos)."""
+    omega = np.arctan2(pe[1, 0::2].astype(np.float64), pe[1, 1::2].astype(np.float64))
+    return 2 * np.pi / omega[list(columns)]
+
+
+@pytest.mark.depends_on("pe_has_one_row_per_position")
+@pytest.mark.parametrize("d_model", [64, 512])
+def test_pe_wavelengths_match_published_values(candidate, check, d_model):
+    """Wavelengths form a geometric progression from 2*pi; the lesson prints four of them per d_model."""
+    fact_id = f"pe.wavelengths.d{d_model}"
+    pairs = (0, 1, d_model // 4, d_model // 2 - 1)
+    got = wavelengths(candidate.positional_encoding(2, d_model), pairs)
+    check.close(got, published.value(fact_id), published.tolerance(fact_id),
+                what=f"wavelengths of pairs {pairs} (d_model={d_model})")
+
+
+@pytest.mark.depends_on("pe_has_one_row_per_position")
+@given(d_model=even_d_model.filter(lambda d: d >= 4))
+def test_pe_wavelengths_are_geometric_for_any_d_model(candidate, check, d_model):
+    """Every pair's wavelength is 2*pi * 10000^(2i/d_model), from 2*pi towards 10000 * 2*pi."""
+    pe = candidate.positional_encoding(2, d_model)
+    expected = 2 * np.pi / formulas.frequencies(d_model)
+    got = wavelengths(pe, range(d_model // 2))
+    # omega is read back from float sin/cos: relative error ~ float eps / omega for the slow pairs
+    check.close(got, expected, READ_BACK, what=f"wavelengths (d_model={d_model})")
+
+
+@pytest.mark.depends_on("pe_has_one_row_per_position")
+def test_pe_shift_is_published_rotation(candidate, check):
+    """The lesson's check: pair i = 5 shifted by k = 3 is the same rotation at positions 0, 10 and 40."""
+    pe = candidate.positional_encoding(50, 64)
+    k, i = 3, 5
+    turn = formulas.rotation(formulas.frequencies(64)[i] * k)
+    for pos in (0, 10, 40):
+        fact_id = f"pe.rotation.pos{pos}"
+        check.close(turn @ pe[pos, 2 * i: 2 * i + 2], published.value(fact_id), published.tolerance(fact_id),
+                    what=f"R(omega_5 * 3) @ PE[{pos}, 10:12]")
+        check.close(pe[pos + k, 2 * i: 2 * i + 2], published.value(fact_id), published.tolerance(fact_id),
+                    what=f"PE[{pos + 3}, 10:12]")
+
+
+@pytest.mark.depends_on("pe_has_one_row_per_position")
+@given(d_model=even_d_model, pos=st.integers(0, 60), k=st.integers(1, 60), data=st.data())
+def test_pe_shift_by_k_is_a_rotation(candidate, check, d_model, pos, k, data):
+    """For any offset k, PE(pos + k) is PE(pos) turned by the angle omega_i * k in every pair i."""
+    i = data.draw(st.integers(0, d_model // 2 - 1), label="i")
+    pe = candidate.positional_encoding(pos + k + 1, d_model)
+    turn = formulas.rotation(formulas.frequencies(d_model)[i] * k)
+    check.close(pe[pos + k, 2 * i: 2 * i + 2], turn @ pe[pos, 2 * i: 2 * i + 2].astype(np.float64),
+                for_dtype(ELEMENTWISE, candidate.conventions.dtype),
+                what=f"PE[{pos}+{k}, pair {i}] vs R(omega_{i} * {k}) @ PE[{pos}, pair {i}] (d_model={d_model})")

@@ -1,0 +1,133 @@
+"""``transformer-conformance``: certify an implementation, list checks, print the adapter template.
+
+Exit codes (also in README.md):
+  0  every implemented check passed
+  1  at least one check failed or errored
+  2  broken invocation: bad arguments, or the implementation could not be loaded
+  3  internal error of the suite (or the run was interrupted)
+  5  no check ran: the implementation provides none of the parts the checks need
+"""
+
+from __future__ import annotations
+
+import argparse
+import contextlib
+import io
+import sys
+from pathlib import Path
+
+EXIT_OK, EXIT_FAILED, EXIT_USAGE, EXIT_INTERNAL, EXIT_NOTHING_RAN = 0, 1, 2, 3, 5
+
+
+def checks_dir() -> Path:
+    import conformance.checks
+
+    return Path(conformance.checks.__file__).parent
+
+
+def build_parser() -> argparse.ArgumentParser:
+    parser = argparse.ArgumentParser(prog="transformer-conformance", description=__doc__.splitlines()[0])
+    sub = parser.add_subparsers(dest="command", required=True)
+    certify = sub.add_parser("certify", help="run every check against an implementation and print its report")
+    certify.add_argument("impl", help="reference, mutant:<name>, package.module:attribute, or path/to/adapter.py")
+    certify.add_argument("--json", metavar="PATH", help="also write the JSON report to PATH")
+    certify.add_argument("--workers", type=int, default=1, metavar="N", help="run checks in N processes (pytest-xdist)")
+    certify.add_argument("--seed", type=int, default=0, help="seed for random inputs (default 0)")
+    certify.add_argument("-k", dest="keyword", metavar="EXPR", help="only checks matching EXPR (pytest -k)")
+    certify.add_argument("--profile", choices=("ci", "thorough"), default="ci", help="hypothesis profile")
+    certify.add_argument("--no-training", action="store_true", help="skip the training-convergence checks")
+    certify.add_argument("--timeout", type=float, default=60.0, help="seconds one adapter call may take")
+    certify.add_argument("-v", "--verbose", action="store_true", help="also show pytest's own output")
+    listing = sub.add_parser("list", help="list the checks with their section and claim")
+    listing.add_argument("impl", nargs="?", default="reference")
+    sub.add_parser("template", help="print an adapter template to copy and fill")
+    return parser
+
+
+def pytest_args(args) -> list[str]:
+    argv = [
+        str(checks_dir()), "--impl", args.impl, "--conformance-seed", str(args.seed),
+        "--conformance-profile", args.profile, "--check-timeout", str(args.timeout),
+        "-p", "no:cacheprovider", "-o", "python_files=test_*.py", "-o", "addopts=",
+        "--rootdir", str(checks_dir()), "-c", str(checks_dir() / "pytest.ini"),
+    ]
+    if args.json:
+        argv += ["--conformance-json", args.json]
+    if args.keyword:
+        argv += ["-k", args.keyword]
+    if args.no_training:
+        argv.append("--no-training")
+    if args.workers > 1:
+        argv += ["-n", str(args.workers), "--dist", "loadgroup"]
+    return argv + (["-v"] if args.verbose else ["-q", "--tb=no", "--no-header"])
+
+
+def certify(args) -> int:
+    import pytest
+
+    from conformance.errors import LoadError
+    from conformance.loading import load
+    from conformance.reports.terminal import render
+
+    try:
+        load(args.impl)  # fail fast, with the fix, before pytest starts
+    except LoadError as exc:
+        print(f"transformer-conformance: cannot load {args.impl!r}: {exc}", file=sys.stderr)
+        return EXIT_USAGE
+    from conformance.plugin import COLLECTORS
+
+    COLLECTORS.clear()
+    captured = io.StringIO()
+    with contextlib.redirect_stdout(sys.stdout if args.verbose else captured):
+        code = pytest.main(pytest_args(args), plugins=[])
+    collector = _collector()
+    if collector is None or code in (pytest.ExitCode.INTERNAL_ERROR, pytest.ExitCode.USAGE_ERROR):
+        sys.stderr.write(captured.getvalue())
+        return EXIT_USAGE if code == pytest.ExitCode.USAGE_ERROR else EXIT_INTERNAL
+    print(render(collector.results, collector.metadata()), end="")
+    if args.json:
+        print(f"JSON report written to {args.json}")
+    return exit_code(code, collector.results)
+
+
+def _collector():
+    from conformance.plugin import COLLECTORS
+
+    return COLLECTORS[-1] if COLLECTORS else None
+
+
+def exit_code(pytest_code, results) -> int:
+    from conformance.results import count_statuses
+
+    counts = count_statuses(results)
+    if counts["failed"] or counts["error"]:
+        return EXIT_FAILED
+    if pytest_code == 2:  # interrupted
+        return EXIT_INTERNAL
+    if not counts["passed"]:
+        return EXIT_NOTHING_RAN
+    return EXIT_OK
+
+
+def list_checks(args) -> int:
+    import pytest
+
+    return int(pytest.main([str(checks_dir()), "--impl", args.impl, "--collect-only", "-q", "-p", "no:cacheprovider",
+                            "--rootdir", str(checks_dir()), "-c", str(checks_dir() / "pytest.ini")]))
+
+
+def template(args) -> int:
+    import conformance.implementations
+
+    print((Path(conformance.implementations.__file__).parent / "template.py").read_text(), end="")
+    return EXIT_OK
+
+
+def main(argv: list[str] | None = None) -> int:
+    args = build_parser().parse_args(argv)
+    commands = {"certify": certify, "list": list_checks, "template": template}
+    return commands[args.command](args)
+
+
+if __name__ == "__main__":
+    sys.exit(main())

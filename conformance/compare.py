@@ -1,0 +1,143 @@
+"""Comparing arrays: attributes first, then values with statistics, the margin, and a likely cause.
+
+Modelled on torch.testing.assert_close (shape and dtype first, then the mismatch count and the
+greatest absolute and relative difference at an index) and numpy.testing (ACTUAL / DESIRED excerpts).
+"""
+
+from __future__ import annotations
+
+from dataclasses import asdict, dataclass
+
+import numpy as np
+
+from conformance.errors import CheckFailure
+from conformance.tolerances import Tolerance
+
+
+@dataclass
+class Measurement:
+    """How far ``actual`` is from ``expected``; ``margin`` = worst error / allowed error (<= 1 passes)."""
+
+    what: str
+    max_abs: float
+    max_rel: float
+    margin: float
+    index: tuple[int, ...]
+    mismatched: int
+    total: int
+    tolerance: Tolerance
+
+    @property
+    def passed(self) -> bool:
+        return self.mismatched == 0
+
+    def as_dict(self) -> dict:
+        data = asdict(self)
+        data["tolerance"] = self.tolerance.as_dict()
+        data["index"] = list(self.index)
+        return data
+
+
+def measure(actual, expected, tol: Tolerance, *, what: str = "output") -> Measurement:
+    """Elementwise |actual - expected| against ``tol``; NaN in actual counts as a mismatch."""
+    actual = np.asarray(actual, dtype=np.float64)
+    expected = np.asarray(expected, dtype=np.float64)
+    diff = np.abs(actual - expected)
+    diff = np.where(np.isnan(diff), np.inf, diff)
+    allowed = tol.allowed(np.abs(expected))
+    ratio = diff / allowed if diff.size else np.zeros(0)
+    worst = np.unravel_index(int(np.argmax(ratio)), ratio.shape) if diff.size else ()
+    with np.errstate(divide="ignore", invalid="ignore"):
+        rel = np.where(expected != 0, diff / np.abs(expected), np.where(diff == 0, 0.0, np.inf))
+    return Measurement(
+        what=what,
+        max_abs=float(diff.max()) if diff.size else 0.0,
+        max_rel=float(rel.max()) if diff.size else 0.0,
+        margin=float(ratio.max()) if diff.size else 0.0,
+        index=tuple(int(i) for i in worst),
+        mismatched=int((diff > allowed).sum()),
+        total=int(diff.size),
+        tolerance=tol,
+    )
+
+
+def fmt_array(values, *, limit: int = 8) -> str:
+    """A short excerpt: the first ``limit`` values, 4 significant digits."""
+    flat = np.asarray(values).ravel()
+    shown = ", ".join(f"{v:.4g}" if isinstance(v, float | np.floating) else str(v) for v in flat[:limit])
+    more = f", ... ({flat.size} values)" if flat.size > limit else ""
+    return f"[{shown}{more}]"
+
+
+def fmt_tolerance(tol: Tolerance) -> str:
+    return f"atol {tol.atol:.3g} + rtol {tol.rtol:.3g}*|expected| ({tol.reason})"
+
+
+def likely_cause(actual, alternatives: dict[str, np.ndarray] | None, tol: Tolerance) -> str | None:
+    """The first known wrong formula whose output the actual matches, e.g. "no 1/sqrt(d_k) scaling"."""
+    for cause, alternative in (alternatives or {}).items():
+        if np.shape(alternative) == np.shape(actual) and measure(actual, alternative, tol).passed:
+            return cause
+    return None
+
+
+def assert_shape(actual, expected_shape: tuple[int, ...], *, what: str) -> None:
+    __tracebackhide__ = True
+    shape = tuple(np.shape(actual))
+    if shape != tuple(expected_shape):
+        raise CheckFailure(
+            f"{what}.shape={shape}, but should be {tuple(expected_shape)}",
+            expected=str(tuple(expected_shape)),
+            actual=str(shape),
+        )
+
+
+def assert_close(
+    actual,
+    expected,
+    tol: Tolerance,
+    *,
+    what: str,
+    alternatives: dict[str, np.ndarray] | None = None,
+) -> Measurement:
+    """Raise ``CheckFailure`` unless every element is within ``tol``; return the measurement.
+
+    Equivalent to ``np.testing.assert_allclose(actual, expected, rtol, atol)`` with a message that
+    shows the worst index, the margin and, when ``actual`` matches one of ``alternatives``, its name.
+    """
+    __tracebackhide__ = True
+    assert_shape(actual, np.shape(expected), what=what)
+    m = measure(actual, expected, tol, what=what)
+    if m.passed:
+        return m
+    got, want = np.asarray(actual), np.asarray(expected)
+    cause = likely_cause(actual, alternatives, tol)
+    lines = [
+        f"{what}: {m.mismatched} of {m.total} values outside tolerance",
+        f"  worst at index {m.index}: got {got[m.index]:.6g}, expected {want[m.index]:.6g}",
+        f"  max abs diff {m.max_abs:.3g}, max rel diff {m.max_rel:.3g}; allowed {fmt_tolerance(tol)};"
+        f" margin {m.margin:.3g}x",
+        f"  ACTUAL  {fmt_array(got)}",
+        f"  DESIRED {fmt_array(want)}",
+    ]
+    if cause:
+        lines.append(f"  likely cause: {cause}")
+    raise CheckFailure(
+        "\n".join(lines),
+        expected=fmt_array(want),
+        actual=fmt_array(got),
+        index=list(m.index),
+        max_abs=m.max_abs,
+        max_rel=m.max_rel,
+        tolerance=tol.as_dict(),
+        margin=m.margin,
+        likely_cause=cause,
+    )
+
+
+def assert_true(condition: bool, message: str, *, likely: str | None = None, **fields) -> None:
+    """A claim that is not a numeric comparison (a mask pattern, a stopping rule)."""
+    __tracebackhide__ = True
+    if not condition:
+        text = message + (f"\n  likely cause: {likely}" if likely else "")
+        raise CheckFailure(text, likely_cause=likely, **fields)

@@ -1,0 +1,25 @@
+"""Hypothesis profiles: ``ci`` is deterministic and quick, ``thorough`` is for certification.
+
+Both print a failing example as a reproduction (``print_blob``) and keep no example database, so a
+certification run writes nothing into the candidate's folder.
+"""
+
+from __future__ import annotations
+
+from hypothesis import HealthCheck, settings
+
+# The `check` recorder is function-scoped on purpose: it accumulates margins over all examples.
+_SUPPRESSED = [HealthCheck.function_scoped_fixture, HealthCheck.too_slow, HealthCheck.differing_executors]
+
+settings.register_profile(
+    "conformance-ci", max_examples=15, derandomize=True, deadline=None, database=None,
+    print_blob=True, suppress_health_check=_SUPPRESSED,
+)
+settings.register_profile(
+    "conformance-thorough", max_examples=200, deadline=None, database=None,
+    print_blob=True, suppress_health_check=_SUPPRESSED,
+)
+
+
+def load_profile(name: str) -> None:
+    settings.load_profile(f"conformance-{name}")

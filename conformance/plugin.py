@@ -1,0 +1,281 @@
+"""The pytest plugin (entry point ``pytest11: conformance``): checks parametrised by implementation.
+
+``pytest --pyargs conformance.checks --impl reference`` runs the catalogue against the reference;
+``--impl`` may repeat. Without ``--impl`` the plugin stays inert, so it is safe in any project.
+
+Statuses beyond pass/fail: a check whose part the adapter lacks is *not implemented*, a check whose
+prerequisite (``@pytest.mark.depends_on("other_check")``, same module) did not pass is *blocked*;
+both are reported as pytest skips and never count as failures. An adapter that raises, hangs or
+returns garbage gives an *error* for that one check, and the run goes on.
+"""
+
+from __future__ import annotations
+
+import json
+import time
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+from conformance.errors import Blocked, ConformanceOutcome, LoadError, PartNotImplemented
+from conformance.results import CheckResult
+
+RESULTS_KEY = "conformance"
+COLLECTORS: list[ResultCollector] = []  # the CLI reads the results of the run it started here
+
+
+def pytest_addoption(parser):
+    group = parser.getgroup("conformance", "transformer conformance")
+    group.addoption("--impl", action="append", default=[], metavar="IMPL",
+                    help="implementation to certify: a built-in name (reference), module:attribute, or a .py file")
+    group.addoption("--conformance-json", metavar="PATH", help="write the JSON report to PATH")
+    group.addoption("--conformance-seed", type=int, default=0, metavar="SEED", help="seed for random inputs (default 0)")
+    group.addoption("--conformance-summary", action="store_true", help="print one line per check, grouped by section")
+    group.addoption("--conformance-profile", choices=("ci", "thorough"), default="ci",
+                    help="hypothesis profile: ci (deterministic, fast) or thorough (certification)")
+    group.addoption("--check-timeout", type=float, default=60.0, metavar="S", help="seconds one adapter call may take")
+    group.addoption("--no-training", action="store_true", help="skip the training-convergence checks")
+
+
+def pytest_configure(config):
+    for line in (
+        "requires(*parts): the adapter parts a check needs; missing parts make it not implemented",
+        "depends_on(check_id): a prerequisite check in the same module; if it did not pass, this one is blocked",
+        "section(text): the paper section a check certifies, when it differs from its module's SECTION",
+        "training: a training-convergence check (slow); deselect with --no-training",
+    ):
+        config.addinivalue_line("markers", line)
+    specs = config.getoption("impl")
+    if not specs:
+        return
+    from conformance.hypothesis_profiles import load_profile
+    from conformance.loading import load
+
+    load_profile(config.getoption("conformance_profile"))
+    try:
+        candidates = {spec: load(spec, timeout_s=config.getoption("check_timeout")) for spec in specs}
+    except LoadError as exc:
+        raise pytest.UsageError(str(exc)) from exc
+    config.stash[_candidates_key] = candidates
+    config.pluginmanager.register(ResultCollector(config, candidates), "conformance-collector")
+
+
+_candidates_key = pytest.StashKey[dict]()
+_outcomes_key = pytest.StashKey[dict]()
+
+
+def pytest_generate_tests(metafunc):
+    if "candidate" not in metafunc.fixturenames:
+        return
+    specs = metafunc.config.getoption("impl")
+    if not specs:
+        metafunc.parametrize("candidate", [pytest.param(None, marks=pytest.mark.skip(reason="no --impl given"))])
+        return
+    metafunc.parametrize("candidate", specs, indirect=True, scope="session", ids=specs)
+
+
+@pytest.fixture(scope="session")
+def candidate(request):
+    return request.config.stash[_candidates_key][request.param]
+
+
+@pytest.fixture
+def rng(request) -> np.random.Generator:
+    """Random inputs that depend only on --conformance-seed and the check, not on run order."""
+    seed = request.config.getoption("conformance_seed")
+    return np.random.default_rng([seed, *check_id(request.node).encode()])
+
+
+@pytest.fixture
+def check(request) -> Recorder:
+    recorder = Recorder()
+    request.node.stash[_recorder_key] = recorder
+    return recorder
+
+
+_recorder_key = pytest.StashKey["Recorder"]()
+
+
+class Recorder:
+    """Collects every comparison a check makes, so the report shows margins of passing checks too."""
+
+    def __init__(self):
+        self.measurements: list[dict] = []
+
+    def close(self, actual, expected, tol, *, what: str, alternatives=None):
+        from conformance.compare import assert_close
+
+        __tracebackhide__ = True
+        try:
+            m = assert_close(actual, expected, tol, what=what, alternatives=alternatives)
+        except ConformanceOutcome as exc:
+            self.measurements.append({"what": what, **{k: exc.fields.get(k) for k in ("max_abs", "max_rel", "margin")}})
+            raise
+        self.measurements.append({"what": what, "max_abs": m.max_abs, "max_rel": m.max_rel, "margin": m.margin})
+        return m
+
+
+def check_id(item) -> str:
+    """``test_pe_values_at_positions_1_and_2[reference]`` -> ``pe_values_at_positions_1_and_2``."""
+    name = getattr(item, "originalname", None) or item.name
+    params = getattr(getattr(item, "callspec", None), "params", {})
+    extra = [f"{k}={v}" for k, v in params.items() if k != "candidate"]
+    return name.removeprefix("test_") + (f"[{','.join(extra)}]" if extra else "")
+
+
+def check_section(item) -> str:
+    marker = item.get_closest_marker("section")
+    if marker:
+        return marker.args[0]
+    return getattr(item.module, "SECTION", "") if getattr(item, "module", None) else ""
+
+
+def check_title(item) -> str:
+    doc = getattr(getattr(item, "function", None), "__doc__", None) or ""
+    return doc.strip().splitlines()[0] if doc.strip() else check_id(item)
+
+
+def pytest_collection_modifyitems(config, items):
+    if config.getoption("no_training"):
+        items[:] = [item for item in items if not item.get_closest_marker("training")]
+    for item in items:
+        if "candidate" in getattr(item, "fixturenames", ()):
+            # Prerequisites live in the same module: keep a module on one xdist worker (--dist loadgroup).
+            item.add_marker(pytest.mark.xdist_group(name=item.module.__name__))
+
+
+def pytest_runtest_setup(item):
+    candidate = _item_candidate(item)
+    if candidate is None:
+        return
+    for marker in item.iter_markers("requires"):
+        for part in marker.args:
+            if not candidate.provides(part):
+                raise PartNotImplemented(f"{candidate.name} does not provide {part}", part=part)
+    outcomes = item.config.stash.setdefault(_outcomes_key, {})
+    for marker in item.iter_markers("depends_on"):
+        for prerequisite in marker.args:
+            status = outcomes.get((candidate.name, prerequisite))
+            if status not in (None, "passed"):
+                raise Blocked(f"blocked by {prerequisite} ({status})", blocked_by=prerequisite)
+
+
+def _item_candidate(item):
+    params = getattr(getattr(item, "callspec", None), "params", {})
+    spec = params.get("candidate")
+    return item.config.stash.get(_candidates_key, {}).get(spec) if spec else None
+
+
+@pytest.hookimpl(hookwrapper=True)
+def pytest_runtest_makereport(item, call):
+    outcome = yield
+    report = outcome.get_result()
+    candidate = _item_candidate(item)
+    if candidate is None or call.when == "teardown" or (call.when == "setup" and call.excinfo is None):
+        return
+    result = _classify(item, call, candidate)
+    item.config.stash.setdefault(_outcomes_key, {})[(candidate.name, check_id(item))] = result.status
+    report.user_properties.append((RESULTS_KEY, result.as_dict()))
+    if result.status in ("not_implemented", "blocked"):
+        report.outcome = "skipped"
+        report.longrepr = (str(item.path), item.location[1] or 0, f"{result.status.replace('_', ' ')}: {result.message}")
+
+
+def _classify(item, call, candidate) -> CheckResult:
+    seed = item.config.getoption("conformance_seed")
+    result = CheckResult(
+        id=check_id(item), impl=candidate.name, title=check_title(item), section=check_section(item),
+        status="passed", duration_s=round(call.duration, 6),
+        reproduction=f"transformer-conformance certify {candidate.name} -k '{check_id(item)}' --seed {seed}",
+    )
+    recorder = item.stash.get(_recorder_key, None)
+    if recorder:
+        result.measurements = recorder.measurements
+        margins = [m["margin"] for m in recorder.measurements if m.get("margin") is not None]
+        result.margin = max(margins) if margins else None
+    if call.excinfo is None:
+        return result
+    exc = _unwrap(call.excinfo.value)
+    if isinstance(exc, ConformanceOutcome):
+        result.status = exc.status
+        for name, value in exc.as_fields().items():
+            if name in CheckResult.__dataclass_fields__ and value is not None:
+                setattr(result, name, _plain(value))
+    elif isinstance(exc, pytest.skip.Exception):
+        result.status, result.message = "not_implemented", str(exc)
+    elif isinstance(exc, AssertionError):
+        result.status, result.message = "failed", str(exc)
+    else:  # a bug in the check itself, not in the candidate: still an error, and still reported
+        result.status, result.message = "error", f"internal error in the check: {type(exc).__name__}: {exc}"
+    notes = getattr(exc, "__notes__", None)
+    if notes:
+        result.message += "\n" + "\n".join(notes)
+    return result
+
+
+def _unwrap(exc: BaseException) -> BaseException:
+    """Hypothesis raises an ExceptionGroup when several distinct bugs show; report the first."""
+    while isinstance(exc, BaseExceptionGroup) and exc.exceptions:
+        exc = exc.exceptions[0]
+    return exc
+
+
+def _plain(value):
+    """Make a value JSON- and xdist-serialisable."""
+    if isinstance(value, np.generic):
+        return value.item()
+    if isinstance(value, np.ndarray):
+        return value.tolist()
+    if isinstance(value, dict):
+        return {k: _plain(v) for k, v in value.items()}
+    if isinstance(value, list | tuple):
+        return [_plain(v) for v in value]
+    return value
+
+
+class ResultCollector:
+    """Runs where the results arrive (the controller under xdist): gathers them and writes the reports."""
+
+    def __init__(self, config, candidates):
+        self.config = config
+        self.candidates = candidates
+        self.results: list[CheckResult] = []
+        self.started = time.time()
+        COLLECTORS.append(self)
+
+    def pytest_runtest_logreport(self, report):
+        for key, value in report.user_properties:
+            if key == RESULTS_KEY:
+                self.results.append(CheckResult.from_dict(value))
+
+    def metadata(self) -> dict:
+        return {
+            "seed": self.config.getoption("conformance_seed"),
+            "hypothesis_profile": self.config.getoption("conformance_profile"),
+            "duration_s": round(time.time() - self.started, 3),
+            "implementations": [
+                {
+                    "name": spec,
+                    "conventions": c.conventions.as_dict(),
+                    "provided_parts": c.provided_parts(),
+                    "load_warnings": getattr(c, "load_warnings", []),
+                }
+                for spec, c in self.candidates.items()
+            ],
+        }
+
+    def pytest_sessionfinish(self, session):
+        path = self.config.getoption("conformance_json")
+        if path:
+            from conformance.reports.json_report import build_report
+
+            report = build_report(self.results, self.metadata())
+            Path(path).write_text(json.dumps(report, indent=2, sort_keys=False) + "\n")
+
+    def pytest_terminal_summary(self, terminalreporter):
+        if not self.config.getoption("conformance_summary"):
+            return
+        from conformance.reports.terminal import render
+
+        terminalreporter.write(render(self.results, self.metadata()))

@@ -1,0 +1,46 @@
+"""Published numbers, read from ``fixtures/published.toml`` by id: checks never type a golden number.
+
+``value(id)`` is the number as the lesson prints it; ``tolerance(id)`` is half a unit of its last
+printed digit. Every id a check names here counts as *used* in the coverage line.
+"""
+
+from __future__ import annotations
+
+import functools
+import tomllib
+from pathlib import Path
+
+from conformance.tolerances import Tolerance, printed
+
+
+@functools.cache
+def facts() -> dict[str, dict]:
+    import conformance.fixtures
+
+    path = Path(conformance.fixtures.__file__).parent / "published.toml"
+    with path.open("rb") as f:
+        return {entry["id"]: entry for entry in tomllib.load(f)["fact"]}
+
+
+def fact(fact_id: str) -> dict:
+    try:
+        return facts()[fact_id]
+    except KeyError:
+        raise KeyError(f"no published fact {fact_id!r} in fixtures/published.toml") from None
+
+
+def value(fact_id: str):
+    return fact(fact_id)["value"]
+
+
+def tolerance(fact_id: str, *, computed_in: str = "float32") -> Tolerance:
+    entry = fact(fact_id)
+    if "decimals" in entry:
+        return printed(entry["decimals"], computed_in=computed_in)
+    return Tolerance(0.0, 0.0, "exact")
+
+
+def cite(fact_id: str) -> str:
+    """Where a number was printed, for messages: document, section."""
+    entry = fact(fact_id)
+    return f"{entry['document']}, {entry['section']}"

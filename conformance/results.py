@@ -1,0 +1,99 @@
+"""One check's result as plain data, and the run's metadata: what every report is rendered from."""
+
+from __future__ import annotations
+
+import hashlib
+import importlib.metadata
+import platform
+import subprocess
+from dataclasses import asdict, dataclass, field
+from pathlib import Path
+from typing import Any
+
+STATUSES = ("passed", "failed", "error", "not_implemented", "blocked")
+SCHEMA_VERSION = 1
+
+
+@dataclass
+class CheckResult:
+    id: str
+    impl: str
+    title: str
+    section: str
+    status: str
+    message: str = ""
+    part: str | None = None
+    expected: Any = None
+    actual: Any = None
+    index: list[int] | None = None
+    max_abs: float | None = None
+    max_rel: float | None = None
+    tolerance: dict | None = None
+    margin: float | None = None
+    likely_cause: str | None = None
+    blocked_by: str | None = None
+    reproduction: str | None = None
+    duration_s: float = 0.0
+    measurements: list[dict] = field(default_factory=list)
+
+    def as_dict(self) -> dict:
+        return asdict(self)
+
+    @classmethod
+    def from_dict(cls, data: dict) -> CheckResult:
+        known = {name: data[name] for name in cls.__dataclass_fields__ if name in data}
+        return cls(**known)
+
+
+def count_statuses(results: list[CheckResult]) -> dict[str, int]:
+    counts = dict.fromkeys(STATUSES, 0)
+    for result in results:
+        counts[result.status] += 1
+    return counts
+
+
+def suite_version() -> str:
+    try:
+        return importlib.metadata.version("transformer-conformance")
+    except importlib.metadata.PackageNotFoundError:
+        return "unknown"
+
+
+def git_sha() -> str | None:
+    """The suite's own commit, when it runs from a checkout."""
+    here = Path(__file__).resolve().parent
+    try:
+        out = subprocess.run(
+            ["git", "rev-parse", "HEAD"], cwd=here, capture_output=True, text=True, timeout=5, check=True
+        )
+    except (OSError, subprocess.SubprocessError):
+        return None
+    return out.stdout.strip() or None
+
+
+def fixtures_sha256() -> str:
+    """One hash over every golden file, so a report says which fixtures certified it."""
+    import conformance.fixtures as fixtures
+
+    root = Path(fixtures.__file__).parent
+    digest = hashlib.sha256()
+    for path in sorted(root.rglob("*")):
+        if path.suffix in {".toml", ".npz", ".json"} and path.is_file():
+            digest.update(path.relative_to(root).as_posix().encode())
+            digest.update(path.read_bytes())
+    return digest.hexdigest()
+
+
+def environment() -> dict:
+    versions = {}
+    for package in ("numpy", "torch", "pytest", "hypothesis", "jax"):
+        try:
+            versions[package] = importlib.metadata.version(package)
+        except importlib.metadata.PackageNotFoundError:
+            versions[package] = None
+    return {
+        "python": platform.python_version(),
+        "platform": platform.platform(),
+        "machine": platform.machine(),
+        "versions": versions,
+    }

@@ -1,0 +1,57 @@
+"""Tolerances are data with a reason: every comparison names its (rtol, atol) and why.
+
+The per-dtype defaults follow torch.testing.assert_close (PyTorch PR #32538 set float32 to
+rtol 1.3e-6, atol 1e-5 and float64 to 1e-7, 1e-7), widened by the error a composite accumulates: the
+reference itself, run in float32 against float64, differs by that much (``benchmarks/`` prints it).
+Published numbers get the half unit of their last printed digit: a value printed as 0.841 stands for
+anything in [0.8405, 0.8415].
+"""
+
+from __future__ import annotations
+
+from dataclasses import asdict, dataclass
+
+
+@dataclass(frozen=True)
+class Tolerance:
+    """Allowed |actual - expected| <= atol + rtol * |expected|, elementwise, with its justification."""
+
+    rtol: float
+    atol: float
+    reason: str
+
+    def allowed(self, expected_abs):
+        return self.atol + self.rtol * expected_abs
+
+    def as_dict(self) -> dict:
+        return asdict(self)
+
+
+# One elementwise operation (PE, LayerNorm, a softmax row): torch.testing's defaults for the dtype.
+ELEMENTWISE = {
+    "float32": Tolerance(1.3e-6, 1e-5, "float32 elementwise op (torch.testing default)"),
+    "float64": Tolerance(1e-7, 1e-7, "float64 elementwise op (torch.testing default)"),
+}
+
+# A sublayer or a layer: a few matmuls of length d_model / d_ff, softmax and LayerNorm in float32.
+# The reference's float32-vs-float64 gap on random weights stays under 1e-5; 1e-4 leaves a factor 10.
+LAYER = {
+    "float32": Tolerance(1e-4, 1e-4, "float32 layer: matmuls of length d_ff accumulate rounding"),
+    "float64": Tolerance(1e-9, 1e-9, "float64 layer: matmuls of length d_ff accumulate rounding"),
+}
+
+# A whole model (2 x N layers, embedding, tied output projection): errors compound over layers.
+MODEL = {
+    "float32": Tolerance(1e-3, 1e-3, "float32 model: 2N post-norm layers compound rounding"),
+    "float64": Tolerance(1e-8, 1e-8, "float64 model: 2N post-norm layers compound rounding"),
+}
+
+
+def printed(decimals: int, *, computed_in: str = "float32") -> Tolerance:
+    """Half a unit in the last printed place, plus the computation's own float error."""
+    slack = 1e-6 if computed_in == "float32" else 1e-12
+    return Tolerance(0.0, 0.5 * 10.0**-decimals + slack, f"printed to {decimals} decimals")
+
+
+def for_dtype(table: dict[str, Tolerance], dtype: str) -> Tolerance:
+    return table.get(dtype, table["float32"])

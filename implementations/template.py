@@ -1,0 +1,65 @@
+"""Adapter template: copy this file, fill in the parts your implementation has, delete the rest.
+
+Run it with:  transformer-conformance certify path/to/my_adapter.py
+
+Every value crossing the boundary is a numpy array or a Python scalar, both ways: convert your
+tensors with ``tensor.detach().cpu().numpy()`` and build them with ``torch.from_numpy(array)``.
+A part you delete is reported as "not implemented", never as a failure. The full contract, with
+shapes, is in docs/adapter-protocol.md and conformance/adapter.py; canonical weight names are in
+conformance/weights.py.
+"""
+
+import numpy as np
+
+from conformance import Conventions
+
+
+class MyAdapter:
+    # What your code expects; the suite converts its inputs to match. mask: "keep" (True = may
+    # attend), "blocked" (True = hidden, as torch.nn), or "additive" (0 / -inf floats).
+    conventions = Conventions(mask="keep", batch_first=True, dtype="float32", framework="torch")
+
+    def positional_encoding(self, n: int, d_model: int) -> np.ndarray:
+        """(n, d_model): sine in even columns, cosine in odd columns, positions 0..n-1."""
+        raise NotImplementedError
+
+    def layer_norm(self, x, gamma, beta, eps: float) -> np.ndarray:
+        """Normalise the last axis of x; same shape as x."""
+        raise NotImplementedError
+
+    def scaled_dot_product_attention(self, q, k, v, mask):
+        """q (B, Lq, d_k), k (B, Lk, d_k), v (B, Lk, d_v), mask (B, Lq, Lk) or None -> (output, weights)."""
+        raise NotImplementedError
+
+    def multi_head_attention(self, query, key, value, weights: dict, h: int, mask):
+        """weights: W_Q, W_K, W_V, W_O (d_model, d_model) as x @ W, biases b_Q.. if present.
+        -> (output (B, Lq, d_model), weights (B, h, Lq, Lk))."""
+        raise NotImplementedError
+
+    def feed_forward(self, x, weights: dict) -> np.ndarray:
+        """weights: W1 (d_model, d_ff), b1, W2 (d_ff, d_model), b2 -> (B, L, d_model)."""
+        raise NotImplementedError
+
+    def encoder_layer(self, x, weights: dict, h: int, eps: float, src_mask) -> np.ndarray:
+        """weights: self_attn.*, norm1.*, ffn.*, norm2.*; src_mask (B, S) key padding."""
+        raise NotImplementedError
+
+    def decoder_layer(self, y, memory, weights: dict, h: int, eps: float, tgt_mask, src_mask) -> np.ndarray:
+        """weights: self_attn.*, norm1.*, cross_attn.*, norm2.*, ffn.*, norm3.*; apply the causal mask yourself."""
+        raise NotImplementedError
+
+    def learning_rate(self, step: int, d_model: int, warmup: int) -> float:
+        raise NotImplementedError
+
+    def label_smoothed_loss(self, logits, targets, epsilon: float, pad_id: int) -> float:
+        raise NotImplementedError
+
+    def parameter_count(self, config: dict) -> int:
+        raise NotImplementedError
+
+    # def build_model(self, config: dict, seed: int):
+    #     """Return an object with load_weights, dump_weights, forward, encode, decode,
+    #     greedy_decode and train_step; see conformance.adapter.Model."""
+
+
+adapter = MyAdapter()

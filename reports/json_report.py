@@ -1,0 +1,47 @@
+"""The JSON report, schema ``transformer-conformance/report`` version 1 (docs/report-format.md).
+
+Top level: schema, schema_version, suite {version, git_sha}, created (UTC, ISO 8601), fixtures_sha256,
+environment {python, platform, machine, versions}, seed, hypothesis_profile, duration_s,
+implementations [{name, conventions, provided_parts, load_warnings}], summary {impl: {status: count}},
+verdict {impl: "conformant" | "not conformant" | "nothing implemented"}, checks [CheckResult].
+"""
+
+from __future__ import annotations
+
+import datetime
+
+from conformance.results import (
+    SCHEMA_VERSION,
+    CheckResult,
+    count_statuses,
+    environment,
+    fixtures_sha256,
+    git_sha,
+    suite_version,
+)
+
+
+def verdict(results: list[CheckResult]) -> str:
+    counts = count_statuses(results)
+    if counts["failed"] or counts["error"]:
+        return "not conformant"
+    if not counts["passed"]:
+        return "nothing implemented"
+    return "conformant"
+
+
+def build_report(results: list[CheckResult], metadata: dict) -> dict:
+    impls = [impl["name"] for impl in metadata.get("implementations", [])]
+    by_impl = {name: [r for r in results if r.impl == name] for name in impls}
+    return {
+        "schema": "transformer-conformance/report",
+        "schema_version": SCHEMA_VERSION,
+        "suite": {"version": suite_version(), "git_sha": git_sha()},
+        "created": datetime.datetime.now(datetime.timezone.utc).isoformat(timespec="seconds"),
+        "fixtures_sha256": fixtures_sha256(),
+        "environment": environment(),
+        **metadata,
+        "summary": {name: count_statuses(rs) for name, rs in by_impl.items()},
+        "verdict": {name: verdict(rs) for name, rs in by_impl.items()},
+        "checks": [r.as_dict() for r in results],
+    }

@@ -1,0 +1,59 @@
+"""The terminal report: one line per check (status, id, section, claim) grouped by section, then a summary."""
+
+from __future__ import annotations
+
+from conformance.results import CheckResult, count_statuses
+
+LABELS = {
+    "passed": "PASS",
+    "failed": "FAIL",
+    "error": "ERROR",
+    "not_implemented": "N/I",
+    "blocked": "BLOCKED",
+}
+
+
+def render(results: list[CheckResult], metadata: dict) -> str:
+    lines = []
+    for impl in metadata.get("implementations", []):
+        mine = [r for r in results if r.impl == impl["name"]]
+        lines += _header(impl) + _by_section(mine) + _details(mine) + [_summary(mine), ""]
+    return "\n".join(lines) + "\n"
+
+
+def _header(impl: dict) -> list[str]:
+    conv = impl["conventions"]
+    lines = [
+        "",
+        f"== transformer-conformance: {impl['name']} ==",
+        f"conventions: mask={conv['mask']} batch_first={conv['batch_first']} dtype={conv['dtype']}"
+        f" framework={conv['framework']}",
+    ]
+    return lines + [f"warning: {w}" for w in impl.get("load_warnings", [])]
+
+
+def _by_section(results: list[CheckResult]) -> list[str]:
+    lines, current = [], None
+    for r in sorted(results, key=lambda r: r.section):
+        if r.section != current:
+            current = r.section
+            lines.append(f"\n{current or '(no section)'}")
+        margin = f"  [margin {r.margin:.2g}]" if r.status == "passed" and r.margin is not None else ""
+        lines.append(f"  {LABELS[r.status]:<7} {r.id:<52} {r.title}{margin}")
+    return lines
+
+
+def _details(results: list[CheckResult]) -> list[str]:
+    lines = []
+    for r in results:
+        if r.status in ("failed", "error"):
+            lines += ["", f"--- {LABELS[r.status]} {r.id} ({r.section})", *r.message.splitlines()]
+            if r.reproduction:
+                lines.append(f"  reproduce: {r.reproduction}")
+    return lines
+
+
+def _summary(results: list[CheckResult]) -> str:
+    counts = count_statuses(results)
+    parts = [f"{counts[s]} {s.replace('_', ' ')}" for s in counts]
+    return "\n" + ", ".join(parts)
