@@ -116,6 +116,7 @@ class Candidate:
         self.name = name
         self.timeout_s = timeout_s
         self.conventions: Conventions = adapter.conventions
+        self.hung_parts: set[str] = set()  # a part that hung once fails fast afterwards (no re-waiting)
 
     def __repr__(self) -> str:  # shown in pytest ids and hypothesis reproductions
         return f"Candidate({self.name!r})"
@@ -141,12 +142,16 @@ class Candidate:
         method = getattr(target, part.removeprefix("model."), None)
         if not callable(method):
             raise PartNotImplemented(f"{self.name} does not provide {part}", part=part)
+        if part in self.hung_parts:
+            raise AdapterError(f"{part} hung earlier in this run; not called again", part=part,
+                               expected=f"a result within {self.timeout_s:g} s", actual="no result")
         try:
             with time_limit(self.timeout_s, part):
                 return method(*args, **kwargs)
         except NotImplementedError as exc:
             raise PartNotImplemented(f"{self.name}.{part} raised NotImplementedError", part=part) from exc
         except PartTimeout as exc:
+            self.hung_parts.add(part)
             raise AdapterError(
                 f"{part} hung: {exc}. Likely cause: an endless loop (greedy decoding that never stops?)",
                 part=part, expected=f"a result within {self.timeout_s:g} s", actual="no result",

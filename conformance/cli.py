@@ -48,7 +48,7 @@ def pytest_args(args) -> list[str]:
     argv = [
         str(checks_dir()), "--impl", args.impl, "--conformance-seed", str(args.seed),
         "--conformance-profile", args.profile, "--check-timeout", str(args.timeout),
-        "-p", "no:cacheprovider", "-o", "python_files=test_*.py", "-o", "addopts=",
+        "-p", "no:cacheprovider", "--import-mode=importlib", "-o", "addopts=",
         "--rootdir", str(checks_dir()), "-c", str(checks_dir() / "pytest.ini"),
     ]
     if args.json:
@@ -58,7 +58,7 @@ def pytest_args(args) -> list[str]:
     if args.no_training:
         argv.append("--no-training")
     if args.workers > 1:
-        argv += ["-n", str(args.workers), "--dist", "loadgroup"]
+        argv += ["-n", str(args.workers), "--dist", "loadfile"]
     return argv + (["-v"] if args.verbose else ["-q", "--tb=no", "--no-header"])
 
 
@@ -113,6 +113,7 @@ def list_checks(args) -> int:
     import pytest
 
     return int(pytest.main([str(checks_dir()), "--impl", args.impl, "--collect-only", "-q", "-p", "no:cacheprovider",
+                            "--import-mode=importlib",
                             "--rootdir", str(checks_dir()), "-c", str(checks_dir() / "pytest.ini")]))
 
 

@@ -137,12 +137,10 @@ def check_title(item) -> str:
 
 
 def pytest_collection_modifyitems(config, items):
+    # Prerequisites (depends_on) live in the same module, and the CLI runs xdist with --dist loadfile,
+    # which keeps a module on one worker in order: a parallel run blocks exactly what a serial run does.
     if config.getoption("no_training"):
         items[:] = [item for item in items if not item.get_closest_marker("training")]
-    for item in items:
-        if "candidate" in getattr(item, "fixturenames", ()):
-            # Prerequisites live in the same module: keep a module on one xdist worker (--dist loadgroup).
-            item.add_marker(pytest.mark.xdist_group(name=item.module.__name__))
 
 
 def pytest_runtest_setup(item):

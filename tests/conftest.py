@@ -1,0 +1,44 @@
+"""Helpers for the suite's own tests: run `transformer-conformance certify` in-process and read its report."""
+
+import json
+from dataclasses import dataclass
+from pathlib import Path
+
+import pytest
+
+from conformance.cli import main
+
+pytest_plugins = ["pytester"]
+ADAPTERS = Path(__file__).parent / "adapters"
+
+
+@dataclass
+class Run:
+    code: int
+    out: str
+    err: str
+    report: dict | None
+
+    def statuses(self) -> dict[str, str]:
+        return {check["id"]: check["status"] for check in self.report["checks"]}
+
+    def with_status(self, status: str) -> set[str]:
+        return {cid for cid, s in self.statuses().items() if s == status}
+
+
+@pytest.fixture
+def certify(tmp_path, capsys):
+    """certify("reference", "--no-training") -> Run(code, stdout, stderr, parsed JSON report)."""
+
+    def run(impl: str, *args: str) -> Run:
+        report_path = tmp_path / "report.json"
+        code = main(["certify", impl, "--json", str(report_path), *args])
+        captured = capsys.readouterr()
+        report = json.loads(report_path.read_text()) if report_path.exists() else None
+        return Run(code, captured.out, captured.err, report)
+
+    return run
+
+
+def adapter_path(name: str) -> str:
+    return str(ADAPTERS / f"{name}.py")

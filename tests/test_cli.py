@@ -1,0 +1,45 @@
+"""The CLI's documented exit codes and commands."""
+
+import subprocess
+import sys
+
+from conformance.cli import EXIT_FAILED, EXIT_NOTHING_RAN, EXIT_OK, EXIT_USAGE, main
+from conftest import adapter_path
+
+
+def test_exit_0_when_every_implemented_check_passes(certify):
+    run = certify(adapter_path("only_pe"))
+    assert run.code == EXIT_OK, run.out
+
+
+def test_exit_1_when_a_check_fails(certify):
+    run = certify(adapter_path("nan_attention"))
+    assert run.code == EXIT_FAILED
+
+
+def test_exit_2_for_an_implementation_that_cannot_be_loaded(certify):
+    run = certify("no.such.module:adapter")
+    assert run.code == EXIT_USAGE
+    assert "no module named 'no'" in run.err and "Fix" in run.err or "Fix:" in run.err
+
+
+def test_exit_2_for_a_missing_file_names_the_path(certify):
+    run = certify("missing_adapter.py")
+    assert run.code == EXIT_USAGE and "no file 'missing_adapter.py'" in run.err
+
+
+def test_exit_5_when_nothing_is_implemented(certify):
+    run = certify(adapter_path("nothing"))
+    assert run.code == EXIT_NOTHING_RAN
+
+
+def test_template_prints_a_loadable_adapter(capsys, tmp_path):
+    assert main(["template"]) == EXIT_OK
+    path = tmp_path / "my_adapter.py"
+    path.write_text(capsys.readouterr().out)
+    assert main(["certify", str(path)]) == EXIT_NOTHING_RAN  # every part raises NotImplementedError
+
+
+def test_python_dash_m_conformance_is_the_same_command():
+    out = subprocess.run([sys.executable, "-m", "conformance", "--help"], capture_output=True, text=True, check=True)
+    assert "certify" in out.stdout

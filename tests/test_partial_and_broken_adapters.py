@@ -1,0 +1,43 @@
+"""A partial adapter gets "not implemented", a broken one a clear per-check error; the run always finishes."""
+
+from conftest import adapter_path
+
+
+def test_only_positional_encoding_leaves_everything_else_not_implemented(certify):
+    run = certify(adapter_path("only_pe"))
+    pe_checks = {cid for cid in run.statuses() if cid.startswith("pe_")}
+    assert pe_checks and run.with_status("passed") == pe_checks
+    assert run.with_status("not_implemented") == set(run.statuses()) - pe_checks
+    assert run.code == 0
+    assert "not implemented" in run.out
+
+
+def test_misbehaving_adapter_gets_one_error_per_check_and_a_report(certify):
+    run = certify(adapter_path("misbehaving"), "--timeout", "0.5")
+    assert run.report is not None, run.err
+    checks = {c["id"]: c for c in run.report["checks"]}
+    raised = checks["pe_has_one_row_per_position"]
+    assert raised["status"] == "error"
+    assert "raised ValueError: students forget things" in raised["message"]
+    listed = checks["layer_norm_matches_published_example"]
+    assert listed["status"] == "error"
+    assert "returned list" in listed["message"] and "numpy.ndarray of shape (4,)" in listed["message"]
+    shaped = checks["attention_matches_formula"]
+    assert shaped["status"] == "error" and "weights.shape=(1, 1), but should be" in shaped["message"]
+    assert run.code == 1
+    assert run.with_status("passed") == set()
+
+
+def test_nan_from_a_fully_masked_row_is_an_error_naming_the_likely_cause(certify):
+    run = certify(adapter_path("nan_attention"), "-k", "fully_masked")
+    check = run.report["checks"][0]
+    assert check["status"] == "failed"
+    assert "likely cause: softmax over a row of -inf" in check["message"]
+
+
+def test_a_hanging_part_is_stopped_and_reported(certify):
+    run = certify(adapter_path("hanging"), "--timeout", "0.3")
+    layer_norm_checks = [c for c in run.report["checks"] if c["id"].startswith("layer_norm")]
+    assert layer_norm_checks
+    assert all(c["status"] == "error" and "hung" in c["message"] for c in layer_norm_checks)
+    assert run.code == 1

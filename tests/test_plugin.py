@@ -1,0 +1,63 @@
+"""The pytest plugin as a black box (pytester): options, parametrisation, statuses, xdist."""
+
+import json
+
+import pytest
+
+from conformance.cli import checks_dir
+from conftest import adapter_path
+
+
+def run_checks(pytester, *args):
+    return pytester.runpytest_subprocess(str(checks_dir()), "-p", "no:cacheprovider", "--import-mode=importlib", *args)
+
+
+def test_without_impl_the_checks_are_skipped_and_the_plugin_is_inert(pytester):
+    result = run_checks(pytester)
+    result.assert_outcomes(skipped=len(_collected(pytester)))
+    result.stdout.no_fnmatch_line("*== transformer-conformance:*")
+
+
+def _collected(pytester):
+    result = run_checks(pytester, "--collect-only", "-q")
+    return [line for line in result.outlines if "::" in line]
+
+
+def test_checks_are_parametrised_by_implementation(pytester):
+    result = run_checks(pytester, "--impl", "numpy", "--impl", adapter_path("only_pe"), "--collect-only", "-q")
+    ids = [line for line in result.outlines if "::" in line]
+    assert any("[numpy]" in i for i in ids) and any("only_pe.py]" in i for i in ids)
+
+
+def test_unloadable_impl_is_a_usage_error_naming_the_fix(pytester):
+    result = run_checks(pytester, "--impl", adapter_path("no_conventions"))
+    assert result.ret == pytest.ExitCode.USAGE_ERROR
+    result.stderr.fnmatch_lines(["*declares no conventions. Fix: add*Conventions(*"])
+
+
+def test_not_implemented_parts_are_skips_with_reason(pytester):
+    result = run_checks(pytester, "--impl", adapter_path("only_pe"), "-rs", "-k", "layer_norm")
+    result.stdout.fnmatch_lines(["*not implemented: *does not provide layer_norm*"])
+    assert result.ret == pytest.ExitCode.OK
+
+
+def test_summary_and_json_report_options(pytester):
+    result = run_checks(pytester, "--impl", "numpy", "--conformance-summary", "--conformance-json", "out.json",
+                        "-k", "attention")
+    result.stdout.fnmatch_lines(["*== transformer-conformance: numpy ==*", "*PASS*attention_rows_sum_to_one*"])
+    report = json.loads((pytester.path / "out.json").read_text())
+    assert report["schema"] == "transformer-conformance/report"
+    assert {c["status"] for c in report["checks"]} == {"passed"}
+
+
+def test_parallel_run_gives_the_same_results_as_a_serial_run(pytester):
+    serial = run_checks(pytester, "--impl", "numpy", "--conformance-json", "serial.json")
+    parallel = run_checks(pytester, "--impl", "numpy", "--conformance-json", "parallel.json", "-n", "2",
+                          "--dist", "loadfile")
+    assert serial.ret == parallel.ret
+
+    def outcomes(name):
+        report = json.loads((pytester.path / name).read_text())
+        return sorted((c["id"], c["status"], c["message"]) for c in report["checks"])
+
+    assert outcomes("serial.json") == outcomes("parallel.json")
