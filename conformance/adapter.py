@@ -75,6 +75,11 @@ class Model(Protocol):
         """src (B, S) -> (B, L) generated ids after <s>, L <= max_len, each row ending with </s>
         (then padding) unless it ran out of length."""
 
+    def attention_weights(self, src: np.ndarray, tgt_in: np.ndarray) -> dict[str, np.ndarray]:
+        """The attention weights of an evaluation-mode forward pass on (src, tgt_in), by sublayer name:
+        ``"encoder.{l}.self_attn"`` (B, h, S, S), ``"decoder.{l}.self_attn"`` (B, h, T, T),
+        ``"decoder.{l}.cross_attn"`` (B, h, T, S). Used by the learned-behaviour checks."""
+
     def train_step(self, src: np.ndarray, tgt_in: np.ndarray, tgt_out: np.ndarray) -> dict:
         """One optimisation step with the paper's recipe (config["recipe"]): Adam, lrate schedule,
         dropout, label-smoothed loss ignoring padding. Returns ``{"loss": float, "lr": float}``:
@@ -170,6 +175,7 @@ MODEL_PARTS = (
     "encode",
     "decode",
     "greedy_decode",
+    "attention_weights",
     "train_step",
 )
 PARTS = ADAPTER_PARTS + tuple(f"model.{name}" for name in MODEL_PARTS)

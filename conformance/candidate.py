@@ -327,6 +327,17 @@ class CandidateModel:
             )
         return out
 
+    def attention_weights(self, src, tgt_in) -> dict[str, np.ndarray]:
+        weights = self._call("attention_weights", self._ids(src), self._ids(tgt_in))
+        if not isinstance(weights, dict):
+            raise BadOutput(
+                f"model.attention_weights returned {describe(weights)}; expected dict[str, numpy.ndarray]",
+                part="model.attention_weights", expected="dict", actual=describe(weights),
+            )
+        return {name: expect_float_array(value, np.shape(value) if isinstance(value, np.ndarray) else (),
+                                         part="model.attention_weights", name=name)
+                for name, value in weights.items()}
+
     def train_step(self, src, tgt_in, tgt_out) -> dict:
         result = self._call("train_step", self._ids(src), self._ids(tgt_in), self._ids(tgt_out))
         if not isinstance(result, dict) or not {"loss", "lr"} <= set(result):
