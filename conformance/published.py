@@ -7,8 +7,9 @@ printed digit. Every id a check names here counts as *used* in the coverage line
 from __future__ import annotations
 
 import functools
-import tomllib
 from pathlib import Path
+
+import numpy as np
 
 from conformance.tolerances import Tolerance, printed
 
@@ -18,8 +19,9 @@ def facts() -> dict[str, dict]:
     import conformance.fixtures
 
     path = Path(conformance.fixtures.__file__).parent / "published.toml"
-    with path.open("rb") as f:
-        return {entry["id"]: entry for entry in tomllib.load(f)["fact"]}
+    from conformance.fixtures.verify import load_facts
+
+    return {entry["id"]: entry for entry in load_facts(path)}
 
 
 def fact(fact_id: str) -> dict:
@@ -34,9 +36,15 @@ def value(fact_id: str):
 
 
 def tolerance(fact_id: str, *, computed_in: str = "float32") -> Tolerance:
+    """Half a unit in the last printed place: decimals, or significant digits of the printed value."""
     entry = fact(fact_id)
     if "decimals" in entry:
         return printed(entry["decimals"], computed_in=computed_in)
+    if "significant" in entry:
+        magnitude = max(abs(v) for v in np.ravel(entry["value"]))
+        exponent = int(np.floor(np.log10(magnitude))) - entry["significant"] + 1
+        return Tolerance(0.0, 0.5 * 10.0**exponent * (1 + 1e-6),
+                         f"printed to {entry['significant']} significant digits")
     return Tolerance(0.0, 0.0, "exact")
 
 

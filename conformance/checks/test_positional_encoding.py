@@ -27,7 +27,7 @@ def tol(candidate):
 
 def test_pe_has_one_row_per_position(candidate):
     """PE(n, d_model) has shape (n, d_model): added to the embeddings, not concatenated."""
-    n, d_model = published.value("pe.listing.shape")
+    n, d_model = published.value("pe.table.shape")
     raw = candidate.call("positional_encoding", candidate.adapter, n, d_model)
     assert_shape(raw, (n, d_model), what=f"positional_encoding(n={n}, d_model={d_model})")
 
@@ -36,18 +36,19 @@ def test_pe_has_one_row_per_position(candidate):
 def test_pe_matches_published_values(candidate, check):
     """PE at positions 1 and 2 equals the lesson's hand check (sin 1 = 0.841, ..., cos 2 = -0.416)."""
     pe = candidate.positional_encoding(3, 64)
-    for pos, fact_id in ((1, "pe.d64.pos1.first4"), (2, "pe.pos2.first2")):
-        expected = np.asarray(published.value(fact_id))
-        got = pe[pos, : len(expected)]
-        check.close(got, expected, published.tolerance(fact_id), what=f"PE[{pos}, :{len(expected)}] (d_model=64)",
-                    alternatives={c: alt[pos, : len(expected)] for c, alt in formulas.pe_alternatives(3, 64).items()})
+    alternatives = formulas.pe_alternatives(3, 64)
+    published_cells = (("pe.d64.pos1.first4", 1, slice(0, 4)), ("practice.pe.2.0", 2, 0), ("practice.pe.2.1", 2, 1))
+    for fact_id, pos, cols in published_cells:
+        check.close(pe[pos, cols], published.value(fact_id), published.tolerance(fact_id),
+                    what=f"PE[{pos}, {cols}] (d_model=64) [{fact_id}]",
+                    alternatives={cause: alt[pos, cols] for cause, alt in alternatives.items()})
 
 
 @pytest.mark.depends_on("pe_has_one_row_per_position")
 def test_pe_position_0_is_sin_0_and_cos_0(candidate, check):
     """At position 0 every sine is 0 and every cosine is 1: (0, 1, 0, 1, ...)."""
     pe = candidate.positional_encoding(1, 64)
-    expected = np.tile([0.0, 1.0], 32)
+    expected = np.tile(published.value("pe.pos0.pattern"), 32)
     check.close(pe[0], expected, tol(candidate), what="PE[0] (d_model=64)",
                 alternatives={c: alt[0] for c, alt in formulas.pe_alternatives(1, 64).items()})
 
@@ -61,6 +62,13 @@ def test_pe_matches_formula_for_any_size(candidate, check, n, d_model):
                 alternatives=formulas.pe_alternatives(n, d_model))
 
 
+# The lesson's listing prints pairs 0, 1, d/4 and d/2 - 1 for both sizes.
+PUBLISHED_WAVELENGTHS = {
+    64: ("wavelength.d64.i0", "wavelength.d64.i1", "wavelength.d64.i16", "wavelength.d64.i31"),
+    512: ("wavelength.d512.i0", "wavelength.d512.i1", "wavelength.d512.i128", "wavelength.d512.i255"),
+}
+
+
 def wavelengths(pe: np.ndarray, columns) -> np.ndarray:
     """Each pair's wavelength 2*pi/omega, with omega read off position 1 as atan2(sin, cos)."""
     omega = np.arctan2(pe[1, 0::2].astype(np.float64), pe[1, 1::2].astype(np.float64))
@@ -71,11 +79,11 @@ def wavelengths(pe: np.ndarray, columns) -> np.ndarray:
 @pytest.mark.parametrize("d_model", [64, 512])
 def test_pe_wavelengths_match_published_values(candidate, check, d_model):
     """Wavelengths form a geometric progression from 2*pi; the lesson prints four of them per d_model."""
-    fact_id = f"pe.wavelengths.d{d_model}"
-    pairs = (0, 1, d_model // 4, d_model // 2 - 1)
-    got = wavelengths(candidate.positional_encoding(2, d_model), pairs)
-    check.close(got, published.value(fact_id), published.tolerance(fact_id),
-                what=f"wavelengths of pairs {pairs} (d_model={d_model})")
+    pe = candidate.positional_encoding(2, d_model)
+    for fact_id in PUBLISHED_WAVELENGTHS[d_model]:
+        pair = int(fact_id.rsplit(".i", 1)[1])
+        check.close(wavelengths(pe, [pair]), [published.value(fact_id)], published.tolerance(fact_id),
+                    what=f"wavelength of pair {pair} (d_model={d_model}) [{fact_id}]")
 
 
 @pytest.mark.depends_on("pe_has_one_row_per_position")
@@ -95,12 +103,14 @@ def test_pe_shift_is_published_rotation(candidate, check):
     pe = candidate.positional_encoding(50, 64)
     k, i = 3, 5
     turn = formulas.rotation(formulas.frequencies(64)[i] * k)
-    for pos in (0, 10, 40):
-        fact_id = f"pe.rotation.pos{pos}"
-        check.close(turn @ pe[pos, 2 * i: 2 * i + 2], published.value(fact_id), published.tolerance(fact_id),
-                    what=f"R(omega_5 * 3) @ PE[{pos}, 10:12]")
-        check.close(pe[pos + k, 2 * i: 2 * i + 2], published.value(fact_id), published.tolerance(fact_id),
-                    what=f"PE[{pos + 3}, 10:12]")
+    published_pairs = ((0, "rotation.pos0.turned", "rotation.pos0.shifted"),
+                       (10, "rotation.pos10.turned", "rotation.pos10.shifted"),
+                       (40, "rotation.pos40.turned", "rotation.pos40.shifted"))
+    for pos, turned, shifted in published_pairs:
+        check.close(turn @ pe[pos, 2 * i: 2 * i + 2], published.value(turned), published.tolerance(turned),
+                    what=f"R(omega_5 * 3) @ PE[{pos}, 10:12] [{turned}]")
+        check.close(pe[pos + k, 2 * i: 2 * i + 2], published.value(shifted), published.tolerance(shifted),
+                    what=f"PE[{pos + 3}, 10:12] [{shifted}]")
 
 
 @pytest.mark.depends_on("pe_has_one_row_per_position")
