@@ -45,7 +45,8 @@ def measure(actual, expected, tol: Tolerance, *, what: str = "output") -> Measur
     diff = np.abs(actual - expected)
     diff = np.where(np.isnan(diff), np.inf, diff)
     allowed = tol.allowed(np.abs(expected))
-    ratio = diff / allowed if diff.size else np.zeros(0)
+    with np.errstate(divide="ignore", invalid="ignore"):  # an exact tolerance: 0/0 is a perfect match
+        ratio = np.where(diff == 0, 0.0, diff / allowed) if diff.size else np.zeros(0)
     worst = np.unravel_index(int(np.argmax(ratio)), ratio.shape) if diff.size else ()
     with np.errstate(divide="ignore", invalid="ignore"):
         rel = np.where(expected != 0, diff / np.abs(expected), np.where(diff == 0, 0.0, np.inf))

@@ -77,7 +77,7 @@ class ModelConfig:
 
 def base_config(**changes) -> ModelConfig:
     """The paper's base model (Table 3) with the lesson's assumed shared vocabulary of 37,000."""
-    return ModelConfig(src_vocab=37000, tgt_vocab=37000, **changes)
+    return ModelConfig(**{"src_vocab": 37000, "tgt_vocab": 37000, **changes})
 
 
 def toy_config(**changes) -> ModelConfig:
@@ -88,4 +88,4 @@ def toy_config(**changes) -> ModelConfig:
 
 def german_config(**changes) -> ModelConfig:
     """The lesson's "Your turn": separate 32,000-token vocabularies, target embedding tied to the output."""
-    return ModelConfig(src_vocab=32000, tgt_vocab=32000, share_embeddings=False, **changes)
+    return ModelConfig(**{"src_vocab": 32000, "tgt_vocab": 32000, "share_embeddings": False, **changes})

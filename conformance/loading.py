@@ -22,6 +22,8 @@ _IMPLS = "conformance.implementations"
 BUILTINS = {
     "reference": f"{_IMPLS}.reference.adapter:adapter",
     "numpy": f"{_IMPLS}.numpy_impl.adapter:adapter",
+    "reference-float64": f"{_IMPLS}.reference.adapter:adapter_float64",
+    "torch-fused-qkv": f"{_IMPLS}.variants.fused_qkv:adapter",
 }
 MUTANT_PREFIX = "mutant:"
 

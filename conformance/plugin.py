@@ -102,6 +102,12 @@ class Recorder:
 
     def __init__(self):
         self.measurements: list[dict] = []
+        self.data: dict = {}
+
+    def record(self, name: str, data) -> None:
+        """Keep ``data`` (plain numbers, lists, dicts) in the report under the check's ``data[name]``:
+        curves and tables that are not one comparison, e.g. the training check's loss curve."""
+        self.data[name] = _plain(data)
 
     def close(self, actual, expected, tol, *, what: str, alternatives=None):
         from conformance.compare import assert_close
@@ -159,6 +165,22 @@ def pytest_runtest_setup(item):
                 raise Blocked(f"blocked by {prerequisite} ({status})", blocked_by=prerequisite)
 
 
+@pytest.hookimpl(hookwrapper=True)
+def pytest_runtest_call(item):
+    """Track which published facts the check reads, for the report's coverage line."""
+    from conformance import published
+
+    published.accessed = set()
+    try:
+        yield
+    finally:
+        item.stash[_facts_key] = sorted(published.accessed)
+        published.accessed = None
+
+
+_facts_key = pytest.StashKey[list]()
+
+
 def _item_candidate(item):
     params = getattr(getattr(item, "callspec", None), "params", {})
     spec = params.get("candidate")
@@ -187,11 +209,13 @@ def _classify(item, call, candidate) -> CheckResult:
         status="passed", duration_s=round(call.duration, 6),
         reproduction=f"transformer-conformance certify {candidate.name} -k '{check_id(item)}' --seed {seed}",
     )
+    result.facts = item.stash.get(_facts_key, [])
     recorder = item.stash.get(_recorder_key, None)
     if recorder:
         result.measurements = recorder.measurements
         margins = [m["margin"] for m in recorder.measurements if m.get("margin") is not None]
         result.margin = max(margins) if margins else None
+        result.data = recorder.data or None
     if call.excinfo is None:
         return result
     exc = _unwrap(call.excinfo.value)

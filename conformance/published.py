@@ -31,8 +31,20 @@ def fact(fact_id: str) -> dict:
         raise KeyError(f"no published fact {fact_id!r} in fixtures/published.toml") from None
 
 
+# The plugin sets this to a fresh set around each check, so the report says which facts a check used.
+accessed: set[str] | None = None
+
+
 def value(fact_id: str):
-    return fact(fact_id)["value"]
+    entry = fact(fact_id)
+    if accessed is not None:
+        accessed.add(fact_id)
+    return entry["value"]
+
+
+def of_kind(verify: str, *, reproducible: bool = True) -> list[dict]:
+    """Every fact the verifier checks with ``verify`` (e.g. "lrate"), in file order."""
+    return [entry for entry in facts().values() if entry["verify"] == verify and entry["reproducible"] == reproducible]
 
 
 def tolerance(fact_id: str, *, computed_in: str = "float32") -> Tolerance:
@@ -45,6 +57,8 @@ def tolerance(fact_id: str, *, computed_in: str = "float32") -> Tolerance:
         exponent = int(np.floor(np.log10(magnitude))) - entry["significant"] + 1
         return Tolerance(0.0, 0.5 * 10.0**exponent * (1 + 1e-6),
                          f"printed to {entry['significant']} significant digits")
+    if isinstance(entry["value"], float):  # printed exactly, but a float: its float32 representation
+        return Tolerance(1e-6, 0.0, "exact value, compared at float32 precision")
     return Tolerance(0.0, 0.0, "exact")
 
 

@@ -1,0 +1,63 @@
+"""§3.3 Position-wise feed-forward networks: FFN(x) = max(0, x W1 + b1) W2 + b2.
+
+"Applied to each position separately and identically" (§3.3): d_model -> d_ff -> d_model with a ReLU,
+512 -> 2048 -> 512 in the base model, 64 -> 256 -> 64 in the lesson's toy ("The original transformer,
+step by step", Step 3). Compared with the reference run in float64 on random canonical weights.
+"""
+
+import pytest
+from hypothesis import given
+from hypothesis import strategies as st
+
+from conformance import diagnose, oracle
+from conformance.scenarios import LayerSizes, activations, layer_sizes
+from conformance.tolerances import LAYER, for_dtype
+from conformance.weights import ffn_shapes, random_weights
+
+SECTION = "§3.3 Position-wise feed-forward networks"
+pytestmark = pytest.mark.requires("feed_forward")
+
+
+def tol(candidate):
+    return for_dtype(LAYER, candidate.conventions.dtype)
+
+
+def problem(sizes: LayerSizes, L: int):
+    rng = sizes.rng()
+    weights = random_weights(ffn_shapes(sizes.d_model, sizes.d_ff), rng)
+    return weights, activations(rng, sizes.B, L, sizes.d_model), rng
+
+
+def assert_matches_oracle(candidate, check, x, weights, *, what):
+    got = candidate.feed_forward(x, weights)
+    alternatives = lambda: diagnose.variant_outputs(  # noqa: E731
+        "feed_forward", lambda v: oracle.feed_forward(x, weights, variant=v))
+    diagnose.close(check, got, oracle.feed_forward(x, weights), tol(candidate), what=what, alternatives=alternatives)
+
+
+@given(sizes=layer_sizes())
+def test_feed_forward_matches_reference(candidate, check, sizes):
+    """For any d_model and d_ff (1 included), FFN(x) equals max(0, x W1 + b1) W2 + b2 from the reference."""
+    weights, x, _ = problem(sizes, sizes.S)
+    assert_matches_oracle(candidate, check, x, weights, what=f"FFN(x{x.shape}), d_ff={sizes.d_ff}")
+
+
+def test_feed_forward_matches_reference_at_base_size(candidate, check):
+    """At the paper's base size, 512 -> 2048 -> 512, the FFN equals the reference."""
+    weights, x, _ = problem(LayerSizes(B=2, S=6, T=6, h=8, d_k=64, d_ff=2048, bias=True, seed=2048), 6)
+    assert_matches_oracle(candidate, check, x, weights, what="base-size FFN(x(2, 6, 512)), d_ff=2048")
+
+
+@given(sizes=layer_sizes(), data=st.data())
+def test_feed_forward_acts_on_each_position_alone(candidate, check, sizes, data):
+    """Position i's output depends on x_i only: changing every other position leaves it unchanged."""
+    weights, x, rng = problem(sizes, sizes.S)
+    i = data.draw(st.integers(0, sizes.S - 1), label="i")
+    other = activations(rng, *x.shape, scale=2.0)
+    other[:, i] = x[:, i]
+    alone = candidate.feed_forward(x[:, i: i + 1], weights)[:, 0]
+    for name, seq in (("x", x), ("x with every other position changed", other)):
+        got = candidate.feed_forward(seq, weights)
+        diagnose.close(check, got[:, i], alone, tol(candidate), what=f"FFN({name})[:, {i}] vs FFN(x[:, {i}]) alone",
+                       likely="the FFN mixes positions (a kernel wider than 1, or a matmul over the sequence axis);"
+                              " §3.3 is two convolutions with kernel size 1")

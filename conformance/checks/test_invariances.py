@@ -1,0 +1,139 @@
+"""Invariances every correct implementation satisfies, whatever its weights (§3.2.3, §3.5, §5.4).
+
+Each check runs the candidate against itself, changing only what the claim says cannot matter:
+tokens after position t (the decoder is causal), padding appended to a batch (it hides keys only),
+the other rows of a batch, the order of positions for an encoder layer without positional encoding
+("Without positional information or an order-dependent mask, self-attention is
+permutation-equivariant", "Vanilla Transformer"), and repeated calls in evaluation mode (dropout off).
+The shift-is-a-rotation identity of the positional encoding lives in ``test_positional_encoding.py``.
+"""
+
+import numpy as np
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from conformance import diagnose
+from conformance.compare import assert_true
+from conformance.scenarios import (
+    EPS,
+    MODEL_PARTS,
+    activations,
+    layer_sizes,
+    layer_weights,
+    loaded_model,
+    model_sizes,
+    model_weights,
+    source_and_target,
+    token_ids,
+    trailing_keep,
+)
+from conformance.tolerances import LAYER, MODEL, for_dtype
+
+SECTION = "Invariances (§3.2.3 masks, §3.5 positions, §5.4 dropout)"
+FORWARD = (*MODEL_PARTS, "model.forward")
+
+
+def tol(candidate, table=MODEL):
+    return for_dtype(table, candidate.conventions.dtype)
+
+
+def problem(candidate, sizes):
+    rng = sizes.rng()
+    weights = model_weights(sizes.config, rng)
+    src, tgt_in = source_and_target(sizes, rng)
+    return loaded_model(candidate, sizes.config, weights), src, tgt_in, rng
+
+
+def pad_columns(ids: np.ndarray, k: int, pad_id: int) -> np.ndarray:
+    return np.concatenate([ids, np.full((ids.shape[0], k), pad_id, dtype=ids.dtype)], axis=1)
+
+
+@pytest.mark.requires(*FORWARD)
+@settings(max_examples=10)
+@given(sizes=model_sizes().filter(lambda s: s.T >= 2), data=st.data())
+def test_logits_up_to_t_ignore_later_target_tokens(candidate, check, sizes, data):
+    """Changing the decoder input after position t leaves the logits at positions 0..t unchanged."""
+    model, src, _, rng = problem(candidate, sizes)
+    cfg, t = sizes.config, data.draw(st.integers(0, sizes.T - 2), label="t")
+    tgt_in = token_ids(rng, cfg, sizes.B, sizes.T, start=cfg.bos_id)
+    later = tgt_in.copy()
+    later[:, t + 1:] = token_ids(rng, cfg, sizes.B, sizes.T - t - 1)
+    before, after = model.forward(src, tgt_in), model.forward(src, later)
+    diagnose.close(check, after[:, : t + 1], before[:, : t + 1], tol(candidate),
+                   what=f"logits at positions 0..{t} after changing the decoder input at {t + 1}..{sizes.T - 1}",
+                   likely="no causal mask in the decoder self-attention (or a softmax over the query axis):"
+                          " the future leaks")
+
+
+@pytest.mark.requires(*FORWARD)
+@settings(max_examples=10)
+@given(sizes=model_sizes(), k=st.integers(1, 3))
+def test_appending_source_padding_leaves_logits_unchanged(candidate, check, sizes, k):
+    """Padding the source with k more padding tokens leaves every logit unchanged."""
+    model, src, tgt_in, _ = problem(candidate, sizes)
+    before = model.forward(src, tgt_in)
+    after = model.forward(pad_columns(src, k, sizes.config.pad_id), tgt_in)
+    diagnose.close(check, after, before, tol(candidate), what=f"logits after appending {k} source padding tokens",
+                   likely="the source padding mask is missing or not built from pad_id (padding keys are read)")
+
+
+@pytest.mark.requires(*FORWARD)
+@settings(max_examples=10)
+@given(sizes=model_sizes(), k=st.integers(1, 3))
+def test_appending_target_padding_leaves_real_logits_unchanged(candidate, check, sizes, k):
+    """Padding the decoder input with k more padding tokens leaves the logits at the first T positions unchanged."""
+    model, src, tgt_in, _ = problem(candidate, sizes)
+    before = model.forward(src, tgt_in)
+    after = model.forward(src, pad_columns(tgt_in, k, sizes.config.pad_id))
+    diagnose.close(check, after[:, : sizes.T], before, tol(candidate),
+                   what=f"logits at the first {sizes.T} positions after appending {k} target padding tokens",
+                   likely="later (padding) positions reach earlier ones: a softmax over the query axis, or a"
+                          " normalisation across positions")
+
+
+@pytest.mark.requires(*FORWARD)
+@settings(max_examples=10)
+@given(sizes=model_sizes())
+def test_batch_equals_rows_run_one_at_a_time(candidate, check, sizes):
+    """Each row of a padded batch gets the logits it gets alone, without its padding."""
+    model, src, tgt_in, _ = problem(candidate, sizes)
+    batch = model.forward(src, tgt_in)
+    pad = sizes.config.pad_id
+    for b in range(sizes.B):
+        S, T = int((src[b] != pad).sum()), int((tgt_in[b] != pad).sum())
+        alone = model.forward(src[b: b + 1, :S], tgt_in[b: b + 1, :T])
+        diagnose.close(check, batch[b, :T], alone[0], tol(candidate),
+                       what=f"row {b} of the batch (source {S}, target {T} real tokens) vs the row alone",
+                       likely="padding is read as content (a missing padding mask), or rows of the batch mix")
+
+
+@pytest.mark.requires("encoder_layer")
+@given(sizes=layer_sizes(), data=st.data())
+def test_encoder_layer_is_permutation_equivariant(candidate, check, sizes, data):
+    """An encoder layer is permutation-equivariant: permuting x and its mask permutes the output alike.
+
+    No positional encoding enters a layer, and the encoder has no order-dependent mask."""
+    rng = sizes.rng()
+    weights = layer_weights(sizes, "encoder", rng)
+    x, keep = activations(rng, sizes.B, sizes.S, sizes.d_model), trailing_keep(rng, sizes.B, sizes.S)
+    order = np.asarray(data.draw(st.permutations(range(sizes.S)), label="permutation"))
+    out = candidate.encoder_layer(x, weights, sizes.h, EPS, keep)
+    permuted = candidate.encoder_layer(x[:, order], weights, sizes.h, EPS, keep[:, order])
+    diagnose.close(check, permuted, out[:, order], tol(candidate, LAYER),
+                   what=f"encoder_layer(x[:, {order.tolist()}]) vs encoder_layer(x)[:, {order.tolist()}]",
+                   likely="the encoder layer depends on positions: a causal mask in the encoder, or positions"
+                          " added inside the layer")
+
+
+@pytest.mark.requires(*FORWARD)
+@settings(max_examples=5)
+@given(sizes=model_sizes())
+def test_evaluation_is_deterministic(candidate, sizes):
+    """In evaluation mode (dropout 0.1 configured, switched off) two forward calls give identical logits."""
+    model, src, tgt_in, _ = problem(candidate, sizes)
+    first, second = model.forward(src, tgt_in), model.forward(src, tgt_in)
+    worst = float(np.abs(first.astype(np.float64) - second).max())
+    assert_true(worst == 0.0, f"two forward calls on the same input differ by up to {worst:.3g}",
+                likely="dropout still active at inference (the model not switched to evaluation mode)",
+                expected="identical logits", actual=f"max difference {worst:.3g}")

@@ -1,0 +1,251 @@
+"""Every reproducible published number, asked of the candidate: one check per kind of number.
+
+``fixtures/published.toml`` records, for each fact, how the lessons computed it (``verify`` and its
+``args``). This module turns each kind into a question for the candidate: PE values and wavelengths
+(§3.5), LayerNorm of the example (§3.1), learning rates (§5.3), label smoothing (§5.4), parameter
+counts (Table 3) and shapes (§3). Numbers printed several times (0.537 appears six times) are all
+checked, each under its own id, so the report's "published numbers reproduced" line counts them.
+The randomised twins of these claims live in the section modules.
+"""
+
+import numpy as np
+import pytest
+
+from conformance import published
+from conformance.compare import assert_true
+from conformance.config import ModelConfig, base_config, german_config
+from conformance.weights import random_weights
+
+SECTION = "Published numbers of the lessons"
+
+
+def fmt_failures(failures: list[str]) -> str:
+    return f"{len(failures)} published value(s) not reproduced:\n  " + "\n  ".join(failures)
+
+
+def compare_each(check, pairs, *, what: str):
+    """pairs: (fact_id, got). Compare all, then fail once, naming every fact that differs."""
+    failures = []
+    for fact_id, got in pairs:
+        try:
+            check.close(np.asarray(got, dtype=np.float64), np.asarray(published.value(fact_id), dtype=np.float64),
+                        published.tolerance(fact_id), what=f"{what} [{fact_id}, {published.cite(fact_id)}]")
+        except AssertionError as exc:
+            failures.append(str(exc).splitlines()[0] + f" (got {np.round(got, 6).tolist()}, "
+                            f"published {published.fact(fact_id)['printed']!r})")
+    assert_true(not failures, fmt_failures(failures), expected="the published values", actual="see message")
+
+
+# -- §3.5 positional encoding -----------------------------------------------------------------------
+@pytest.mark.requires("positional_encoding")
+def test_published_positional_encoding_values(candidate, check):
+    """Every printed PE value (0.841, 0.540, 0.682, 0.732, 0.909, -0.416, the (0, 1, 0, 1) of position 0)."""
+    pairs = []
+    for entry in published.of_kind("pe"):
+        a = entry["args"]
+        cols = a.get("cols", a.get("col"))
+        pairs.append((entry["id"], candidate.positional_encoding(a["pos"] + 1, a["d"])[a["pos"], cols]))
+    compare_each(check, pairs, what="PE")
+
+
+@pytest.mark.requires("positional_encoding")
+def test_published_wavelengths(candidate, check):
+    """Every printed wavelength (6.3 ... 47,117.2 for d_model 64; 6.3 ... 60,611.5 for 512; columns 0, 8, 20)."""
+    pairs = []
+    for entry in published.of_kind("wavelength"):
+        a = entry["args"]
+        pair = a["i"] if "i" in a else a["col"] // 2
+        pe = candidate.positional_encoding(2, a["d"]).astype(np.float64)
+        omega = np.arctan2(pe[1, 2 * pair], pe[1, 2 * pair + 1])
+        pairs.append((entry["id"], 2 * np.pi / omega))
+    compare_each(check, pairs, what="wavelength 2*pi/omega read off PE[1]")
+
+
+@pytest.mark.requires("positional_encoding")
+def test_published_rotation_pairs(candidate, check):
+    """The rotation check's pairs: PE[pos + 3, 10:12] at positions 0, 10 and 40 (and R @ PE[pos])."""
+    pairs = []
+    for entry in published.of_kind("rotation"):
+        a = entry["args"]
+        pe = candidate.positional_encoding(a["pos"] + a["k"] + 1, a["d"]).astype(np.float64)
+        i = a["i"]
+        if a["which"] == "shifted":
+            got = pe[a["pos"] + a["k"], 2 * i: 2 * i + 2]
+        else:
+            w = 1 / 10000 ** (2 * i / a["d"]) * a["k"]
+            got = np.array([[np.cos(w), np.sin(w)], [-np.sin(w), np.cos(w)]]) @ pe[a["pos"], 2 * i: 2 * i + 2]
+        pairs.append((entry["id"], got))
+    compare_each(check, pairs, what="rotated PE pair")
+
+
+# -- §3.1 layer normalization -----------------------------------------------------------------------
+@pytest.mark.requires("layer_norm")
+def test_published_layer_norm_example(candidate, check):
+    """LayerNorm(1, 2, 3, 6) = (-1.069, -0.535, 0, 1.604), and its two hand-checked ends."""
+    x = np.asarray(published.value("layernorm.example.x"), dtype=np.float64)
+    got = candidate.layer_norm(x, np.ones(4), np.zeros(4), 1e-5)
+    compare_each(check, [("layernorm.example.normalized", got), ("layernorm.example.x1", got[0]),
+                         ("layernorm.example.x4", got[3])], what="LayerNorm(1, 2, 3, 6)")
+
+
+# -- §5.3 schedule -----------------------------------------------------------------------------------
+@pytest.mark.requires("learning_rate")
+def test_published_learning_rates(candidate, check):
+    """Every printed rate: the paper's table and chart, the toy's hand checks and the log's lr column."""
+    pairs = []
+    for verify, shift in (("lrate", 0), ("lambdalr_log", 1)):  # the log prints the next step's rate
+        for entry in published.of_kind(verify):
+            a = entry["args"]
+            step = a["step"] + shift
+            pairs.append((entry["id"], candidate.learning_rate(step, a.get("d_model", 512), a.get("warmup", 4000))))
+    compare_each(check, pairs, what="lrate")
+
+
+# -- §5.4 label smoothing ----------------------------------------------------------------------------
+SMOOTHING_LISTING = {"best_loss": "best_loss", "sure_loss": "sure_loss"}
+
+
+def smoothing_quantity(candidate, quantity: str, V: int, eps: float) -> float:
+    """What the lesson prints, asked of the candidate's loss: q(right), q(other), the floor, 100 % sure."""
+    right = 5  # the listing's right token
+    if quantity in ("right", "other"):
+        token = right if quantity == "right" else 0
+        logits = np.zeros((1, V))
+        logits[0, token] = 1.0  # L(e_token) = -q(token) + log(V - 1 + e): q(token) read off the loss
+        loss = candidate.label_smoothed_loss(logits, np.array([right]), eps, -100)
+        return float(np.log(V - 1 + np.e) - loss)
+    q = np.full((1, V), eps / V)
+    q[0, right] += 1 - eps
+    logits = np.log(q) if quantity == "best_loss" else np.where(np.arange(V) == right, 20.0, 0.0)[None]
+    return candidate.label_smoothed_loss(logits, np.array([right]), eps, -100)
+
+
+@pytest.mark.requires("label_smoothed_loss")
+def test_published_label_smoothing_values(candidate, check):
+    """q = 0.908 / 0.9077 on the right token and 0.0077 elsewhere; the floor 0.537; 1.846 when 100 % sure."""
+    pairs = []
+    for entry in published.of_kind("label_smoothing"):
+        a = entry["args"]
+        pairs.append((entry["id"], a.get("scale", 1) * smoothing_quantity(candidate, a["quantity"], a["n_vocab"], a["eps"])))
+    for entry in published.of_kind("listing_value"):
+        if entry["args"].get("listing") == "label smoothing":
+            pairs.append((entry["id"], smoothing_quantity(candidate, entry["args"]["key"], 13, 0.1)))
+    compare_each(check, pairs, what="label smoothing")
+
+
+# -- Table 3 parameter counts -------------------------------------------------------------------------
+def count_part(candidate, part: str, a: dict) -> int | None:
+    """A published count the candidate can be asked for through whole-model configurations."""
+    d, d_ff, N, V = a["d"], a["d_ff"], a["N"], a["vocab"]
+    config = ModelConfig(src_vocab=V, tgt_vocab=V, d_model=d, h=8, d_ff=d_ff, N=N)
+    counts = {
+        "total": lambda: candidate.parameter_count(config),
+        "total_separate_output": lambda: candidate.parameter_count(config.replace(tie_output=False)),
+        "total_two_vocabularies": lambda: candidate.parameter_count(
+            config.replace(share_embeddings=False, tgt_vocab=V)),
+        "embedding": lambda: candidate.parameter_count(config.replace(N=0)),
+        "layers": lambda: candidate.parameter_count(config) - candidate.parameter_count(config.replace(N=0)),
+        "attention_biases": lambda: candidate.parameter_count(config)
+        - candidate.parameter_count(config.replace(attention_bias=False)),
+    }
+    return counts[part]() if part in counts else None
+
+
+@pytest.mark.requires("parameter_count")
+def test_published_parameter_counts(candidate, check):
+    """63,082,496 (and "about 63 million"), 82,026,496, 76,906,496, 44,138,496 in the layers, 18.9 M in E, 36,864."""
+    pairs = []
+    for entry in published.of_kind("param_count"):
+        got = count_part(candidate, entry["args"]["part"], entry["args"])
+        if got is not None:  # per-sublayer counts (attention, FFN, one layer) are not observable from outside
+            pairs.append((entry["id"], got))
+    compare_each(check, pairs, what="parameter_count")
+
+
+# -- §3 shapes ---------------------------------------------------------------------------------------
+EXPLORER = {"src": [5, 3, 4, 7, 6], "tgt_in": [1, 6, 7, 4, 3, 5]}  # "c a b e d" and "<s> d e b a c"
+PRACTICE = {"src": [5, 3, 4, 7, 6, 8, 9], "tgt_in": [1, 9, 8, 6, 7, 4, 3, 5]}  # any 7 letters, <s> + 7
+VANILLA = {"src": [21, 135, 48], "tgt_in": [1, 200, 300, 400]}  # [I, love, you]; <BOS> ich liebe dich (ids assumed)
+
+
+def shape_config(a: dict) -> ModelConfig:
+    if a.get("d") == 512:  # the "Vanilla Transformer" example: base size, V = 30,000; one layer shows every shape
+        return base_config(src_vocab=30000, tgt_vocab=30000, N=1)
+    from conformance.config import toy_config
+
+    return toy_config()
+
+
+def shape_inputs(a: dict) -> dict:
+    return {(5, 6): EXPLORER, (7, 8): PRACTICE, (3, 4): VANILLA}[(a["src_len"], a["tgt_len"])]
+
+
+def observed_shapes(candidate, config: ModelConfig, inputs: dict, rng, *, with_attention: bool) -> dict:
+    model = candidate.build_model(config, seed=0)
+    weights = random_weights({k: v.shape for k, v in model.dump_weights().items()}, rng)
+    model.load_weights(weights)
+    src, tgt_in = np.array([inputs["src"]]), np.array([inputs["tgt_in"]])
+    table = weights.get("E", weights.get("E_tgt"))
+    shapes = {
+        "memory": model.encode(src).shape,
+        "logits": model.forward(src, tgt_in).shape,
+        "embedding_table": table.shape,
+        "output_projection": (table.shape[1], table.shape[0]),
+    }
+    if with_attention:
+        attn = model.attention_weights(src, tgt_in)
+        last = config.N - 1
+        shapes |= {
+            "enc_self_weights": attn["encoder.0.self_attn"].shape,
+            "dec_self_weights": attn["decoder.0.self_attn"].shape,
+            "cross_weights": attn[f"decoder.{last}.cross_attn"].shape,
+            "cross_per_head": attn[f"decoder.{last}.cross_attn"][0, 0].shape,
+            "dec_self_per_head": attn["decoder.0.self_attn"][0, 0].shape,
+            "hidden_cells": int((attn["decoder.0.self_attn"][0, 0] == 0).sum()),
+        }
+    return shapes
+
+
+BATCHED = {"memory", "logits", "enc_self_weights", "dec_self_weights", "cross_weights"}
+
+
+def expected_shape(entry: dict):
+    """Symbolic shapes ("T", "S", "L_q") take their values from the fact's args."""
+    value = entry["value"]
+    if isinstance(value, int):
+        return value
+    return tuple(entry["args"].get(v, v) if isinstance(v, str) else v for v in value)
+
+
+def assert_published_shapes(candidate, rng, *, with_attention: bool):
+    failures, compared = [], 0
+    cache = {}
+    for entry in published.of_kind("shape"):
+        a = entry["args"]
+        key = (a.get("d"), a["src_len"], a["tgt_len"])
+        if key not in cache:
+            cache[key] = observed_shapes(candidate, shape_config(a), shape_inputs(a), rng, with_attention=with_attention)
+        got = cache[key].get(a["tensor"])
+        if got is None:  # inputs, or internals the protocol does not expose (Q/K/V, the FFN's hidden layer)
+            continue
+        if a.get("unbatched") and a["tensor"] in BATCHED:
+            got = got[1:]
+        compared += 1
+        published.value(entry["id"])
+        if got != expected_shape(entry):
+            failures.append(f"{a['tensor']}: got {got}, published {entry['printed']!r} [{entry['id']}]")
+    assert_true(compared > 0, "no published shape was observable", expected="some shapes", actual="none")
+    assert_true(not failures, fmt_failures(failures), expected="the published shapes", actual="see message")
+
+
+@pytest.mark.requires("model.forward", "model.encode", "model.load_weights", "model.dump_weights")
+def test_published_shapes_of_memory_and_logits(candidate, rng):
+    """Memory (1, 5, 64) and logits (1, 6, 13) for "c a b e d"; (1, 7, 64), (1, 8, 13) in the guided practice."""
+    assert_published_shapes(candidate, rng, with_attention=False)
+
+
+@pytest.mark.requires("model.forward", "model.encode", "model.load_weights", "model.dump_weights",
+                      "model.attention_weights")
+def test_published_shapes_of_attention_weights(candidate, rng):
+    """Attention weights (1, 4, 5, 5), (1, 4, 6, 6), (1, 4, 6, 5); 28 hidden cells above the diagonal for 8 tokens."""
+    assert_published_shapes(candidate, rng, with_attention=True)
