@@ -41,6 +41,7 @@ def build_parser() -> argparse.ArgumentParser:
     listing = sub.add_parser("list", help="list the checks with their section and claim")
     listing.add_argument("impl", nargs="?", default="reference")
     sub.add_parser("template", help="print an adapter template to copy and fill")
+    sub.add_parser("fixtures", help="verify the golden facts and print how many are encoded, verified and used")
     return parser
 
 
@@ -124,9 +125,24 @@ def template(args) -> int:
     return EXIT_OK
 
 
+def fixtures(args) -> int:
+    from conformance.coverage import fixture_summary
+
+    summary = fixture_summary()
+    v = summary["verifier"]
+    print(f"published facts encoded:        {summary['encoded']} (reproducible: {summary['reproducible']})")
+    print(f"verified against the formulas:  {v['verified']} values, {v['relation verified']} relations among"
+          f" trained-model numbers, {v['erratum confirmed']} errata confirmed; {v['not reproducible']} not reproducible")
+    print(f"used by at least one check:     {summary['used_by_checks']}"
+          f" ({summary['reproducible_used_by_checks']} of the reproducible)")
+    for fact_id in summary["failed"]:
+        print(f"FAILED: {fact_id}")
+    return EXIT_FAILED if summary["failed"] else EXIT_OK
+
+
 def main(argv: list[str] | None = None) -> int:
     args = build_parser().parse_args(argv)
-    commands = {"certify": certify, "list": list_checks, "template": template}
+    commands = {"certify": certify, "list": list_checks, "template": template, "fixtures": fixtures}
     return commands[args.command](args)
 
 

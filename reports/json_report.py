@@ -3,7 +3,8 @@
 Top level: schema, schema_version, suite {version, git_sha}, created (UTC, ISO 8601), fixtures_sha256,
 environment {python, platform, machine, versions}, seed, hypothesis_profile, duration_s,
 implementations [{name, conventions, provided_parts, load_warnings}], summary {impl: {status: count}},
-verdict {impl: "conformant" | "not conformant" | "nothing implemented"}, checks [CheckResult].
+verdict {impl: "conformant" | "not conformant" | "nothing implemented"},
+published_numbers {impl: {reproduced, reproducible, line}}, checks [CheckResult].
 """
 
 from __future__ import annotations
@@ -30,6 +31,13 @@ def verdict(results: list[CheckResult]) -> str:
     return "conformant"
 
 
+def published_line(results: list[CheckResult]) -> dict:
+    from conformance.coverage import REPRODUCED_LINE, reproduced
+
+    k, n = reproduced(results)
+    return {"reproduced": k, "reproducible": n, "line": REPRODUCED_LINE.format(k=k, n=n)}
+
+
 def build_report(results: list[CheckResult], metadata: dict) -> dict:
     impls = [impl["name"] for impl in metadata.get("implementations", [])]
     by_impl = {name: [r for r in results if r.impl == name] for name in impls}
@@ -43,5 +51,6 @@ def build_report(results: list[CheckResult], metadata: dict) -> dict:
         **metadata,
         "summary": {name: count_statuses(rs) for name, rs in by_impl.items()},
         "verdict": {name: verdict(rs) for name, rs in by_impl.items()},
+        "published_numbers": {name: published_line(rs) for name, rs in by_impl.items()},
         "checks": [r.as_dict() for r in results],
     }

@@ -54,6 +54,9 @@ def _details(results: list[CheckResult]) -> list[str]:
 
 
 def _summary(results: list[CheckResult]) -> str:
+    from conformance.coverage import REPRODUCED_LINE, reproduced
+
     counts = count_statuses(results)
     parts = [f"{counts[s]} {s.replace('_', ' ')}" for s in counts]
-    return "\n" + ", ".join(parts)
+    k, n = reproduced(results)
+    return "\n" + ", ".join(parts) + "\n" + REPRODUCED_LINE.format(k=k, n=n)

@@ -1,0 +1,79 @@
+"""How much of the lessons the suite covers: facts encoded, verified, used by a check, reproduced.
+
+"Used" is read statically from the check modules: every fact id they name, and every fact of a kind
+they ask for with ``published.of_kind(kind)`` (shape facts only where the tensor is observable).
+"Reproduced" is per candidate, from a report: the facts read by checks that passed, and by none that
+failed, out of the reproducible facts.
+"""
+
+from __future__ import annotations
+
+import ast
+from pathlib import Path
+
+from conformance import published
+
+REPRODUCED_LINE = "published numbers reproduced: {k}/{n}"
+
+
+def _check_sources() -> list[Path]:
+    import conformance.checks
+
+    return sorted(Path(conformance.checks.__file__).parent.glob("test_*.py"))
+
+
+def _string_constants(path: Path) -> set[str]:
+    tree = ast.parse(path.read_text())
+    return {node.value for node in ast.walk(tree) if isinstance(node, ast.Constant) and isinstance(node.value, str)}
+
+
+def _kinds_asked(path: Path) -> set[str]:
+    tree = ast.parse(path.read_text())
+    return {
+        node.args[0].value
+        for node in ast.walk(tree)
+        if isinstance(node, ast.Call) and getattr(node.func, "attr", None) == "of_kind"
+        and node.args and isinstance(node.args[0], ast.Constant)
+    }
+
+
+def used_fact_ids() -> set[str]:
+    from conformance.checks.test_published_numbers import OBSERVED_TENSORS
+
+    facts = published.facts()
+    used: set[str] = set()
+    for path in _check_sources():
+        used |= _string_constants(path) & facts.keys()
+        for kind in _kinds_asked(path):
+            used |= {
+                entry["id"] for entry in published.of_kind(kind)
+                if kind != "shape" or entry["args"].get("tensor") in OBSERVED_TENSORS
+            }
+    return used
+
+
+def reproducible_ids() -> set[str]:
+    return {fact_id for fact_id, entry in published.facts().items() if entry["reproducible"]}
+
+
+def reproduced(results) -> tuple[int, int]:
+    """(k, N): reproducible facts read only by passing checks of these results, out of all reproducible."""
+    passed = {f for r in results if r.status == "passed" for f in r.facts}
+    not_passed = {f for r in results if r.status != "passed" for f in r.facts}
+    reproducible = reproducible_ids()
+    return len((passed - not_passed) & reproducible), len(reproducible)
+
+
+def fixture_summary(*, verify: bool = True) -> dict:
+    from conformance.fixtures.verify import coverage as verifier_coverage
+    from conformance.fixtures.verify import verify_all
+
+    facts = list(published.facts().values())
+    used = used_fact_ids()
+    summary = {"encoded": len(facts), "reproducible": len(reproducible_ids()), "used_by_checks": len(used),
+               "reproducible_used_by_checks": len(used & reproducible_ids())}
+    if verify:
+        results = verify_all(facts)
+        summary["verifier"] = verifier_coverage(facts, results)
+        summary["failed"] = [r.id for r in results if r.status == "FAILED"]
+    return summary
