@@ -24,6 +24,8 @@ BUILTINS = {
     "numpy": f"{_IMPLS}.numpy_impl.adapter:adapter",
     "reference-float64": f"{_IMPLS}.reference.adapter:adapter_float64",
     "torch-fused-qkv": f"{_IMPLS}.variants.fused_qkv:adapter",
+    "torch-nn-transformer": f"{_IMPLS}.torch_nn.adapter:torch_nn_default",
+    "torch-nn-transformer-fixed": f"{_IMPLS}.torch_nn.adapter:torch_nn_fixed",
 }
 MUTANT_PREFIX = "mutant:"
 

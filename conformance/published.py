@@ -11,7 +11,7 @@ from pathlib import Path
 
 import numpy as np
 
-from conformance.tolerances import Tolerance, printed
+from conformance.tolerances import Tolerance, printed, printed_significant
 
 
 @functools.cache
@@ -54,9 +54,7 @@ def tolerance(fact_id: str, *, computed_in: str = "float32") -> Tolerance:
         return printed(entry["decimals"], computed_in=computed_in)
     if "significant" in entry:
         magnitude = max(abs(v) for v in np.ravel(entry["value"]))
-        exponent = int(np.floor(np.log10(magnitude))) - entry["significant"] + 1
-        return Tolerance(0.0, 0.5 * 10.0**exponent * (1 + 1e-6),
-                         f"printed to {entry['significant']} significant digits")
+        return printed_significant(entry["significant"], magnitude, computed_in=computed_in)
     if isinstance(entry["value"], float):  # printed exactly, but a float: its float32 representation
         return Tolerance(1e-6, 0.0, "exact value, compared at float32 precision")
     return Tolerance(0.0, 0.0, "exact")

@@ -1,8 +1,11 @@
-"""A second, independently written implementation in pure NumPy (float64): the components and layers.
+"""A second, independently written implementation in pure NumPy (float64): components, layers, model.
 
 Written differently from the reference on purpose (einsum, the annotated-transformer form of the
 frequencies exp(-2i ln(10000) / d_model), an additive mask), so that passing the suite shows the
 checks accept any correct implementation, not one particular way of writing it.
+
+The model (``build_model``) is forward-only: it has no ``train_step``, so the training checks report
+it as not implemented. Its layers are this adapter's own ``encoder_layer`` and ``decoder_layer``.
 """
 
 from __future__ import annotations
@@ -12,6 +15,8 @@ import math
 import numpy as np
 
 from conformance.adapter import Conventions
+from conformance.config import ModelConfig
+from conformance.weights import model_shapes
 
 
 def _softmax(scores):
@@ -20,8 +25,126 @@ def _softmax(scores):
     return e / e.sum(-1, keepdims=True)
 
 
+def _additive_padding(ids, pad_id):
+    """ids (B, L) -> (B, L) additive key-padding mask: 0 for a real token, -inf for padding."""
+    return np.where(ids == pad_id, -np.inf, 0.0)
+
+
+class NumpyModel:
+    """The encoder-decoder of §3 on canonical weights, float64, evaluation only (no dropout)."""
+
+    def __init__(self, adapter, config: ModelConfig, seed: int):
+        self.adapter, self.config = adapter, config
+        self.shapes = model_shapes(config)
+        self.params = self._initial(np.random.default_rng(seed))
+
+    def _initial(self, rng):
+        """Embeddings N(0, d_model^-0.5), matrices Glorot-uniform, biases and beta 0, gamma 1."""
+        params = {}
+        for name, shape in self.shapes.items():
+            leaf = name.rsplit(".", 1)[-1]
+            if leaf in ("E", "E_src", "E_tgt"):
+                params[name] = rng.normal(0.0, self.config.d_model**-0.5, shape)
+            elif leaf == "gamma":
+                params[name] = np.ones(shape)
+            elif len(shape) == 2:
+                limit = math.sqrt(6.0 / sum(shape))
+                params[name] = rng.uniform(-limit, limit, shape)
+            else:
+                params[name] = np.zeros(shape)
+        return params
+
+    # -- weights ------------------------------------------------------------------------------
+    def load_weights(self, weights):
+        missing = sorted(set(self.shapes) - set(weights))
+        unexpected = sorted(set(weights) - set(self.shapes))
+        if missing or unexpected:
+            raise KeyError(f"canonical weights do not match: missing {missing}, unexpected {unexpected}")
+        for name, shape in self.shapes.items():
+            value = np.array(weights[name], dtype=np.float64)  # a copy: the caller's arrays stay theirs
+            if value.shape != shape:
+                raise ValueError(f"{name}: shape {value.shape}, expected {shape}")
+            self.params[name] = value
+
+    def dump_weights(self):
+        return {name: self.params[name].copy() for name in self.shapes}
+
+    def _layer_weights(self, prefix):
+        return {k[len(prefix):]: v for k, v in self.params.items() if k.startswith(prefix)}
+
+    # -- §3.4 embeddings and the output projection -------------------------------------------
+    def _table(self, side):
+        return self.params["E"] if self.config.share_embeddings else self.params[f"E_{side}"]
+
+    def _embed(self, ids, side):
+        """ids (B, L) -> sqrt(d_model) * E[ids] + PE(0..L-1): (B, L, d_model)."""
+        d_model = self.config.d_model
+        pe = self.adapter.positional_encoding(ids.shape[1], d_model)
+        return self._table(side)[ids] * math.sqrt(d_model) + pe[None]
+
+    def _logits(self, y):
+        """y (B, T, d_model) -> (B, T, tgt_vocab): y E^T when tied, else y W_out; no bias."""
+        if self.config.tie_output:
+            return np.einsum("btd,vd->btv", y, self._table("tgt"))
+        return np.einsum("btd,dv->btv", y, self.params["W_out"])
+
+    # -- the stacks ---------------------------------------------------------------------------
+    # ``attention``, if a dict, collects every sublayer's (B, h, Lq, Lk) weights by canonical prefix.
+    def encode(self, src, *, attention=None):
+        cfg = self.config
+        src = np.asarray(src, dtype=np.int64)
+        src_mask = _additive_padding(src, cfg.pad_id)
+        x = self._embed(src, "src")
+        for layer in range(cfg.N):
+            record = {}
+            x = self.adapter.encoder_layer(
+                x, self._layer_weights(f"encoder.{layer}."), cfg.h, cfg.eps, src_mask, record=record
+            )
+            if attention is not None:
+                attention.update({f"encoder.{layer}.{name}": w for name, w in record.items()})
+        return x
+
+    def decode(self, tgt_in, memory, src, *, attention=None):
+        cfg = self.config
+        tgt_in, src = np.asarray(tgt_in, dtype=np.int64), np.asarray(src, dtype=np.int64)
+        memory = np.asarray(memory, dtype=np.float64)
+        tgt_mask, src_mask = _additive_padding(tgt_in, cfg.pad_id), _additive_padding(src, cfg.pad_id)
+        y = self._embed(tgt_in, "tgt")
+        for layer in range(cfg.N):
+            weights, record = self._layer_weights(f"decoder.{layer}."), {}
+            y = self.adapter.decoder_layer(y, memory, weights, cfg.h, cfg.eps, tgt_mask, src_mask, record=record)
+            if attention is not None:
+                attention.update({f"decoder.{layer}.{name}": w for name, w in record.items()})
+        return self._logits(y)
+
+    def forward(self, src, tgt_in):
+        return self.decode(tgt_in, self.encode(src), src)
+
+    def attention_weights(self, src, tgt_in):
+        """The (B, h, Lq, Lk) weights of a forward pass, by sublayer: encoder.{l}.self_attn,
+        decoder.{l}.self_attn, decoder.{l}.cross_attn."""
+        attention = {}
+        self.decode(tgt_in, self.encode(src, attention=attention), src, attention=attention)
+        return attention
+
+    def greedy_decode(self, src, max_len):
+        """src (B, S) -> (B, L) ids after <s>; a row that produced </s> gets padding afterwards."""
+        cfg = self.config
+        src = np.asarray(src, dtype=np.int64)
+        memory = self.encode(src)
+        generated = np.full((src.shape[0], 1), cfg.bos_id, dtype=np.int64)
+        done = np.zeros(src.shape[0], dtype=bool)
+        while generated.shape[1] <= max_len and not done.all():
+            choice = self.decode(generated, memory, src)[:, -1, :].argmax(-1)
+            choice = np.where(done, cfg.pad_id, choice)
+            done = done | (choice == cfg.eos_id)
+            generated = np.concatenate([generated, choice[:, None]], axis=1)
+        return generated[:, 1:]
+
+
 class NumpyAdapter:
     conventions = Conventions(mask="additive", batch_first=True, dtype="float64", framework="numpy")
+    model_class = NumpyModel  # forward-only: no train_step
 
     def positional_encoding(self, n, d_model):
         div = np.exp(np.arange(0, d_model, 2) * (-math.log(10000.0) / d_model))
@@ -65,22 +188,32 @@ class NumpyAdapter:
     def _part(weights, prefix):
         return {k[len(prefix):]: v for k, v in weights.items() if k.startswith(prefix)}
 
-    def encoder_layer(self, x, weights, h, eps, src_mask):
+    def encoder_layer(self, x, weights, h, eps, src_mask, *, record=None):
+        """``record``, if a dict, receives the attention weights under "self_attn"."""
         keys = np.broadcast_to(src_mask[:, None, :], (x.shape[0], x.shape[1], x.shape[1]))
-        attn, _ = self.multi_head_attention(x, x, x, self._part(weights, "self_attn."), h, keys)
+        attn, probs = self.multi_head_attention(x, x, x, self._part(weights, "self_attn."), h, keys)
+        if record is not None:
+            record["self_attn"] = probs
         x = self._sublayer(x, attn, weights, "norm1", eps)
         return self._sublayer(x, self.feed_forward(x, self._part(weights, "ffn.")), weights, "norm2", eps)
 
-    def decoder_layer(self, y, memory, weights, h, eps, tgt_mask, src_mask):
+    def decoder_layer(self, y, memory, weights, h, eps, tgt_mask, src_mask, *, record=None):
+        """``record``, if a dict, receives the attention weights under "self_attn" and "cross_attn"."""
+        record = {} if record is None else record
         T, S = y.shape[1], memory.shape[1]
         future = np.triu(np.full((T, T), -np.inf), k=1)
         self_mask = future[None] + tgt_mask[:, None, :]
-        attn, _ = self.multi_head_attention(y, y, y, self._part(weights, "self_attn."), h, self_mask)
+        attn, record["self_attn"] = self.multi_head_attention(y, y, y, self._part(weights, "self_attn."), h, self_mask)
         y = self._sublayer(y, attn, weights, "norm1", eps)
         cross_mask = np.broadcast_to(src_mask[:, None, :], (y.shape[0], T, S))
-        cross, _ = self.multi_head_attention(y, memory, memory, self._part(weights, "cross_attn."), h, cross_mask)
+        cross, record["cross_attn"] = self.multi_head_attention(
+            y, memory, memory, self._part(weights, "cross_attn."), h, cross_mask
+        )
         y = self._sublayer(y, cross, weights, "norm2", eps)
         return self._sublayer(y, self.feed_forward(y, self._part(weights, "ffn.")), weights, "norm3", eps)
+
+    def build_model(self, config, seed):
+        return NumpyModel(self, ModelConfig.from_dict(config), int(seed))
 
     def learning_rate(self, step, d_model, warmup):
         return d_model**-0.5 * min(step**-0.5, step * warmup**-1.5)

@@ -38,14 +38,16 @@ from conformance.config import ModelConfig
 
 # §3.5, lesson Step 2: PE(pos, 2i) = sin(pos / 10000^(2i/d_model)), PE(pos, 2i+1) = cos(same).
 def sinusoidal_positional_encoding(n: int, d_model: int) -> Tensor:
-    """Positions 0..n-1 -> (n, d_model): sine in the even columns, cosine in the odd ones (interleaved)."""
+    """Positions 0..n-1 -> (n, d_model) float64: sine in the even columns, cosine in the odd ones (interleaved)."""
     pos = torch.arange(n, dtype=torch.float64).unsqueeze(1)  # (n, 1)
     two_i = torch.arange(0, d_model, 2, dtype=torch.float64)  # 2i = 0, 2, ..., d_model - 2
     angle = pos / torch.pow(10000.0, two_i / d_model)  # (n, d_model/2): one angle per column pair
     pe = torch.zeros(n, d_model, dtype=torch.float64)
     pe[:, 0::2] = torch.sin(angle)
     pe[:, 1::2] = torch.cos(angle)
-    return pe.to(torch.float32)  # float64 inside so that far positions keep their precision
+    # float64, so that far positions keep their precision; callers cast to the dtype they compute in
+    # (the model's embedding table, or the adapter's boundary), so a float64 model gets exact values.
+    return pe
 
 
 # §3.1 (Ba et al. 2016), lesson Step 3: gamma * (x - mu) / sqrt(sigma^2 + eps) + beta.
