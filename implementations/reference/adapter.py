@@ -4,6 +4,9 @@ Numpy in, numpy out, float32, batch first, boolean keep masks. Each part runs th
 ``model.py`` with the formulas the adapter was built with, so a mutant is
 ``ReferenceAdapter(formulas=dataclasses.replace(REFERENCE, layer_norm=wrong))``.
 Load it as ``conformance.implementations.reference.adapter:adapter``.
+
+``ReferenceAdapter(dtype="float64")`` runs the same modules in torch.float64 and declares it, so the
+suite holds it to the float64 tolerances (built-in ``reference-float64``, ``adapter_float64`` here).
 """
 
 from __future__ import annotations
@@ -32,16 +35,19 @@ from conformance.implementations.reference.training import Trainer
 # --------------------------------------------------------------------------------------------------
 
 
-def _floats(x) -> Tensor:
-    return torch.as_tensor(np.asarray(x, dtype=np.float32))
+DTYPES = {"float32": torch.float32, "float64": torch.float64}
+
+
+def _floats(x, dtype: torch.dtype = torch.float32) -> Tensor:
+    return torch.tensor(np.asarray(x), dtype=dtype)  # a copy: read-only arrays (np.broadcast_to) are fine
 
 
 def _ids(x) -> Tensor:
-    return torch.as_tensor(np.asarray(x, dtype=np.int64))
+    return torch.tensor(np.asarray(x, dtype=np.int64))
 
 
 def _keep(mask) -> Tensor | None:
-    return None if mask is None else torch.as_tensor(np.asarray(mask, dtype=bool))
+    return None if mask is None else torch.tensor(np.asarray(mask, dtype=bool))
 
 
 def _key_padding(mask) -> Tensor | None:
@@ -50,12 +56,13 @@ def _key_padding(mask) -> Tensor | None:
     return None if keep is None else keep.unsqueeze(1)
 
 
-def _numpy(t: Tensor) -> np.ndarray:
-    return t.detach().cpu().numpy().astype(np.float32, copy=True)
+def _numpy(t: Tensor, dtype: torch.dtype = torch.float32) -> np.ndarray:
+    return t.detach().cpu().to(dtype).numpy().copy()
 
 
-def _with_weights(module: torch.nn.Module, weights: dict) -> torch.nn.Module:
-    """A freshly built component, its canonical weights loaded, in evaluation mode."""
+def _with_weights(module: torch.nn.Module, weights: dict, dtype: torch.dtype = torch.float32) -> torch.nn.Module:
+    """A freshly built component in ``dtype``, its canonical weights loaded, in evaluation mode."""
+    module = module.to(dtype)
     load_canonical(module, weights)
     return module.eval()
 
@@ -72,28 +79,32 @@ def _attention_bias(weights: dict, prefix: str = "") -> bool:
 class ReferenceModel:
     """A ``conformance.adapter.Model``: the reference ``Transformer`` behind a numpy boundary."""
 
-    def __init__(self, config: ModelConfig, seed: int, formulas: Formulas = REFERENCE):
-        self.config, self.seed = config, seed
-        self.module = Transformer(config, formulas, seed=seed)
+    def __init__(
+        self, config: ModelConfig, seed: int, formulas: Formulas = REFERENCE, dtype: torch.dtype = torch.float32
+    ):
+        self.config, self.seed, self.dtype = config, seed, dtype
+        # Initialised in float32 whatever the dtype, so that a seed gives the same weights in both.
+        self.module = Transformer(config, formulas, seed=seed).to(dtype)
         self._trainer: Trainer | None = None  # built at the first train_step
 
     def load_weights(self, weights: dict[str, np.ndarray]) -> None:
         load_canonical(self.module, weights)
 
     def dump_weights(self) -> dict[str, np.ndarray]:
-        return {name: _numpy(p) for name, p in canonical_state(self.module).items()}
+        return {name: _numpy(p, self.dtype) for name, p in canonical_state(self.module).items()}
 
     @torch.no_grad()
     def forward(self, src: np.ndarray, tgt_in: np.ndarray) -> np.ndarray:
-        return _numpy(self.module.eval()(_ids(src), _ids(tgt_in)))
+        return _numpy(self.module.eval()(_ids(src), _ids(tgt_in)), self.dtype)
 
     @torch.no_grad()
     def encode(self, src: np.ndarray) -> np.ndarray:
-        return _numpy(self.module.eval().encode(_ids(src)))
+        return _numpy(self.module.eval().encode(_ids(src)), self.dtype)
 
     @torch.no_grad()
     def decode(self, tgt_in: np.ndarray, memory: np.ndarray, src: np.ndarray) -> np.ndarray:
-        return _numpy(self.module.eval().decode(_ids(tgt_in), _floats(memory), _ids(src)))
+        logits = self.module.eval().decode(_ids(tgt_in), _floats(memory, self.dtype), _ids(src))
+        return _numpy(logits, self.dtype)
 
     @torch.no_grad()
     def greedy_decode(self, src: np.ndarray, max_len: int) -> np.ndarray:
@@ -106,11 +117,13 @@ class ReferenceModel:
             self._trainer = Trainer(self.module, seed=self.seed)
         return self._trainer.train_step(_ids(src), _ids(tgt_in), _ids(tgt_out))
 
-    # Beyond the protocol: what the explorer and learned-behaviour checks read.
-    def attention_weights(self) -> dict[str, np.ndarray]:
-        """The (B, h, Lq, Lk) weights of the last forward/decode call, by module path
-        (``decoder.{N-1}.cross_attn`` is the last decoder layer's cross-attention)."""
-        return {name: _numpy(w) for name, w in self.module.attention_weights().items()}
+    @torch.no_grad()
+    @torch.no_grad()
+    def attention_weights(self, src: np.ndarray, tgt_in: np.ndarray) -> dict[str, np.ndarray]:
+        """The (B, h, Lq, Lk) weights of an evaluation-mode forward pass on (src, tgt_in), by module path:
+        ``encoder.{l}.self_attn``, ``decoder.{l}.self_attn``, ``decoder.{l}.cross_attn`` (l from 0)."""
+        self.module.eval()(_ids(src), _ids(tgt_in))
+        return {name: _numpy(w, self.dtype) for name, w in self.module.attention_weights().items()}
 
 
 # --------------------------------------------------------------------------------------------------
@@ -124,61 +137,77 @@ class ReferenceAdapter:
     conventions = Conventions(mask="keep", batch_first=True, dtype="float32", framework="torch")
     model_class = ReferenceModel  # what build_model returns: the suite reads the model parts off it
 
-    def __init__(self, formulas: Formulas = REFERENCE, name: str = "reference"):
-        self.formulas, self.name = formulas, name
+    def __init__(self, formulas: Formulas = REFERENCE, name: str = "reference", dtype: str = "float32"):
+        if dtype not in DTYPES:
+            raise ValueError(f"dtype must be one of {sorted(DTYPES)}, not {dtype!r}")
+        self.formulas, self.name, self.dtype = formulas, name, dtype
+        self.torch_dtype = DTYPES[dtype]
+        if dtype != "float32":  # the class attribute declares the default
+            self.conventions = Conventions(mask="keep", batch_first=True, dtype=dtype, framework="torch")
 
     def __repr__(self) -> str:
-        return f"ReferenceAdapter(name={self.name!r})"
+        dtype = "" if self.dtype == "float32" else f", dtype={self.dtype!r}"
+        return f"ReferenceAdapter(name={self.name!r}{dtype})"
+
+    def _floats(self, x) -> Tensor:
+        return _floats(x, self.torch_dtype)
+
+    def _numpy(self, t: Tensor) -> np.ndarray:
+        return _numpy(t, self.torch_dtype)
 
     # §3.5
     def positional_encoding(self, n: int, d_model: int) -> np.ndarray:
-        return _numpy(self.formulas.positional_encoding(int(n), int(d_model)))
+        return self._numpy(self.formulas.positional_encoding(int(n), int(d_model)))
 
     # §3.1
     @torch.no_grad()
     def layer_norm(self, x, gamma, beta, eps: float) -> np.ndarray:
-        return _numpy(self.formulas.layer_norm(_floats(x), _floats(gamma), _floats(beta), float(eps)))
+        f = self._floats
+        return self._numpy(self.formulas.layer_norm(f(x), f(gamma), f(beta), float(eps)))
 
     # §3.2.1
     @torch.no_grad()
     def scaled_dot_product_attention(self, q, k, v, mask) -> tuple[np.ndarray, np.ndarray]:
-        out, weights = self.formulas.attention(_floats(q), _floats(k), _floats(v), _keep(mask))
-        return _numpy(out), _numpy(weights)
+        f = self._floats
+        out, weights = self.formulas.attention(f(q), f(k), f(v), _keep(mask))
+        return self._numpy(out), self._numpy(weights)
 
     # §3.2.2
     @torch.no_grad()
     def multi_head_attention(self, query, key, value, weights: dict, h: int, mask) -> tuple[np.ndarray, np.ndarray]:
-        d_model = np.shape(weights["W_Q"])[0]
+        d_model, f = np.shape(weights["W_Q"])[0], self._floats
         mha = MultiHeadAttention(d_model, int(h), _attention_bias(weights), self.formulas)
-        out = _with_weights(mha, weights)(_floats(query), _floats(key), _floats(value), _keep(mask))
-        return _numpy(out), _numpy(mha.last_weights)
+        out = _with_weights(mha, weights, self.torch_dtype)(f(query), f(key), f(value), _keep(mask))
+        return self._numpy(out), self._numpy(mha.last_weights)
 
     # §3.3
     @torch.no_grad()
     def feed_forward(self, x, weights: dict) -> np.ndarray:
         d_model, d_ff = np.shape(weights["W1"])
-        ffn = _with_weights(FeedForward(d_model, d_ff, self.formulas), weights)
-        return _numpy(ffn(_floats(x)))
+        ffn = _with_weights(FeedForward(d_model, d_ff, self.formulas), weights, self.torch_dtype)
+        return self._numpy(ffn(self._floats(x)))
 
     def _layer(self, cls, weights: dict, h: int, eps: float):
         d_model, d_ff = np.shape(weights["ffn.W1"])
         bias = _attention_bias(weights, "self_attn.")
-        return _with_weights(cls(d_model, int(h), d_ff, float(eps), 0.0, bias, self.formulas), weights)
+        layer = cls(d_model, int(h), d_ff, float(eps), 0.0, bias, self.formulas)
+        return _with_weights(layer, weights, self.torch_dtype)
 
     # §3.1, encoder
     @torch.no_grad()
     def encoder_layer(self, x, weights: dict, h: int, eps: float, src_mask) -> np.ndarray:
         layer = self._layer(EncoderLayer, weights, h, eps)
-        return _numpy(layer(_floats(x), _key_padding(src_mask)))
+        return self._numpy(layer(self._floats(x), _key_padding(src_mask)))
 
     # §3.1, decoder; the layer adds the causal mask itself
     @torch.no_grad()
     def decoder_layer(self, y, memory, weights: dict, h: int, eps: float, tgt_mask, src_mask) -> np.ndarray:
         layer = self._layer(DecoderLayer, weights, h, eps)
-        return _numpy(layer(_floats(y), _floats(memory), _key_padding(tgt_mask), _key_padding(src_mask)))
+        f = self._floats
+        return self._numpy(layer(f(y), f(memory), _key_padding(tgt_mask), _key_padding(src_mask)))
 
     def build_model(self, config: dict, seed: int) -> ReferenceModel:
-        return ReferenceModel(ModelConfig.from_dict(config), int(seed), self.formulas)
+        return ReferenceModel(ModelConfig.from_dict(config), int(seed), self.formulas, self.torch_dtype)
 
     # §5.3
     def learning_rate(self, step: int, d_model: int, warmup: int) -> float:
@@ -187,7 +216,7 @@ class ReferenceAdapter:
     # §5.4
     @torch.no_grad()
     def label_smoothed_loss(self, logits, targets, epsilon: float, pad_id: int) -> float:
-        loss = self.formulas.smoothed_loss(_floats(logits), _ids(targets), float(epsilon), int(pad_id))
+        loss = self.formulas.smoothed_loss(self._floats(logits), _ids(targets), float(epsilon), int(pad_id))
         return float(loss.item())
 
     def parameter_count(self, config: dict) -> int:
@@ -198,3 +227,4 @@ class ReferenceAdapter:
 
 
 adapter = ReferenceAdapter()
+adapter_float64 = ReferenceAdapter(name="reference-float64", dtype="float64")
