@@ -167,15 +167,18 @@ def pytest_runtest_setup(item):
 
 @pytest.hookimpl(hookwrapper=True)
 def pytest_runtest_call(item):
-    """Track which published facts the check reads, for the report's coverage line."""
+    """Track which published facts a check reads, for the report's coverage line."""
+    if _item_candidate(item) is None:
+        yield
+        return
     from conformance import published
 
-    published.accessed = set()
+    outer, published.accessed = published.accessed, set()
     try:
         yield
     finally:
         item.stash[_facts_key] = sorted(published.accessed)
-        published.accessed = None
+        published.accessed = outer
 
 
 _facts_key = pytest.StashKey[list]()

@@ -1,0 +1,165 @@
+"""The adapters built on torch.nn.Transformer (built-ins ``torch-nn-transformer`` and ``-fixed``).
+
+Lesson "Our code equals PyTorch's nn.Transformer" and its "Common mistake": with the final LayerNorms
+removed and the nested-tensor fast path off, nn.Transformer computes the reference's model; with
+PyTorch's defaults it does not. Weights come from ``random_weights`` (gamma far from 1, beta far from 0),
+and the default configuration's final norms start "trained" (away from 1 and 0), so neither trap hides.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+import torch
+
+from conformance.config import base_config, toy_config
+from conformance.implementations.reference.adapter import ReferenceAdapter
+from conformance.implementations.torch_nn.adapter import torch_nn_default, torch_nn_fixed
+from conformance.loading import import_target
+from conformance.weights import attention_shapes, model_shapes, random_weights, sub_weights
+
+PAD, BOS = 0, 1
+REFERENCE = ReferenceAdapter()
+CONFIGS = {
+    "toy": toy_config(dropout=0.0),
+    # separate tables, an output matrix of its own, attention without biases (nn.MultiheadAttention(bias=False))
+    "untied": toy_config(src_vocab=17, tgt_vocab=13, share_embeddings=False, tie_output=False,
+                         attention_bias=False, dropout=0.0),
+}
+
+
+@pytest.fixture(scope="module", autouse=True)
+def one_thread():
+    """Toy-sized tensors: one thread is faster, and immune to a busy machine's thread contention."""
+    threads = torch.get_num_threads()
+    torch.set_num_threads(1)
+    yield
+    torch.set_num_threads(threads)
+
+
+def padded_batch(rng: np.random.Generator, lengths: list[int], vocab: int, first: int | None = None) -> np.ndarray:
+    batch = np.full((len(lengths), max(lengths)), PAD, dtype=np.int64)
+    for row, n in enumerate(lengths):
+        batch[row, :n] = rng.integers(3, vocab, n)
+        if first is not None:
+            batch[row, 0] = first
+    return batch
+
+
+def problem(name: str, seed: int = 2017):
+    cfg = CONFIGS[name]
+    rng = np.random.default_rng(seed)
+    weights = random_weights(model_shapes(cfg), rng)
+    src = padded_batch(rng, [7, 4, 5], cfg.src_vocab)  # trailing padding: the fast path's condition
+    tgt_in = padded_batch(rng, [6, 3, 8], cfg.tgt_vocab, first=BOS)
+    return cfg, weights, src, tgt_in
+
+
+def built(adapter, cfg, weights):
+    model = adapter.build_model(cfg.as_dict(), seed=0)
+    model.load_weights(weights)
+    return model
+
+
+def test_builtin_names_load_the_two_configurations():
+    assert import_target("torch-nn-transformer") is torch_nn_default
+    assert import_target("torch-nn-transformer-fixed") is torch_nn_fixed
+
+
+@pytest.mark.parametrize("name", CONFIGS)
+def test_fixed_equals_the_reference_on_a_padded_batch(name):
+    cfg, weights, src, tgt_in = problem(name)
+    ours, theirs = built(torch_nn_fixed, cfg, weights), built(REFERENCE, cfg, weights)
+    assert np.abs(ours.forward(src, tgt_in) - theirs.forward(src, tgt_in)).max() <= 1e-4
+    assert np.abs(ours.encode(src) - theirs.encode(src)).max() <= 1e-4  # every position, padded ones too
+    memory = theirs.encode(src)
+    assert np.abs(ours.decode(tgt_in, memory, src) - theirs.decode(tgt_in, memory, src)).max() <= 1e-4
+    got, want = ours.attention_weights(src, tgt_in), theirs.attention_weights(src, tgt_in)
+    assert sorted(got) == sorted(want)
+    for key in want:
+        assert np.abs(got[key] - want[key]).max() <= 1e-5, key
+
+
+def test_default_final_norms_break_the_equality():
+    """The lesson's "Common mistake": the extra final LayerNorms, once trained, change the logits."""
+    cfg, weights, src, tgt_in = problem("toy")
+    ours, theirs = built(torch_nn_default, cfg, weights), built(REFERENCE, cfg, weights)
+    assert np.abs(ours.forward(src, tgt_in) - theirs.forward(src, tgt_in)).max() > 1e-2
+
+
+def test_default_encoder_takes_the_nested_tensor_fast_path_on_a_padded_batch():
+    """Eval mode, no grad, key padding mask, even h: the memory at padded positions is what the fast path
+    pads with (0), passed through the final norm (LayerNorm(0) = beta); the fixed one computes them."""
+    cfg, weights, src, _ = problem("toy")
+    padded = src == PAD
+    default = built(torch_nn_default, cfg, weights)
+    beta = default.net.transformer.encoder.norm.bias.detach().numpy()
+    memory = default.encode(src)
+    assert (memory[padded] == beta).all()
+    default.net.transformer.encoder.norm = None  # the stack alone: exactly 0 at padded positions
+    assert (default.encode(src)[padded] == 0).all()
+
+    fixed = built(torch_nn_fixed, cfg, weights).encode(src)
+    assert np.abs(fixed[padded]).min() > 0
+    assert np.abs(fixed - built(REFERENCE, cfg, weights).encode(src)).max() <= 1e-4
+
+
+def test_parameter_count_of_default_has_the_two_final_norms():
+    for cfg in (toy_config(), base_config()):
+        fixed = torch_nn_fixed.parameter_count(cfg.as_dict())
+        assert fixed == REFERENCE.parameter_count(cfg.as_dict())
+        assert torch_nn_default.parameter_count(cfg.as_dict()) == fixed + 4 * cfg.d_model
+    assert torch_nn_fixed.parameter_count(base_config(attention_bias=False).as_dict()) == 63_082_496 - 36_864
+
+
+@pytest.mark.parametrize("adapter", [torch_nn_default, torch_nn_fixed], ids=["default", "fixed"])
+def test_dump_weights_round_trips_and_leaves_out_the_final_norms(adapter):
+    cfg, weights, src, tgt_in = problem("untied", seed=3)
+    model = built(adapter, cfg, weights)
+    dumped = model.dump_weights()
+    assert list(dumped) == list(model_shapes(cfg))
+    for name, value in weights.items():
+        np.testing.assert_array_equal(dumped[name], value, err_msg=name)
+    twin = built(adapter, cfg, dumped)  # same build seed: the default's final norms are the same too
+    np.testing.assert_array_equal(twin.forward(src, tgt_in), model.forward(src, tgt_in))
+
+
+def test_layer_parts_equal_the_reference_with_blocked_masks():
+    cfg = CONFIGS["toy"]
+    rng = np.random.default_rng(5)
+    weights = random_weights(model_shapes(cfg), rng)
+    x = rng.normal(size=(2, 5, cfg.d_model)).astype(np.float32)
+    y = rng.normal(size=(2, 4, cfg.d_model)).astype(np.float32)
+    src_keep = np.array([[1, 1, 1, 1, 1], [1, 1, 1, 0, 0]], dtype=bool)
+    tgt_keep = np.array([[1, 1, 1, 1], [1, 1, 0, 0]], dtype=bool)
+    enc, dec = sub_weights(weights, "encoder.0."), sub_weights(weights, "decoder.0.")
+    for adapter in (torch_nn_default, torch_nn_fixed):  # the layers are the same in both configurations
+        got = adapter.encoder_layer(x, enc, cfg.h, cfg.eps, ~src_keep)
+        assert np.abs(got - REFERENCE.encoder_layer(x, enc, cfg.h, cfg.eps, src_keep)).max() <= 1e-5
+        got = adapter.decoder_layer(y, x, dec, cfg.h, cfg.eps, ~tgt_keep, ~src_keep)
+        want = REFERENCE.decoder_layer(y, x, dec, cfg.h, cfg.eps, tgt_keep, src_keep)
+        assert np.abs(got - want).max() <= 1e-5
+        attn = sub_weights(enc, "self_attn.")
+        keep = np.broadcast_to(src_keep[:, None, :], (2, 4, 5))
+        out, w = adapter.multi_head_attention(y, x, x, attn, cfg.h, ~keep)
+        want_out, want_w = REFERENCE.multi_head_attention(y, x, x, attn, cfg.h, keep)
+        assert w.shape == (2, cfg.h, 4, 5)
+        assert np.abs(out - want_out).max() <= 1e-5 and np.abs(w - want_w).max() <= 1e-6
+
+
+def test_fully_masked_rows_as_torch_leaves_them():
+    """torch 2.13: its SDPA softmax gives a query without visible keys weights 0 and output 0, while
+    nn.MultiheadAttention(need_weights=True) gives NaN (reported by the suite's masks check, not hidden)."""
+    rng = np.random.default_rng(11)
+    q, k, v = (rng.normal(size=(1, 3, 4)).astype(np.float32) for _ in range(3))
+    blocked = ~np.array([[[1, 1, 0], [0, 0, 0], [1, 0, 0]]], dtype=bool)
+    out, weights = torch_nn_fixed.scaled_dot_product_attention(q, k, v, blocked)
+    np.testing.assert_array_equal(weights[0, 1], 0.0)
+    np.testing.assert_array_equal(out[0, 1], 0.0)
+    want_out, want_weights = REFERENCE.scaled_dot_product_attention(q, k, v, ~blocked)
+    assert np.abs(out - want_out).max() <= 1e-6 and np.abs(weights - want_weights).max() <= 1e-6
+
+    attn = random_weights(attention_shapes(4, bias=True), rng)
+    out, weights = torch_nn_fixed.multi_head_attention(q, k, k, attn, 2, blocked)
+    assert np.isnan(weights[0, :, 1]).all() and np.isnan(out[0, 1]).all()
+    assert np.isfinite(weights[0, :, [0, 2]]).all() and np.isfinite(out[0, [0, 2]]).all()
