@@ -42,6 +42,10 @@ def build_parser() -> argparse.ArgumentParser:
     listing.add_argument("impl", nargs="?", default="reference")
     sub.add_parser("template", help="print an adapter template to copy and fill")
     sub.add_parser("fixtures", help="verify the golden facts and print how many are encoded, verified and used")
+    kill = sub.add_parser("mutants", help="run the suite over every mutant: the kill matrix, kill rate and survivors")
+    kill.add_argument("--workers", type=int, default=1, metavar="N", help="run in N processes (pytest-xdist)")
+    kill.add_argument("--training", action="store_true", help="also run the training checks (slow)")
+    kill.add_argument("--json", metavar="PATH", help="write the per-check results of every mutant to PATH")
     return parser
 
 
@@ -140,9 +144,38 @@ def fixtures(args) -> int:
     return EXIT_FAILED if summary["failed"] else EXIT_OK
 
 
+def kill_matrix(args) -> int:
+    """One pytest session with every mutant as an --impl; exit 1 if a mutant survives or misses a check."""
+    import pytest
+
+    from conformance.killmatrix import catalogue, render, tabulate
+    from conformance.plugin import COLLECTORS
+
+    rows = catalogue()
+    argv = [str(checks_dir()), "-p", "no:cacheprovider", "--import-mode=importlib", "-o", "addopts=",
+            "--rootdir", str(checks_dir()), "-c", str(checks_dir() / "pytest.ini"), "-q", "--tb=no", "--no-header"]
+    for row in rows:
+        argv += ["--impl", f"mutant:{row.name}"]
+    if not args.training:
+        argv.append("--no-training")
+    if args.json:
+        argv += ["--conformance-json", args.json]
+    if args.workers > 1:
+        argv += ["-n", str(args.workers), "--dist", "loadfile"]
+    COLLECTORS.clear()
+    with contextlib.redirect_stdout(io.StringIO()):
+        pytest.main(argv)
+    if not COLLECTORS:
+        return EXIT_INTERNAL
+    rows = tabulate(rows, COLLECTORS[-1].results)
+    print(render(rows), end="")
+    return EXIT_OK if all(row.killed and not row.missed for row in rows) else EXIT_FAILED
+
+
 def main(argv: list[str] | None = None) -> int:
     args = build_parser().parse_args(argv)
-    commands = {"certify": certify, "list": list_checks, "template": template, "fixtures": fixtures}
+    commands = {"certify": certify, "list": list_checks, "template": template, "fixtures": fixtures,
+                "mutants": kill_matrix}
     return commands[args.command](args)
 
 

@@ -35,6 +35,7 @@ class CheckResult:
     reproduction: str | None = None
     duration_s: float = 0.0
     measurements: list[dict] = field(default_factory=list)
+    diagnosis: list[dict] = field(default_factory=list)  # mutants whose output the failing output matches
     facts: list[str] = field(default_factory=list)  # ids of the published facts the check compared against
     data: dict | None = None  # what a check recorded beyond comparisons (check.record): curves, tables
 

@@ -1,0 +1,119 @@
+"""Diagnosis: which known bug the candidate's wrong output matches.
+
+When a comparison fails, the check can hand over ``rerun``: how to compute the same output from any
+candidate on the same input. The suite then asks every mutant of ``implementations/mutants/`` for it
+and names the mutants whose output the candidate's matches ("matches: LayerNorm divides the variance
+by d - 1 (mutant:layer_norm_unbiased_variance), max diff 3e-08"). Two structural patterns that no
+single mutant reproduces numerically, torch.nn.Transformer's traps, have detectors of their own.
+
+Leave-one-out: ``CONFORMANCE_DIAGNOSIS_EXCLUDE=name1,name2`` removes mutants from the catalogue, so
+``benchmarks/diagnosis_accuracy.py`` can check that nothing wrong is named when the right answer is
+missing.
+"""
+
+from __future__ import annotations
+
+import functools
+import importlib
+import os
+from collections.abc import Callable
+
+import numpy as np
+
+from conformance.compare import measure
+from conformance.tolerances import Tolerance
+
+EXCLUDE_ENV = "CONFORMANCE_DIAGNOSIS_EXCLUDE"
+
+
+@functools.cache
+def _mutant_candidates() -> tuple:
+    from conformance.candidate import Candidate
+    from conformance.implementations import mutants
+
+    loaded = []
+    for name in mutants.names():
+        module = importlib.import_module(f"conformance.implementations.mutants.{name}")
+        bug = (module.__doc__ or name).strip().splitlines()[0]
+        loaded.append((name, bug, Candidate(module.adapter, name=f"mutant:{name}", timeout_s=None)))
+    return tuple(loaded)
+
+
+def excluded() -> set[str]:
+    return {name for name in os.environ.get(EXCLUDE_ENV, "").split(",") if name}
+
+
+def matching_mutants(actual, rerun: Callable, tol: Tolerance) -> list[dict]:
+    """The mutants whose ``rerun`` output agrees with ``actual`` within ``tol``, closest first."""
+    matches = []
+    skip = excluded()
+    for name, bug, mutant in _mutant_candidates():
+        if name in skip:
+            continue
+        try:
+            output = np.asarray(rerun(mutant), dtype=np.float64)
+        except Exception:  # a mutant that cannot answer this question explains nothing here
+            continue
+        if output.shape != np.shape(actual):
+            continue
+        m = measure(actual, output, tol)
+        if m.passed:
+            matches.append({"mutant": name, "bug": bug, "max_abs": m.max_abs})
+    return sorted(matches, key=lambda match: match["max_abs"])
+
+
+def fmt_matches(matches: list[dict], *, limit: int = 3) -> str:
+    shown = "; ".join(f"{m['bug']} (mutant:{m['mutant']}), max diff {m['max_abs']:.1g}" for m in matches[:limit])
+    more = f" (+{len(matches) - limit} more)" if len(matches) > limit else ""
+    return f"matches: {shown}{more}"
+
+
+# -- structural patterns: torch.nn.Transformer's two traps -------------------------------------------
+def _layer_norm(x: np.ndarray, eps: float = 1e-5) -> np.ndarray:
+    mu = x.mean(-1, keepdims=True)
+    return (x - mu) / np.sqrt(x.var(-1, keepdims=True) + eps)
+
+
+def extra_final_layer_norm(actual: np.ndarray, expected: np.ndarray, keep: np.ndarray, tol: Tolerance) -> bool:
+    """Is ``actual`` = gamma * LayerNorm(expected) + beta at the real positions, for some gamma and beta?
+
+    A least-squares fit per feature over the real positions; it needs more positions than 2 to mean
+    anything, and an exact fit then is the signature of one more LayerNorm after the stack."""
+    rows_actual, rows_normed = actual[keep], _layer_norm(expected[keep].astype(np.float64))
+    if rows_actual.shape[0] < 3:
+        return False
+    fitted = np.empty_like(rows_normed)
+    for feature in range(rows_normed.shape[-1]):
+        design = np.stack([rows_normed[:, feature], np.ones(len(rows_normed))], axis=1)
+        coef, *_ = np.linalg.lstsq(design, rows_actual[:, feature], rcond=None)
+        fitted[:, feature] = design @ coef
+    return measure(rows_actual, fitted, tol).passed and not measure(rows_actual, expected[keep], tol).passed
+
+
+def padded_positions_constant(actual: np.ndarray, expected: np.ndarray, keep: np.ndarray) -> bool:
+    """Are the outputs at padded positions one constant vector (0, or a final norm's beta) where the
+    formulas give different rows? The signature of a padded fast path (nested tensors)."""
+    padded = actual[~keep]
+    if padded.shape[0] < 2:
+        return False
+    want = expected[~keep]
+    return bool(np.ptp(padded, axis=0).max() == 0.0 and np.ptp(want, axis=0).max() > 0.0)
+
+
+PATTERNS = {
+    "extra_final_layer_norm": "an extra LayerNorm after the stack (torch.nn.Transformer's default encoder.norm /"
+                              " decoder.norm; the post-norm paper has none: set them to None)",
+    "padded_positions_constant": "outputs at padded positions replaced by a constant (torch.nn's nested-tensor fast"
+                                 " path; set encoder.use_nested_tensor = False)",
+}
+
+
+def structural_patterns(actual, expected, keep, tol: Tolerance) -> list[str]:
+    """The names of the patterns ``actual`` shows against ``expected`` (batch-first (B, L, d), keep (B, L))."""
+    actual, expected, keep = np.asarray(actual, np.float64), np.asarray(expected, np.float64), np.asarray(keep, bool)
+    found = []
+    if extra_final_layer_norm(actual, expected, keep, tol):
+        found.append("extra_final_layer_norm")
+    if padded_positions_constant(actual, expected, keep):
+        found.append("padded_positions_constant")
+    return found
