@@ -16,8 +16,9 @@ from collections.abc import Callable
 
 import numpy as np
 
+from conformance import formulas as np_formulas
 from conformance import oracle
-from conformance.compare import likely_cause, measure
+from conformance.compare import measure
 from conformance.errors import CheckFailure, ConformanceOutcome
 from conformance.scenarios import key_padding
 from conformance.tolerances import LAYER, MODEL, Tolerance, for_dtype
@@ -36,6 +37,15 @@ def reporting() -> bool:
 
 def agrees(actual, expected, tol: Tolerance) -> bool:
     return np.shape(actual) == np.shape(expected) and measure(actual, expected, tol).passed
+
+
+def likely_cause(actual, alternatives: dict[str, np.ndarray], tol: Tolerance) -> str | None:
+    """The known bug whose output ``actual`` matches; "one of: A; B" when several match (small sizes can
+    make two bugs give the same numbers), None when none does."""
+    matches = [cause for cause, output in alternatives.items() if agrees(actual, output, tol)]
+    if len(matches) > 1:
+        return "one of: " + "; ".join(matches[:3])
+    return matches[0] if matches else None
 
 
 def close(check, actual, expected, tol: Tolerance, *, what: str,
@@ -120,15 +130,15 @@ def suspect_in_encoder_layer(candidate, x, w, h, eps, keep) -> str:
     if candidate.provides("feed_forward") and not agrees(
             candidate.feed_forward(want["norm1"], sub_weights(w, "ffn.")), want["ffn"], tol):
         return "feed-forward sublayer suspected"
-    return _wiring("the padding mask")
+    return _wiring(candidate, "the padding mask")
 
 
 def suspect_in_decoder_layer(candidate, y, memory, w, h, eps, tgt_keep, src_keep) -> str:
     """Which part of one decoder layer disagrees when fed the oracle's own sublayer inputs."""
     want, tol = oracle.decoder_sublayers(y, memory, w, h, eps, tgt_keep, src_keep), _layer_tol(candidate)
     if candidate.provides("multi_head_attention"):
-        got, _ = candidate.multi_head_attention(y, y, y, sub_weights(w, "self_attn."), h,
-                                                np.broadcast_to(want["self_keep"], (y.shape[0],) + want["self_keep"].shape[1:]))
+        self_keep = np.broadcast_to(want["self_keep"], (y.shape[0], *want["self_keep"].shape[1:]))
+        got, _ = candidate.multi_head_attention(y, y, y, sub_weights(w, "self_attn."), h, self_keep)
         if not agrees(got, want["self_attn"], tol):
             return "masked self-attention sublayer suspected"
         h1 = want["norm1"]
@@ -139,10 +149,12 @@ def suspect_in_decoder_layer(candidate, y, memory, w, h, eps, tgt_keep, src_keep
     if candidate.provides("feed_forward") and not agrees(
             candidate.feed_forward(want["norm2"], sub_weights(w, "ffn.")), want["ffn"], tol):
         return "feed-forward sublayer suspected"
-    return _wiring("the causal mask, which states feed the cross-attention")
+    return _wiring(candidate, "the causal mask, which states feed the cross-attention")
 
 
-def _wiring(extra: str) -> str:
+def _wiring(candidate, extra: str) -> str:
+    if not (candidate.provides("multi_head_attention") and candidate.provides("feed_forward")):
+        return "no multi_head_attention and feed_forward parts to test its sublayers alone"
     return (f"its sublayers agree with the oracle on their own, so the layer's wiring is suspected"
             f" (residual connections, LayerNorm placement, {extra})")
 
@@ -186,15 +198,41 @@ def decoder_divergence(candidate, config, weights, tgt_in, memory, src, model: o
     return None
 
 
-def explain_encode(candidate, config, weights, src) -> str:
+def explain_encode(candidate, config, weights, src, got=None) -> str:
+    """Where ``encode`` goes wrong; ``got`` (the candidate's memory) lets it recognise a final LayerNorm."""
     model = oracle.OracleModel(config, weights)
     found = encoder_divergence(candidate, config, weights, src, model)
     if found:
         return found
     if not candidate.provides("encoder_layer"):
         return "(no encoder_layer part: layer-by-layer localisation unavailable)"
-    return ("every encoder layer agrees with the oracle when fed the oracle's inputs: the input embedding"
-            " suspected (sqrt(d_model) E[token] + PE(pos), positions from 0, the shared table E)")
+    after = None if got is None else after_last_layer(candidate, got, model.encode(src), model.keep(src), config.eps)
+    return after or ("every encoder layer agrees with the oracle when fed the oracle's inputs and masks: the input"
+                     " embedding (sqrt(d_model) E[token] + PE(pos), positions from 0, the shared table E), the"
+                     " padding mask the model builds from pad_id, or a step after the last layer (a final"
+                     " LayerNorm) suspected")
+
+
+def after_last_layer(candidate, got, memory, keep, eps: float) -> str | None:
+    """Recognise the lesson's "Common mistake" in a memory whose every layer is right: an extra LayerNorm
+    after the stack (with its own gamma and beta, fitted here feature by feature) and/or the memory set
+    to 0 at padded positions (torch's nested-tensor fast path)."""
+    got, keep = np.asarray(got, np.float64), np.asarray(keep, bool)
+    normed = np_formulas.layer_norm(memory, 1.0, 0.0, eps)[keep]  # (rows, d): real positions only
+    if normed.shape[0] < 3:
+        return None
+    design = np.stack([normed, np.ones_like(normed)], axis=-1)  # per feature j: got = g_j * normed + b_j
+    fitted = np.stack([design[:, j] @ np.linalg.lstsq(design[:, j], got[keep][:, j], rcond=None)[0]
+                       for j in range(normed.shape[1])], axis=-1)
+    causes = []
+    if agrees(fitted, got[keep], for_dtype(MODEL, candidate.conventions.dtype)):
+        causes.append("an extra LayerNorm after the last layer (torch.nn.Transformer's default final norm,"
+                      " which the paper's post-norm model does not have)")
+    if (~keep).any() and not np.any(got[~keep]) and np.any(memory[~keep]):
+        causes.append("the memory is 0 at padded positions (torch.nn.Transformer's nested-tensor fast path)")
+    if not causes:
+        return None
+    return "every encoder layer agrees with the oracle; likely cause: " + "; and ".join(causes)
 
 
 def explain_decode(candidate, config, weights, tgt_in, memory, src) -> str:
@@ -204,8 +242,10 @@ def explain_decode(candidate, config, weights, tgt_in, memory, src) -> str:
         return found
     if not candidate.provides("decoder_layer"):
         return "(no decoder_layer part: layer-by-layer localisation unavailable)"
-    return ("every decoder layer agrees with the oracle when fed the oracle's inputs: the target embedding"
-            " or the output projection suspected (logits = y E^T, tied to the embedding, no bias)")
+    return ("every decoder layer agrees with the oracle when fed the oracle's inputs and masks: the target"
+            " embedding, the output projection (logits = y E^T, tied to the embedding, no bias), the"
+            " padding masks the model builds from pad_id, or a step after the last layer (a final LayerNorm)"
+            " suspected")
 
 
 def explain_forward(candidate, cmodel, config, weights, src, tgt_in) -> str:
@@ -213,8 +253,9 @@ def explain_forward(candidate, cmodel, config, weights, src, tgt_in) -> str:
     model = oracle.OracleModel(config, weights)
     memory = model.encode(src)
     if candidate.provides("model.encode"):
-        if not agrees(cmodel.encode(src), memory, for_dtype(MODEL, candidate.conventions.dtype)):
-            return "the memory (model.encode) already differs; " + explain_encode(candidate, config, weights, src)
+        got = cmodel.encode(src)
+        if not agrees(got, memory, for_dtype(MODEL, candidate.conventions.dtype)):
+            return "the memory (model.encode) already differs; " + explain_encode(candidate, config, weights, src, got)
     else:
         found = encoder_divergence(candidate, config, weights, src, model)
         if found:

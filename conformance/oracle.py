@@ -56,6 +56,8 @@ class Variant:
     formulas: dict[str, Callable] = field(default_factory=dict)
     decoder_layer: str | None = None  # name of a DecoderLayer subclass in _layer_classes()
     encoder_layer: str | None = None  # name of an EncoderLayer subclass in _layer_classes()
+    final_norm: bool = False  # a LayerNorm (gamma 1, beta 0) after each stack, as torch.nn.Transformer adds
+    zero_padded_memory: bool = False  # the memory is 0 at padded source positions (a padded fast path)
 
 
 def _variant_formulas() -> dict[str, Variant]:
@@ -101,6 +103,13 @@ def _variant_formulas() -> dict[str, Variant]:
         "GELU instead of ReLU in the feed-forward network": Variant({"activation": torch.nn.functional.gelu}),
         "no ReLU in the feed-forward network": Variant({"activation": lambda x: x}),
         "embeddings not multiplied by sqrt(d_model)": Variant({"embed_scale": lambda d_model: 1.0}),
+        "an extra LayerNorm after the encoder and decoder stacks (torch.nn.Transformer's default final norm)":
+            Variant(final_norm=True),
+        "the memory zeroed at padded source positions (torch.nn.Transformer's nested-tensor fast path)":
+            Variant(zero_padded_memory=True),
+        "no padding mask built from pad_id: padding tokens are read as content": Variant(
+            {"padding_mask": lambda ids, pad_id: torch.ones_like(ids, dtype=torch.bool).unsqueeze(1)}
+        ),
     }
 
 
@@ -135,6 +144,9 @@ VARIANTS_BY_PART = {
     ),
     "model": (
         "embeddings not multiplied by sqrt(d_model)",
+        "an extra LayerNorm after the encoder and decoder stacks (torch.nn.Transformer's default final norm)",
+        "the memory zeroed at padded source positions (torch.nn.Transformer's nested-tensor fast path)",
+        "no padding mask built from pad_id: padding tokens are read as content",
         "no causal mask: the future leaks into the decoder self-attention",
         "causal mask blocks the diagonal (a position cannot read itself)",
         "pre-norm x + Sublayer(LayerNorm(x)) instead of post-norm LayerNorm(x + Sublayer(x))",
@@ -425,11 +437,20 @@ class OracleModel:
         """§3.4: y (B, T, d_model) -> y @ E^T (tied) or y @ W_out."""
         return np.asarray(y, np.float64) @ _np(self.module.output_matrix)
 
+    def _after_stack(self, x: np.ndarray, keep: np.ndarray | None = None) -> np.ndarray:
+        """What a variant does after the last layer of a stack (nothing, in the paper's model)."""
+        spec = _variants().get(self.variant) if self.variant else None
+        if spec and spec.final_norm:
+            x = np_formulas.layer_norm(x, 1.0, 0.0, self.config.eps)
+        if spec and spec.zero_padded_memory and keep is not None:
+            x = x * keep[..., None]
+        return x
+
     def encode(self, src) -> np.ndarray:
-        return self.encoder_states(src)[-1]
+        return self._after_stack(self.encoder_states(src)[-1], self.keep(src))
 
     def decode(self, tgt_in, memory, src) -> np.ndarray:
-        return self.logits_from_states(self.decoder_states(tgt_in, memory, src)[-1])
+        return self.logits_from_states(self._after_stack(self.decoder_states(tgt_in, memory, src)[-1]))
 
     def forward(self, src, tgt_in) -> np.ndarray:
         return self.decode(tgt_in, self.encode(src), src)

@@ -11,6 +11,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 import numpy as np
+from hypothesis import Phase, settings
 from hypothesis import strategies as st
 
 from conformance.config import ModelConfig
@@ -26,6 +27,10 @@ from conformance.weights import (
 )
 
 EPS = 1e-5  # LayerNorm epsilon of the layer checks (PyTorch's default, the lesson's 10^-5)
+MIN_D_MODEL = 4
+"""Smallest d_model drawn. LayerNorm over d = 1 returns beta whatever comes in, and over d = 2 it maps
+every vector to one of two points (+-gamma + beta), so most bugs (and their likely causes) would be
+indistinguishable there; d_k = 1 is still drawn, with h = 4."""
 
 
 @dataclass(frozen=True)
@@ -52,8 +57,8 @@ class LayerSizes:
 @st.composite
 def layer_sizes(draw, *, max_len: int = 7) -> LayerSizes:
     h, d_k = draw(st.integers(1, 4)), draw(st.integers(1, 8))
-    if h * d_k == 1:  # d_model = 1: LayerNorm returns beta whatever comes in; nothing would be tested
-        d_k = 2
+    if h * d_k < 4:  # d_k = 1 stays (with h = 4); see MIN_D_MODEL
+        d_k = -(-MIN_D_MODEL // h)
     return LayerSizes(
         B=draw(st.integers(1, 3)), S=draw(st.integers(1, max_len)), T=draw(st.integers(1, max_len)),
         h=h, d_k=d_k, d_ff=draw(st.integers(1, 32)), bias=draw(st.booleans()), seed=draw(seeds),
@@ -119,6 +124,8 @@ class ModelSizes:
 @st.composite
 def model_sizes(draw, *, max_len: int = 6, max_layers: int = 2) -> ModelSizes:
     h, d_k = draw(st.integers(1, 4)), draw(st.integers(1, 6))
+    if h * d_k < MIN_D_MODEL:
+        d_k = -(-MIN_D_MODEL // h)
     if (h * d_k) % 2:  # the sinusoidal encoding needs an even d_model (§3.5)
         d_k += 1
     vocab = draw(st.integers(4, 16))  # pad 0, <s> 1, </s> 2, and at least one ordinary token
@@ -165,3 +172,18 @@ def loaded_model(candidate, config: ModelConfig, weights: dict[str, np.ndarray])
 
 MODEL_PARTS = ("build_model", "model.load_weights")
 """What every model-level check needs besides the method it calls."""
+
+
+def fast_failure(fraction: float = 1.0) -> settings:
+    """Hypothesis settings for the catalogue's property checks: ``fraction`` of the profile's examples,
+    and a failure reported as found, without shrinking or explaining it.
+
+    A failing check would otherwise replay its example hundreds of times while shrinking (each replay
+    runs the candidate, and for a model check builds two models): seconds per failing check, minutes
+    for a broken implementation. The first failing example hypothesis finds is already small (it starts
+    from the smallest sizes), and the message names the likely cause and the first layer that diverges.
+    Read at import time, after the plugin has loaded the profile, so ``--profile thorough`` scales it.
+    """
+    base = settings.default
+    return settings(max_examples=max(3, round(base.max_examples * fraction)),
+                    phases=[phase for phase in base.phases if phase not in (Phase.shrink, Phase.explain)])

@@ -3,8 +3,9 @@
 import subprocess
 import sys
 
-from conformance.cli import EXIT_FAILED, EXIT_NOTHING_RAN, EXIT_OK, EXIT_USAGE, main
 from conftest import adapter_path
+
+from conformance.cli import EXIT_FAILED, EXIT_NOTHING_RAN, EXIT_OK, EXIT_USAGE, main
 
 
 def test_exit_0_when_every_implemented_check_passes(certify):

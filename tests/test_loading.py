@@ -1,10 +1,10 @@
 """Naming an implementation: built-ins, module:attribute, .py files; load errors name the fix."""
 
 import pytest
+from conftest import adapter_path
 
 from conformance.errors import LoadError
 from conformance.loading import load
-from conftest import adapter_path
 
 
 def test_builtin_name_loads_the_reference():

@@ -3,9 +3,9 @@
 import json
 
 import pytest
+from conftest import adapter_path
 
 from conformance.cli import checks_dir
-from conftest import adapter_path
 
 
 def run_checks(pytester, *args):

@@ -13,7 +13,7 @@ sublayer, that diverges on the oracle's own inputs.
 
 import numpy as np
 import pytest
-from hypothesis import given, settings
+from hypothesis import given
 
 from conformance import diagnose, oracle
 from conformance.scenarios import (
@@ -21,6 +21,7 @@ from conformance.scenarios import (
     MODEL_PARTS,
     LayerSizes,
     activations,
+    fast_failure,
     layer_sizes,
     layer_weights,
     loaded_model,
@@ -59,6 +60,7 @@ def assert_layer_matches_oracle(candidate, check, sizes: LayerSizes, *, what: st
 
 
 @pytest.mark.requires("decoder_layer")
+@fast_failure()
 @given(sizes=layer_sizes())
 def test_decoder_layer_matches_reference(candidate, check, sizes):
     """A decoder layer (T target, S source positions, both padded) equals the reference."""
@@ -73,7 +75,7 @@ def test_decoder_layer_matches_reference_at_base_size(candidate, check):
 
 
 @pytest.mark.requires(*MODEL_PARTS, "model.decode")
-@settings(max_examples=10)
+@fast_failure(2 / 3)
 @given(sizes=model_sizes())
 def test_decode_matches_reference(candidate, check, sizes):
     """decode(tgt_in, memory, src) equals the reference's logits for the reference's memory."""

@@ -9,7 +9,7 @@ message names the first encoder layer, and the sublayer, that diverges on the or
 """
 
 import pytest
-from hypothesis import given, settings
+from hypothesis import given
 
 from conformance import diagnose, oracle
 from conformance.scenarios import (
@@ -17,6 +17,7 @@ from conformance.scenarios import (
     MODEL_PARTS,
     LayerSizes,
     activations,
+    fast_failure,
     layer_sizes,
     layer_weights,
     loaded_model,
@@ -47,6 +48,7 @@ def assert_layer_matches_oracle(candidate, check, sizes: LayerSizes, *, what: st
 
 
 @pytest.mark.requires("encoder_layer")
+@fast_failure()
 @given(sizes=layer_sizes())
 def test_encoder_layer_matches_reference(candidate, check, sizes):
     """An encoder layer with a padded source equals the reference: post-norm self-attention, then FFN."""
@@ -61,7 +63,7 @@ def test_encoder_layer_matches_reference_at_base_size(candidate, check):
 
 
 @pytest.mark.requires(*MODEL_PARTS, "model.encode")
-@settings(max_examples=10)
+@fast_failure(2 / 3)
 @given(sizes=model_sizes())
 def test_encode_matches_reference(candidate, check, sizes):
     """encode(src) equals the reference's memory: embedding x sqrt(d_model) + PE, then N encoder layers."""
@@ -75,5 +77,5 @@ def test_encode_matches_reference(candidate, check, sizes):
         what=f"memory = encode(src{src.shape}) (N={cfg.N}, d_model={cfg.d_model}, h={cfg.h})",
         alternatives=lambda: diagnose.variant_outputs(
             "model", lambda v: oracle.OracleModel(cfg, weights, variant=v).encode(src)),
-        explain=lambda: diagnose.explain_encode(candidate, cfg, weights, src),
+        explain=lambda: diagnose.explain_encode(candidate, cfg, weights, src, got),
     )

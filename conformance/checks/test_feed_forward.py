@@ -10,7 +10,7 @@ from hypothesis import given
 from hypothesis import strategies as st
 
 from conformance import diagnose, oracle
-from conformance.scenarios import LayerSizes, activations, layer_sizes
+from conformance.scenarios import LayerSizes, activations, fast_failure, layer_sizes
 from conformance.tolerances import LAYER, for_dtype
 from conformance.weights import ffn_shapes, random_weights
 
@@ -35,6 +35,7 @@ def assert_matches_oracle(candidate, check, x, weights, *, what):
     diagnose.close(check, got, oracle.feed_forward(x, weights), tol(candidate), what=what, alternatives=alternatives)
 
 
+@fast_failure()
 @given(sizes=layer_sizes())
 def test_feed_forward_matches_reference(candidate, check, sizes):
     """For any d_model and d_ff (1 included), FFN(x) equals max(0, x W1 + b1) W2 + b2 from the reference."""
@@ -48,6 +49,7 @@ def test_feed_forward_matches_reference_at_base_size(candidate, check):
     assert_matches_oracle(candidate, check, x, weights, what="base-size FFN(x(2, 6, 512)), d_ff=2048")
 
 
+@fast_failure()
 @given(sizes=layer_sizes(), data=st.data())
 def test_feed_forward_acts_on_each_position_alone(candidate, check, sizes, data):
     """Position i's output depends on x_i only: changing every other position leaves it unchanged."""

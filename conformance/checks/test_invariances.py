@@ -10,7 +10,7 @@ The shift-is-a-rotation identity of the positional encoding lives in ``test_posi
 
 import numpy as np
 import pytest
-from hypothesis import given, settings
+from hypothesis import given
 from hypothesis import strategies as st
 
 from conformance import diagnose
@@ -19,6 +19,7 @@ from conformance.scenarios import (
     EPS,
     MODEL_PARTS,
     activations,
+    fast_failure,
     layer_sizes,
     layer_weights,
     loaded_model,
@@ -50,7 +51,7 @@ def pad_columns(ids: np.ndarray, k: int, pad_id: int) -> np.ndarray:
 
 
 @pytest.mark.requires(*FORWARD)
-@settings(max_examples=10)
+@fast_failure(2 / 3)
 @given(sizes=model_sizes().filter(lambda s: s.T >= 2), data=st.data())
 def test_logits_up_to_t_ignore_later_target_tokens(candidate, check, sizes, data):
     """Changing the decoder input after position t leaves the logits at positions 0..t unchanged."""
@@ -67,7 +68,7 @@ def test_logits_up_to_t_ignore_later_target_tokens(candidate, check, sizes, data
 
 
 @pytest.mark.requires(*FORWARD)
-@settings(max_examples=10)
+@fast_failure(2 / 3)
 @given(sizes=model_sizes(), k=st.integers(1, 3))
 def test_appending_source_padding_leaves_logits_unchanged(candidate, check, sizes, k):
     """Padding the source with k more padding tokens leaves every logit unchanged."""
@@ -79,7 +80,7 @@ def test_appending_source_padding_leaves_logits_unchanged(candidate, check, size
 
 
 @pytest.mark.requires(*FORWARD)
-@settings(max_examples=10)
+@fast_failure(2 / 3)
 @given(sizes=model_sizes(), k=st.integers(1, 3))
 def test_appending_target_padding_leaves_real_logits_unchanged(candidate, check, sizes, k):
     """Padding the decoder input with k more padding tokens leaves the logits at the first T positions unchanged."""
@@ -93,7 +94,7 @@ def test_appending_target_padding_leaves_real_logits_unchanged(candidate, check,
 
 
 @pytest.mark.requires(*FORWARD)
-@settings(max_examples=10)
+@fast_failure(2 / 3)
 @given(sizes=model_sizes())
 def test_batch_equals_rows_run_one_at_a_time(candidate, check, sizes):
     """Each row of a padded batch gets the logits it gets alone, without its padding."""
@@ -109,6 +110,7 @@ def test_batch_equals_rows_run_one_at_a_time(candidate, check, sizes):
 
 
 @pytest.mark.requires("encoder_layer")
+@fast_failure()
 @given(sizes=layer_sizes(), data=st.data())
 def test_encoder_layer_is_permutation_equivariant(candidate, check, sizes, data):
     """An encoder layer is permutation-equivariant: permuting x and its mask permutes the output alike.
@@ -127,7 +129,7 @@ def test_encoder_layer_is_permutation_equivariant(candidate, check, sizes, data)
 
 
 @pytest.mark.requires(*FORWARD)
-@settings(max_examples=5)
+@fast_failure(1 / 3)
 @given(sizes=model_sizes())
 def test_evaluation_is_deterministic(candidate, sizes):
     """In evaluation mode (dropout 0.1 configured, switched off) two forward calls give identical logits."""

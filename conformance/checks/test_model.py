@@ -14,7 +14,7 @@ import functools
 
 import numpy as np
 import pytest
-from hypothesis import given, settings
+from hypothesis import given
 
 from conformance import diagnose, oracle
 from conformance.compare import assert_true
@@ -22,6 +22,7 @@ from conformance.config import ModelConfig, base_config
 from conformance.scenarios import (
     MODEL_PARTS,
     ModelSizes,
+    fast_failure,
     loaded_model,
     model_sizes,
     model_weights,
@@ -55,7 +56,7 @@ def assert_logits_match_oracle(candidate, check, config: ModelConfig, weights, s
 
 
 @pytest.mark.requires(*MODEL_PARTS, "model.forward")
-@settings(max_examples=10)
+@fast_failure(2 / 3)
 @given(sizes=model_sizes())
 def test_logits_match_reference(candidate, check, sizes):
     """forward(src, tgt_in) equals the reference's logits on a padded batch (any N, d_model, h, vocabulary)."""
@@ -78,20 +79,21 @@ def test_logits_match_reference_at_base_size(candidate, check, rng):
 
 
 @pytest.mark.requires(*MODEL_PARTS, "model.forward")
-@settings(max_examples=8)
+@fast_failure(1 / 2)
 @given(sizes=model_sizes())
 def test_changing_an_unused_embedding_row_changes_only_its_logit(candidate, check, sizes):
     """The output layer is tied to E: changing row v of E changes only the logit of v.
 
     v is a token absent from the input, so its row reaches the logits only through the output layer."""
-    config, rng = sizes.config.replace(src_vocab=sizes.config.src_vocab + 1, tgt_vocab=sizes.config.tgt_vocab + 1), sizes.rng()
+    vocab, rng = sizes.config.tgt_vocab + 1, sizes.rng()
+    config = sizes.config.replace(src_vocab=vocab, tgt_vocab=vocab)
     v = config.tgt_vocab - 1  # token_ids() below never draws the last id when given the smaller vocabulary
     weights = model_weights(config, rng)
     src, tgt_in = source_and_target(ModelSizes(sizes.config, sizes.B, sizes.S, sizes.T, sizes.seed), rng)
     model = loaded_model(candidate, config, weights)
     before = model.forward(src, tgt_in)
     changed = {**weights, "E": weights["E"].copy()}
-    changed["E"][v] = rng.normal(0.0, 1.0, config.d_model).astype(np.float32)
+    changed["E"][v] = rng.normal(0.0, 10.0, config.d_model).astype(np.float32)  # logit v moves by y . delta
     model.load_weights(changed)
     after = model.forward(src, tgt_in)
     others = np.arange(config.tgt_vocab) != v
@@ -99,9 +101,13 @@ def test_changing_an_unused_embedding_row_changes_only_its_logit(candidate, chec
                    what=f"logits of the other tokens after changing row {v} of E",
                    likely="the embedding row of an absent token reaches other logits: an output bias or"
                           " normalisation over the vocabulary before the logits")
-    want = oracle.OracleModel(config, changed).forward(src, tgt_in)[..., v]
-    diagnose.close(check, after[..., v], want, tol(candidate), what=f"logit of token {v} after changing row {v} of E",
-                   likely="the output projection is not tied to the embedding E (a separate W_out)")
+    # y . delta is 0 only by accident at a position; tied output moves the logit at (nearly) all of them
+    moved = np.abs(after[..., v].astype(np.float64) - before[..., v]) / tol(candidate).allowed(np.abs(before[..., v]))
+    assert_true(bool((moved > 10).mean() >= 0.5),
+                f"the logit of token {v} did not change at {int((moved <= 10).sum())} of {moved.size} positions"
+                f" when row {v} of E did", likely="the output projection is not tied to the embedding E (a separate"
+                " W_out, or the output layer reads another table)",
+                expected=f"logit {v} changes", actual=f"largest change {float(moved.max()):.3g} x tolerance")
 
 
 # --------------------------------------------------------------------------------------------------
@@ -136,13 +142,17 @@ def end_of_row(row: np.ndarray) -> int:
     return int(hits[0]) + 1 if hits.size else len(row)
 
 
-@pytest.mark.requires(*MODEL_PARTS, "model.greedy_decode")
+@pytest.mark.requires(*MODEL_PARTS, "model.greedy_decode", "model.forward")
 def test_greedy_decoding_picks_the_argmax_at_every_step(candidate, request):
-    """Every generated token is the most likely next token given <s> and the tokens before it."""
+    """Every generated token is the most likely next token given <s> and the tokens before it.
+
+    "Most likely" by the candidate's own forward(), so that this isolates the decoding loop; whether the
+    logits themselves are right is logits_match_reference's claim."""
     weights, src = greedy_problem(request.config.getoption("conformance_seed"))
-    got = loaded_model(candidate, GREEDY, weights).greedy_decode(src, MAX_LEN)
+    model = loaded_model(candidate, GREEDY, weights)
+    got = model.greedy_decode(src, MAX_LEN)
     tgt_in = np.concatenate([np.full((len(src), 1), GREEDY.bos_id), got[:, :-1]], axis=1)
-    logits = oracle.OracleModel(GREEDY, weights).forward(src, tgt_in)  # causal: one pass scores every step
+    logits = model.forward(src, tgt_in).astype(np.float64)  # causal: one pass scores every step
     allowed = tol(candidate).allowed(np.abs(logits).max(-1))
     for b, row in enumerate(got):
         for t in range(end_of_row(row)):
@@ -152,7 +162,8 @@ def test_greedy_decoding_picks_the_argmax_at_every_step(candidate, request):
                         f"row {b}, step {t}: generated token {chosen}, but the most likely next token is {best}"
                         f" (logit {logits[b, t, best]:.4g} vs {logits[b, t, chosen]:.4g})",
                         likely="the token taken from the wrong position (the first instead of the last), the"
-                               " decoder not fed its own output, or sampling instead of argmax",
+                               " decoder not fed its own output, sampling instead of argmax; or a model that is"
+                               " not causal, so one forward pass and the prefix-by-prefix loop disagree",
                         expected=f"token {best} at step {t}", actual=f"token {chosen}")
 
 

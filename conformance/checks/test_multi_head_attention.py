@@ -10,11 +10,11 @@ Head i reads columns [i*d_k:(i+1)*d_k] of X W_Q, X W_K, X W_V and rows [i*d_k:(i
 
 import numpy as np
 import pytest
-from hypothesis import given, settings
+from hypothesis import given
 
 from conformance import diagnose, oracle
 from conformance.compare import assert_true
-from conformance.scenarios import LayerSizes, activations, key_padding, layer_sizes, trailing_keep
+from conformance.scenarios import LayerSizes, activations, fast_failure, key_padding, layer_sizes, trailing_keep
 from conformance.tolerances import LAYER, for_dtype
 from conformance.weights import attention_shapes, random_weights
 
@@ -57,6 +57,7 @@ def assert_matches_oracle(candidate, check, query, key, weights, h, keep, *, wha
                    alternatives=alternatives(query, key, weights, h, keep, 0))
 
 
+@fast_failure()
 @given(sizes=layer_sizes())
 def test_self_attention_matches_reference(candidate, check, sizes):
     """Self-attention with key padding equals the reference: output (B, L, d_model), weights (B, h, L, L)."""
@@ -64,6 +65,7 @@ def test_self_attention_matches_reference(candidate, check, sizes):
     assert_matches_oracle(candidate, check, x, x, weights, sizes.h, keep, what="self-attention")
 
 
+@fast_failure()
 @given(sizes=layer_sizes())
 def test_cross_attention_matches_reference(candidate, check, sizes):
     """Cross-attention (queries T, keys and values S, padded) equals the reference; weights (B, h, T, S)."""
@@ -78,7 +80,7 @@ def test_multi_head_attention_matches_reference_at_base_size(candidate, check):
     assert_matches_oracle(candidate, check, query, memory, weights, 8, keep, what="base-size cross-attention")
 
 
-@settings(max_examples=10)
+@fast_failure()
 @given(sizes=layer_sizes().filter(lambda s: s.h >= 2 and s.S >= 2))
 def test_head_i_reads_only_its_own_columns_of_W_Q_and_W_K(candidate, check, sizes):
     """Changing head 1's columns of W_Q and W_K changes head 1's weights and leaves every other head's."""
@@ -95,7 +97,7 @@ def test_head_i_reads_only_its_own_columns_of_W_Q_and_W_K(candidate, check, size
                    what=f"weights of heads 2..{sizes.h} after changing head 1's columns [0:{d_k}] of W_Q, W_K",
                    likely=likely)
     moved = float(np.abs(after[:, 0].astype(np.float64) - before[:, 0]).max())
-    assert_true(moved > 100 * tol(candidate).atol,
+    assert_true(moved > 10 * tol(candidate).atol,
                 f"head 1's weights did not change (max change {moved:.3g}) when its columns of W_Q and W_K did",
                 likely=f"{likely}, or W_Q / W_K read as (out, in) instead of x @ W",
                 expected="a visible change in head 1", actual=f"max change {moved:.3g}")

@@ -249,6 +249,14 @@ def test_evaluation_mode_has_no_dropout(candidate, check, rng, seed):
         likely="dropout active at evaluation (model.eval() missing in forward or greedy decoding)",
         expected="identical logits", actual=f"max difference {gap:.3g}",
     )
+    if candidate.provides("model.greedy_decode"):
+        decoded = [model.greedy_decode(batch.src, batch.src.shape[1] + 1) for _ in range(2)]
+        assert_true(
+            decoded[0].shape == decoded[1].shape and bool((decoded[0] == decoded[1]).all()),
+            "two greedy decodings of the same sources differ",
+            likely="dropout active at evaluation (model.eval() missing in greedy decoding)",
+            expected="identical outputs", actual="different outputs",
+        )
     twin = candidate.build_model(toy_config(dropout=0.0, recipe=Recipe(warmup=400, dropout=0.0)), seed=seed)
     twin.load_weights(model.dump_weights())
     check.close(first, twin.forward(batch.src, batch.tgt_in), for_dtype(MODEL, candidate.conventions.dtype),

@@ -1,0 +1,66 @@
+"""Building blocks for the catalogue's mutants: the reference with one bug, wherever that bug shows.
+
+``with_formulas`` swaps formulas (``dataclasses.replace(REFERENCE, ...)``); ``LayerSwap`` swaps the
+encoder or decoder layer class, in the layer parts and inside the models it builds; ``ModelSwap`` swaps
+the model class. Each mutant file names its bug in its docstring and the checks that must catch it in
+``CAUGHT_BY`` (failed) and, where the bug makes a part return the wrong kind of value, ``ERRORED``.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+
+import torch
+from torch import nn
+
+from conformance.config import ModelConfig
+from conformance.implementations.reference.adapter import (
+    ReferenceAdapter,
+    ReferenceModel,
+    _floats,
+    _key_padding,
+    _numpy,
+)
+from conformance.implementations.reference.model import REFERENCE, DecoderLayer, EncoderLayer, init_parameters
+
+
+def with_formulas(name: str, **changes) -> ReferenceAdapter:
+    return ReferenceAdapter(formulas=dataclasses.replace(REFERENCE, **changes), name=name)
+
+
+class LayerSwap(ReferenceAdapter):
+    """The reference with ``encoder_cls`` / ``decoder_cls`` in place of its layers."""
+
+    encoder_cls: type = EncoderLayer
+    decoder_cls: type = DecoderLayer
+
+    @torch.no_grad()
+    def encoder_layer(self, x, weights, h, eps, src_mask):
+        layer = self._layer(self.encoder_cls, weights, h, eps)
+        return _numpy(layer(_floats(x), _key_padding(src_mask)))
+
+    @torch.no_grad()
+    def decoder_layer(self, y, memory, weights, h, eps, tgt_mask, src_mask):
+        layer = self._layer(self.decoder_cls, weights, h, eps)
+        return _numpy(layer(_floats(y), _floats(memory), _key_padding(tgt_mask), _key_padding(src_mask)))
+
+    def build_model(self, config: dict, seed: int) -> ReferenceModel:
+        model = super().build_model(config, seed)
+        cfg, module = model.config, model.module
+        args = (cfg.d_model, cfg.h, cfg.d_ff, cfg.eps, cfg.dropout, cfg.attention_bias, self.formulas)
+        module.encoder = nn.ModuleList(self.encoder_cls(*args) for _ in range(cfg.N))
+        module.decoder = nn.ModuleList(self.decoder_cls(*args) for _ in range(cfg.N))
+        init_parameters(module, seed)
+        return model
+
+
+class ModelSwap(ReferenceAdapter):
+    """The reference whose ``build_model`` returns ``model_class`` (a ReferenceModel subclass)."""
+
+    def build_model(self, config: dict, seed: int) -> ReferenceModel:
+        return self.model_class(ModelConfig.from_dict(config), int(seed), self.formulas)
+
+
+def causal_keep(T: int, tgt_keep):
+    causal = REFERENCE.causal_mask(T)
+    return causal & tgt_keep if tgt_keep is not None else causal.unsqueeze(0)

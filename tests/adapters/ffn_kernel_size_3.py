@@ -1,0 +1,44 @@
+"""Mutant: the FFN's hidden layer also reads the neighbouring positions, as a convolution of kernel size 3
+would; §3.3 describes "two convolutions with kernel size 1", each position alone.
+"""
+
+import torch
+from _mutant import with_formulas
+
+
+def relu_with_neighbours(z):  # z (B, L, d_ff): x W1 + b1 at every position
+    return torch.relu(z + 0.5 * (torch.roll(z, 1, dims=-2) + torch.roll(z, -1, dims=-2)))
+
+
+adapter = with_formulas("ffn_kernel_size_3", activation=relu_with_neighbours)
+
+
+# What tests/test_catalogue.py requires when it certifies this mutant against the catalogue:
+# exactly these checks fail (and error), and these messages name the bug.
+CAUGHT_BY = (
+    "decoder_layer_matches_reference",
+    "decoder_layer_matches_reference_at_base_size",
+    "decode_matches_reference",
+    "encoder_layer_matches_reference",
+    "encoder_layer_matches_reference_at_base_size",
+    "encode_matches_reference",
+    "feed_forward_matches_reference",
+    "feed_forward_matches_reference_at_base_size",
+    "feed_forward_acts_on_each_position_alone",
+    "logits_up_to_t_ignore_later_target_tokens",
+    "appending_source_padding_leaves_logits_unchanged",
+    "appending_target_padding_leaves_real_logits_unchanged",
+    "batch_equals_rows_run_one_at_a_time",
+    "encoder_layer_is_permutation_equivariant",
+    "changing_padded_source_positions_leaves_real_positions_unchanged",
+    "padded_query_rows_still_follow_the_formula",
+    "decoder_layer_ignores_padded_target_and_source_keys",
+    "decoder_output_up_to_t_ignores_later_positions",
+    "logits_match_reference",
+    "logits_match_reference_at_base_size",
+    "greedy_decoding_picks_the_argmax_at_every_step",
+)
+MESSAGES = {
+    "feed_forward_acts_on_each_position_alone": "likely cause: the FFN mixes positions",
+    "encode_matches_reference": "first divergence: encoder.0 (feed-forward sublayer suspected)",
+}

@@ -1,0 +1,42 @@
+"""Mutant: the output layer has a matrix of its own (left at its initial values) instead of E^T (§3.4:
+"we share the same weight matrix between the two embedding layers and the pre-softmax linear
+transformation"). load_weights fills everything else; the logits ignore E.
+"""
+
+from _mutant import ModelSwap
+
+from conformance.implementations.reference.adapter import ReferenceModel
+from conformance.implementations.reference.model import load_canonical
+
+
+class UntiedModel(ReferenceModel):
+    def __init__(self, config, seed, formulas):
+        super().__init__(config.replace(tie_output=False), seed, formulas)
+        self.config = config
+
+    def load_weights(self, weights):
+        load_canonical(self.module, {**weights, "W_out": self.module.W_out.detach()})
+
+    def dump_weights(self):
+        return {name: value for name, value in super().dump_weights().items() if name != "W_out"}
+
+
+class Untied(ModelSwap):
+    model_class = UntiedModel
+
+
+adapter = Untied(name="untied_output")
+
+
+# What tests/test_catalogue.py requires when it certifies this mutant against the catalogue:
+# exactly these checks fail (and error), and these messages name the bug.
+CAUGHT_BY = (
+    "decode_matches_reference",
+    "logits_match_reference",
+    "logits_match_reference_at_base_size",
+    "changing_an_unused_embedding_row_changes_only_its_logit",
+)
+MESSAGES = {
+    "logits_match_reference": "the output projection (logits = y E^T",
+    "changing_an_unused_embedding_row_changes_only_its_logit": "likely cause: the output projection is not tied",
+}

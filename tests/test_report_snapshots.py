@@ -1,0 +1,54 @@
+"""Snapshots (syrupy) of the terminal summary and the JSON report of a fixed run, volatile fields masked.
+
+A change to either format shows up here as a diff; update deliberately with --snapshot-update.
+"""
+
+import json
+import re
+
+from conftest import adapter_path
+
+FIXED_RUN = ("-k", "layer_norm or fully_masked or pe_has_one_row")
+VOLATILE = {"created", "duration_s", "environment", "suite", "fixtures_sha256"}
+
+
+def mask_text(text: str) -> str:
+    text = re.sub(r"\[margin [^\]]+\]", "[margin <masked>]", text)
+    text = re.sub(r"JSON report written to .*", "JSON report written to <path>", text)
+    return text.replace(adapter_path("nan_attention"), "<adapters>/nan_attention.py")
+
+
+def mask_report(report: dict) -> dict:
+    masked = {k: ("<masked>" if k in VOLATILE else v) for k, v in report.items()}
+    for impl in masked["implementations"]:
+        impl["name"] = mask_text(impl["name"])
+    masked["summary"] = {mask_text(k): v for k, v in masked["summary"].items()}
+    masked["verdict"] = {mask_text(k): v for k, v in masked["verdict"].items()}
+    masked["checks"] = [
+        {
+            **check,
+            "impl": mask_text(check["impl"]),
+            "duration_s": "<masked>",
+            "reproduction": mask_text(check["reproduction"] or ""),
+            "margin": None if check["margin"] is None else "<masked>",
+            "measurements": [{**m, "max_abs": "<masked>", "max_rel": "<masked>", "margin": "<masked>"}
+                             for m in check["measurements"]],
+        }
+        for check in masked["checks"]
+    ]
+    return masked
+
+
+def test_terminal_summary_of_a_fixed_run(certify, snapshot):
+    run = certify("numpy", *FIXED_RUN)
+    assert mask_text(run.out) == snapshot
+
+
+def test_terminal_summary_of_a_failing_run(certify, snapshot):
+    run = certify(adapter_path("nan_attention"), *FIXED_RUN)
+    assert mask_text(run.out) == snapshot
+
+
+def test_json_report_of_a_fixed_run(certify, snapshot):
+    run = certify("numpy", *FIXED_RUN)
+    assert json.dumps(mask_report(run.report), indent=1, sort_keys=True) == snapshot
