@@ -2,6 +2,7 @@
 
     python benchmarks/training_check.py                  # the benchmark; its last line is the ratio
     python benchmarks/training_check.py --seeds 0-9      # the reference over seeds, no early stop
+    python benchmarks/training_check.py --seeds 20-39 --verdicts --jobs 2   # the check's verdicts
 
 Benchmark, in one process with torch.set_num_threads(2) (``--threads``): (1) the training check exactly as the suite
 runs it on the reference (``conformance.training.train``: data, train_step through the candidate
@@ -194,6 +195,43 @@ def measure_seed(impl: str, seed: int, deadline: int, threads: int) -> dict:
     return {"impl": impl, "seed": seed, "evals": evals, "wall_s": time.perf_counter() - started}
 
 
+def verdict_seed(impl: str, seed: int, threads: int) -> dict:
+    """The convergence check as the suite runs it, then the learned-behaviour criteria on its model."""
+    torch.set_num_threads(threads)
+    plan, config = T.DEFAULT_PLAN, toy_config()
+    run = T.train(load(impl), seed, plan, progress=T.Progress("", plan.deadline, enabled=False))
+    result = {"seed": seed, "status": run.status, "step": run.stopped_at, "exact_match": run.best_exact_match,
+              "min_loss": min(run.losses) if run.losses else None}
+    if run.status == "passed":
+        reading = T.read_example(run.model, config)
+        got, want = T.mirrored_rows(reading) if reading.correct else (None, None)
+        top = reading.top()
+        low, high = plan.top_probability_range
+        floor = T.smoothed_loss_floor(config.tgt_vocab, config.recipe.label_smoothing)
+        result |= {"cabed": reading.correct, "mirrored": None if got is None else bool((got == want).all()),
+                   "top_min": float(top.min()), "top_max": float(top.max()),
+                   "learned_ok": bool(reading.correct and (got == want).all() and low <= top.min()
+                                      and top.max() <= high and floor - 1e-4 <= result["min_loss"]
+                                      <= floor + plan.loss_near_floor)}
+    return result
+
+
+def verdicts(impl: str, seeds: list[int], jobs: int) -> None:
+    threads = 2 if jobs == 1 else 1
+    with ProcessPoolExecutor(jobs) as pool:
+        results = list(pool.map(verdict_seed, [impl] * len(seeds), seeds, [threads] * len(seeds)))
+    for r in results:
+        if r["status"] != "passed":
+            print(f"seed {r['seed']:>3}: {r['status']} at step {r['step']} (best {r['exact_match']:.1%})")
+            continue
+        print(f"seed {r['seed']:>3}: passed at step {r['step']} ({r['exact_match']:.1%}); cabed {r['cabed']},"
+              f" anti-diagonal {r['mirrored']}, top {r['top_min']:.3f}-{r['top_max']:.3f},"
+              f" lowest loss {r['min_loss']:.4f}; learned behaviour {'ok' if r['learned_ok'] else 'FAILS'}")
+    passed = [r for r in results if r["status"] == "passed"]
+    print(f"{len(passed)}/{len(results)} seeds pass; learned behaviour ok on"
+          f" {sum(r['learned_ok'] for r in passed)}/{len(passed)}")
+
+
 def measure(impl: str, seeds: list[int], deadline: int, jobs: int, out: str | None) -> None:
     threads = 2 if jobs == 1 else 1
     with ProcessPoolExecutor(jobs) as pool:
@@ -232,8 +270,12 @@ def main(argv=None) -> int:
     parser.add_argument("--jobs", type=int, default=1)
     parser.add_argument("--threads", type=int, default=2, help="torch threads for the benchmark (default 2)")
     parser.add_argument("--json", help="with --seeds: write every reading to this file")
+    parser.add_argument("--verdicts", action="store_true",
+                        help="with --seeds: run the check as the suite does (early verdict) and the learned criteria")
     args = parser.parse_args(argv)
-    if args.seeds:
+    if args.seeds and args.verdicts:
+        verdicts(args.impl, args.seeds, args.jobs)
+    elif args.seeds:
         measure(args.impl, args.seeds, args.deadline, args.jobs, args.json)
     else:
         benchmark(args.seed, args.threads)

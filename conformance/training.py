@@ -211,7 +211,7 @@ class Plan:
     diverged_loss: float = math.log(13)
     rate_rtol: float = 1e-5
     loss_near_floor: float = 0.1  # the lowest reported loss is within this of 0.537 when the run passes
-    top_probability_range: tuple[float, float] = (0.85, 0.96)  # greedy path of "c a b e d", trained model
+    top_probability_range: tuple[float, float] = (0.85, 0.97)  # greedy path of "c a b e d", trained model
     test_seed_offset: int = 1234  # the held-out set comes from its own seed stream
 
     def eval_steps(self) -> list[int]:

@@ -1,7 +1,8 @@
-"""Every mutant fails exactly the checks its docstring promises (CAUGHT_BY), no more and no fewer.
+"""Every mutant is caught by every check its docstring promises (CAUGHT_BY).
 
-A mutant that survives is a hole in the suite; a check that fails on a mutant without being listed is
-an undocumented side effect (or a false positive) that the catalogue should say out loud.
+A mutant that survives is a hole in the suite. Only the named checks run here, so the test stays
+cheap; `transformer-conformance mutants` runs the whole catalogue against every mutant and lists the
+unexpected catches as well (the kill matrix).
 """
 
 import importlib
@@ -10,13 +11,17 @@ import pytest
 
 from conformance.implementations import mutants
 
-TRAINING = ("--no-training",)
+
+def selection(check_ids: set[str]) -> str:
+    """A -k expression for the checks (parameters dropped: -k takes no brackets)."""
+    return " or ".join(sorted({check_id.split("[")[0] for check_id in check_ids}))
 
 
 @pytest.mark.parametrize("name", mutants.names())
-def test_mutant_fails_exactly_the_checks_it_names(certify, name):
+def test_mutant_is_caught_by_the_checks_it_names(certify, name):
     expected = importlib.import_module(f"conformance.implementations.mutants.{name}").CAUGHT_BY
-    run = certify(f"mutant:{name}", *(() if name.startswith("train") else TRAINING))
+    assert expected, f"mutant {name} names no check that catches it"
+    run = certify(f"mutant:{name}", "-k", selection(expected))
     caught = run.with_status("failed") | run.with_status("error")
-    assert caught == expected, f"missed: {sorted(expected - caught)}; also failed: {sorted(caught - expected)}"
+    assert expected <= caught, f"not caught by: {sorted(expected - caught)}"
     assert run.code == 1
