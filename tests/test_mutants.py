@@ -17,7 +17,12 @@ def selection(check_ids: set[str]) -> str:
     return " or ".join(sorted({check_id.split("[")[0] for check_id in check_ids}))
 
 
-@pytest.mark.parametrize("name", mutants.names())
+# Training mutants train the toy model (up to 1,500 steps): run them with `python -m pytest -m slow`.
+NAMES = [pytest.param(name, marks=pytest.mark.slow) if name.startswith(("train", "dropout")) else name
+         for name in mutants.names()]
+
+
+@pytest.mark.parametrize("name", NAMES)
 def test_mutant_is_caught_by_the_checks_it_names(certify, name):
     expected = importlib.import_module(f"conformance.implementations.mutants.{name}").CAUGHT_BY
     assert expected, f"mutant {name} names no check that catches it"
