@@ -65,12 +65,16 @@ def expect_array(value: Any, shape: tuple[int, ...], *, part: str, name: str = "
         raise BadOutput(
             f"{part} returned {describe(value)} as its {name}; expected numpy.ndarray of shape {shape}."
             f" Likely cause: the adapter must convert at the boundary ({hint}).",
-            part=part, expected=f"numpy.ndarray {shape}", actual=describe(value),
+            part=part,
+            expected=f"numpy.ndarray {shape}",
+            actual=describe(value),
         )
     if value.shape != tuple(shape):
         raise BadOutput(
             f"{part} returned {name}.shape={value.shape}, but should be {tuple(shape)}",
-            part=part, expected=str(tuple(shape)), actual=str(value.shape),
+            part=part,
+            expected=str(tuple(shape)),
+            actual=str(value.shape),
         )
     if value.dtype.kind == "f" and not np.isfinite(value).all():
         bad = np.argwhere(~np.isfinite(value))[0]
@@ -78,7 +82,9 @@ def expect_array(value: Any, shape: tuple[int, ...], *, part: str, name: str = "
             f"{part} returned non-finite values in its {name} ({int((~np.isfinite(value)).sum())} of"
             f" {value.size}, first at index {tuple(int(i) for i in bad)}: {value[tuple(bad)]})."
             " Likely cause: a fully masked row (softmax of all -inf) or an overflow.",
-            part=part, expected="finite values", actual="NaN/inf",
+            part=part,
+            expected="finite values",
+            actual="NaN/inf",
         )
     return value
 
@@ -88,7 +94,9 @@ def expect_float_array(value: Any, shape: tuple[int, ...], *, part: str, name: s
     if value.dtype.kind != "f":
         raise BadOutput(
             f"{part} returned {name} of dtype {value.dtype}; expected a floating dtype",
-            part=part, expected="float32 or float64", actual=str(value.dtype),
+            part=part,
+            expected="float32 or float64",
+            actual=str(value.dtype),
         )
     return value
 
@@ -103,7 +111,9 @@ def expect_scalar(value: Any, kind: type, *, part: str) -> float | int:
     if not ok or (kind is float and not np.isfinite(value)):
         raise BadOutput(
             f"{part} returned {describe(value)} ({value!r}); expected a finite Python {kind.__name__}",
-            part=part, expected=kind.__name__, actual=describe(value),
+            part=part,
+            expected=kind.__name__,
+            actual=describe(value),
         )
     return kind(value)
 
@@ -143,8 +153,12 @@ class Candidate:
         if not callable(method):
             raise PartNotImplemented(f"{self.name} does not provide {part}", part=part)
         if part in self.hung_parts:
-            raise AdapterError(f"{part} hung earlier in this run; not called again", part=part,
-                               expected=f"a result within {self.timeout_s:g} s", actual="no result")
+            raise AdapterError(
+                f"{part} hung earlier in this run; not called again",
+                part=part,
+                expected=f"a result within {self.timeout_s:g} s",
+                actual="no result",
+            )
         try:
             with time_limit(self.timeout_s, part):
                 return method(*args, **kwargs)
@@ -154,14 +168,18 @@ class Candidate:
             self.hung_parts.add(part)
             raise AdapterError(
                 f"{part} hung: {exc}. Likely cause: an endless loop (greedy decoding that never stops?)",
-                part=part, expected=f"a result within {self.timeout_s:g} s", actual="no result",
+                part=part,
+                expected=f"a result within {self.timeout_s:g} s",
+                actual="no result",
             ) from None
         except (PartNotImplemented, AdapterError):
             raise
         except Exception as exc:
             raise AdapterError(
                 f"{part} raised {type(exc).__name__}: {exc}",
-                part=part, expected="a result", actual=f"{type(exc).__name__}: {exc}",
+                part=part,
+                expected="a result",
+                actual=f"{type(exc).__name__}: {exc}",
             ) from exc
 
     # -- conventions --------------------------------------------------------------------------
@@ -203,8 +221,12 @@ class Candidate:
     def scaled_dot_product_attention(self, q, k, v, mask=None) -> tuple[np.ndarray, np.ndarray]:
         part = f"scaled_dot_product_attention(q{q.shape}, k{k.shape}, v{v.shape})"
         result = self.call(
-            "scaled_dot_product_attention", self.adapter,
-            self.cast(q), self.cast(k), self.cast(v), self.to_mask(mask),
+            "scaled_dot_product_attention",
+            self.adapter,
+            self.cast(q),
+            self.cast(k),
+            self.cast(v),
+            self.to_mask(mask),
         )
         out, weights = self.expect_pair(result, part)
         (B, Lq, _), Lk, d_v = q.shape, k.shape[1], v.shape[-1]
@@ -216,9 +238,14 @@ class Candidate:
     def multi_head_attention(self, query, key, value, weights, h: int, mask=None):
         part = f"multi_head_attention(query{query.shape}, key{key.shape}, h={h})"
         result = self.call(
-            "multi_head_attention", self.adapter,
-            self.to_layout(self.cast(query)), self.to_layout(self.cast(key)),
-            self.to_layout(self.cast(value)), self.cast_weights(weights), h, self.to_mask(mask),
+            "multi_head_attention",
+            self.adapter,
+            self.to_layout(self.cast(query)),
+            self.to_layout(self.cast(key)),
+            self.to_layout(self.cast(value)),
+            self.cast_weights(weights),
+            h,
+            self.to_mask(mask),
         )
         out, attn = self.expect_pair(result, part)
         (B, Lq, d), Lk = query.shape, key.shape[1]
@@ -231,15 +258,27 @@ class Candidate:
 
     def encoder_layer(self, x, weights, h: int, eps: float, src_keep) -> np.ndarray:
         out = self.call(
-            "encoder_layer", self.adapter, self.to_layout(self.cast(x)), self.cast_weights(weights),
-            h, eps, self.to_mask(src_keep),
+            "encoder_layer",
+            self.adapter,
+            self.to_layout(self.cast(x)),
+            self.cast_weights(weights),
+            h,
+            eps,
+            self.to_mask(src_keep),
         )
         return expect_float_array(self.from_layout(out), x.shape, part=f"encoder_layer(x{x.shape}, h={h})")
 
     def decoder_layer(self, y, memory, weights, h: int, eps: float, tgt_keep, src_keep) -> np.ndarray:
         out = self.call(
-            "decoder_layer", self.adapter, self.to_layout(self.cast(y)), self.to_layout(self.cast(memory)),
-            self.cast_weights(weights), h, eps, self.to_mask(tgt_keep), self.to_mask(src_keep),
+            "decoder_layer",
+            self.adapter,
+            self.to_layout(self.cast(y)),
+            self.to_layout(self.cast(memory)),
+            self.cast_weights(weights),
+            h,
+            eps,
+            self.to_mask(tgt_keep),
+            self.to_mask(src_keep),
         )
         part = f"decoder_layer(y{y.shape}, memory{memory.shape}, h={h})"
         return expect_float_array(self.from_layout(out), y.shape, part=part)
@@ -267,7 +306,9 @@ class Candidate:
         if not isinstance(result, tuple | list) or len(result) != 2:
             raise BadOutput(
                 f"{part} returned {describe(result)}; expected a pair (output, attention weights)",
-                part=part, expected="(output, weights)", actual=describe(result),
+                part=part,
+                expected="(output, weights)",
+                actual=describe(result),
             )
         return result[0], result[1]
 
@@ -292,15 +333,23 @@ class CandidateModel:
         if not isinstance(weights, dict):
             raise BadOutput(
                 f"model.dump_weights returned {describe(weights)}; expected dict[str, numpy.ndarray]",
-                part="model.dump_weights", expected="dict", actual=describe(weights),
+                part="model.dump_weights",
+                expected="dict",
+                actual=describe(weights),
             )
-        return {name: expect_array(value, np.shape(value) if isinstance(value, np.ndarray) else (),
-                                   part="model.dump_weights", name=name) for name, value in weights.items()}
+        return {
+            name: expect_array(
+                value, np.shape(value) if isinstance(value, np.ndarray) else (), part="model.dump_weights", name=name
+            )
+            for name, value in weights.items()
+        }
 
     def forward(self, src, tgt_in) -> np.ndarray:
         out = self._call("forward", self._ids(src), self._ids(tgt_in))
         shape = (*np.shape(tgt_in), self.config.tgt_vocab)
-        return expect_float_array(self.candidate.from_layout(out), shape, part=f"model.forward(src{np.shape(src)}, tgt_in{np.shape(tgt_in)})")
+        return expect_float_array(
+            self.candidate.from_layout(out), shape, part=f"model.forward(src{np.shape(src)}, tgt_in{np.shape(tgt_in)})"
+        )
 
     def encode(self, src) -> np.ndarray:
         out = self._call("encode", self._ids(src))
@@ -308,9 +357,13 @@ class CandidateModel:
         return expect_float_array(self.candidate.from_layout(out), shape, part=f"model.encode(src{np.shape(src)})")
 
     def decode(self, tgt_in, memory, src) -> np.ndarray:
-        out = self._call("decode", self._ids(tgt_in), self.candidate.to_layout(self.candidate.cast(memory)), self._ids(src))
+        out = self._call(
+            "decode", self._ids(tgt_in), self.candidate.to_layout(self.candidate.cast(memory)), self._ids(src)
+        )
         shape = (*np.shape(tgt_in), self.config.tgt_vocab)
-        return expect_float_array(self.candidate.from_layout(out), shape, part=f"model.decode(tgt_in{np.shape(tgt_in)})")
+        return expect_float_array(
+            self.candidate.from_layout(out), shape, part=f"model.decode(tgt_in{np.shape(tgt_in)})"
+        )
 
     def greedy_decode(self, src, max_len: int) -> np.ndarray:
         out = self.candidate.from_layout(self._call("greedy_decode", self._ids(src), max_len))
@@ -318,12 +371,16 @@ class CandidateModel:
         if not isinstance(out, np.ndarray) or out.ndim != 2 or out.shape[0] != np.shape(src)[0]:
             raise BadOutput(
                 f"{part} returned {describe(out)}; expected an integer array (B={np.shape(src)[0]}, L<={max_len})",
-                part=part, expected=f"(B, L<={max_len}) int", actual=describe(out),
+                part=part,
+                expected=f"(B, L<={max_len}) int",
+                actual=describe(out),
             )
         if out.dtype.kind not in "iu" or out.shape[1] > max_len:
             raise BadOutput(
                 f"{part} returned {describe(out)}; expected integer ids and at most {max_len} of them",
-                part=part, expected=f"int ids, L<={max_len}", actual=describe(out),
+                part=part,
+                expected=f"int ids, L<={max_len}",
+                actual=describe(out),
             )
         return out
 
@@ -332,17 +389,27 @@ class CandidateModel:
         if not isinstance(weights, dict):
             raise BadOutput(
                 f"model.attention_weights returned {describe(weights)}; expected dict[str, numpy.ndarray]",
-                part="model.attention_weights", expected="dict", actual=describe(weights),
+                part="model.attention_weights",
+                expected="dict",
+                actual=describe(weights),
             )
-        return {name: expect_float_array(value, np.shape(value) if isinstance(value, np.ndarray) else (),
-                                         part="model.attention_weights", name=name)
-                for name, value in weights.items()}
+        return {
+            name: expect_float_array(
+                value,
+                np.shape(value) if isinstance(value, np.ndarray) else (),
+                part="model.attention_weights",
+                name=name,
+            )
+            for name, value in weights.items()
+        }
 
     def train_step(self, src, tgt_in, tgt_out) -> dict:
         result = self._call("train_step", self._ids(src), self._ids(tgt_in), self._ids(tgt_out))
         if not isinstance(result, dict) or not {"loss", "lr"} <= set(result):
             raise BadOutput(
                 f"model.train_step returned {describe(result)}; expected {{'loss': float, 'lr': float}}",
-                part="model.train_step", expected="{'loss', 'lr'}", actual=describe(result),
+                part="model.train_step",
+                expected="{'loss', 'lr'}",
+                actual=describe(result),
             )
         return {key: expect_scalar(result[key], float, part=f"model.train_step[{key!r}]") for key in ("loss", "lr")}

@@ -51,10 +51,24 @@ def build_parser() -> argparse.ArgumentParser:
 
 def pytest_args(args) -> list[str]:
     argv = [
-        str(checks_dir()), "--impl", args.impl, "--conformance-seed", str(args.seed),
-        "--conformance-profile", args.profile, "--check-timeout", str(args.timeout),
-        "-p", "no:cacheprovider", "--import-mode=importlib", "-o", "addopts=",
-        "--rootdir", str(checks_dir()), "-c", str(checks_dir() / "pytest.ini"),
+        str(checks_dir()),
+        "--impl",
+        args.impl,
+        "--conformance-seed",
+        str(args.seed),
+        "--conformance-profile",
+        args.profile,
+        "--check-timeout",
+        str(args.timeout),
+        "-p",
+        "no:cacheprovider",
+        "--import-mode=importlib",
+        "-o",
+        "addopts=",
+        "--rootdir",
+        str(checks_dir()),
+        "-c",
+        str(checks_dir() / "pytest.ini"),
     ]
     if args.json:
         argv += ["--conformance-json", args.json]
@@ -117,9 +131,24 @@ def exit_code(pytest_code, results) -> int:
 def list_checks(args) -> int:
     import pytest
 
-    return int(pytest.main([str(checks_dir()), "--impl", args.impl, "--collect-only", "-q", "-p", "no:cacheprovider",
-                            "--import-mode=importlib",
-                            "--rootdir", str(checks_dir()), "-c", str(checks_dir() / "pytest.ini")]))
+    return int(
+        pytest.main(
+            [
+                str(checks_dir()),
+                "--impl",
+                args.impl,
+                "--collect-only",
+                "-q",
+                "-p",
+                "no:cacheprovider",
+                "--import-mode=importlib",
+                "--rootdir",
+                str(checks_dir()),
+                "-c",
+                str(checks_dir() / "pytest.ini"),
+            ]
+        )
+    )
 
 
 def template(args) -> int:
@@ -135,10 +164,14 @@ def fixtures(args) -> int:
     summary = fixture_summary()
     v = summary["verifier"]
     print(f"published facts encoded:        {summary['encoded']} (reproducible: {summary['reproducible']})")
-    print(f"verified against the formulas:  {v['verified']} values, {v['relation verified']} relations among"
-          f" trained-model numbers, {v['erratum confirmed']} errata confirmed; {v['not reproducible']} not reproducible")
-    print(f"used by at least one check:     {summary['used_by_checks']}"
-          f" ({summary['reproducible_used_by_checks']} of the reproducible)")
+    print(
+        f"verified against the formulas:  {v['verified']} values, {v['relation verified']} relations among"
+        f" trained-model numbers, {v['erratum confirmed']} errata confirmed; {v['not reproducible']} not reproducible"
+    )
+    print(
+        f"used by at least one check:     {summary['used_by_checks']}"
+        f" ({summary['reproducible_used_by_checks']} of the reproducible)"
+    )
     for fact_id in summary["failed"]:
         print(f"FAILED: {fact_id}")
     return EXIT_FAILED if summary["failed"] else EXIT_OK
@@ -152,8 +185,21 @@ def kill_matrix(args) -> int:
     from conformance.plugin import COLLECTORS
 
     rows = catalogue()
-    argv = [str(checks_dir()), "-p", "no:cacheprovider", "--import-mode=importlib", "-o", "addopts=",
-            "--rootdir", str(checks_dir()), "-c", str(checks_dir() / "pytest.ini"), "-q", "--tb=no", "--no-header"]
+    argv = [
+        str(checks_dir()),
+        "-p",
+        "no:cacheprovider",
+        "--import-mode=importlib",
+        "-o",
+        "addopts=",
+        "--rootdir",
+        str(checks_dir()),
+        "-c",
+        str(checks_dir() / "pytest.ini"),
+        "-q",
+        "--tb=no",
+        "--no-header",
+    ]
     for row in rows:
         argv += ["--impl", f"mutant:{row.name}"]
     if not args.training:
@@ -174,8 +220,13 @@ def kill_matrix(args) -> int:
 
 def main(argv: list[str] | None = None) -> int:
     args = build_parser().parse_args(argv)
-    commands = {"certify": certify, "list": list_checks, "template": template, "fixtures": fixtures,
-                "mutants": kill_matrix}
+    commands = {
+        "certify": certify,
+        "list": list_checks,
+        "template": template,
+        "fixtures": fixtures,
+        "mutants": kill_matrix,
+    }
     return commands[args.command](args)
 
 

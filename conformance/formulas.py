@@ -31,12 +31,16 @@ def pe_halves_concatenated(n: int, d_model: int) -> np.ndarray:
 
 def pe_alternatives(n: int, d_model: int) -> dict[str, np.ndarray]:
     return {
-        "sines and cosines concatenated in halves instead of interleaved (sin in 2i, cos in 2i+1)":
-            pe_halves_concatenated(n, d_model),
-        "exponent i/d_model instead of 2i/d_model":
-            _interleave(np.arange(n)[:, None] * frequencies(d_model, exponent_scale=1.0)[None, :]),
+        "sines and cosines concatenated in halves instead of interleaved (sin in 2i, cos in 2i+1)": (
+            pe_halves_concatenated(n, d_model)
+        ),
+        "exponent i/d_model instead of 2i/d_model": _interleave(
+            np.arange(n)[:, None] * frequencies(d_model, exponent_scale=1.0)[None, :]
+        ),
         "positions counted from 1 instead of 0": positional_encoding(n, d_model, first=1),
-        "sine and cosine swapped": _interleave(np.arange(n)[:, None] * frequencies(d_model)[None, :])[:, _swap(d_model)],
+        "sine and cosine swapped": _interleave(np.arange(n)[:, None] * frequencies(d_model)[None, :])[
+            :, _swap(d_model)
+        ],
     }
 
 
@@ -67,7 +71,9 @@ def layer_norm(x, gamma, beta, eps: float, *, ddof: int = 0, eps_outside: bool =
 
 def layer_norm_alternatives(x, gamma, beta, eps: float) -> dict[str, np.ndarray]:
     alternatives = {
-        "eps added outside the square root: (x - mu) / (sigma + eps)": layer_norm(x, gamma, beta, eps, eps_outside=True),
+        "eps added outside the square root: (x - mu) / (sigma + eps)": layer_norm(
+            x, gamma, beta, eps, eps_outside=True
+        ),
         "gamma and beta swapped": layer_norm(x, beta, gamma, eps),
     }
     if np.shape(x)[-1] > 1:

@@ -39,7 +39,7 @@ def resolve(spec: str) -> str:
     if spec in BUILTINS:
         return BUILTINS[spec]
     if spec.startswith(MUTANT_PREFIX):
-        return f"{_IMPLS}.mutants.{spec[len(MUTANT_PREFIX):]}:adapter"
+        return f"{_IMPLS}.mutants.{spec[len(MUTANT_PREFIX) :]}:adapter"
     return spec
 
 
@@ -74,7 +74,9 @@ def _import_module(name: str, spec: str) -> Any:
             ) from exc
         raise LoadError(f"importing {name} failed: {exc}. Fix: install {exc.name!r}") from exc
     except Exception as exc:
-        raise LoadError(f"importing {name} raised {type(exc).__name__}: {exc}. Fix the module's import-time code") from exc
+        raise LoadError(
+            f"importing {name} raised {type(exc).__name__}: {exc}. Fix the module's import-time code"
+        ) from exc
 
 
 def _import_file(path_text: str) -> Any:
@@ -90,7 +92,9 @@ def _import_file(path_text: str) -> Any:
         spec.loader.exec_module(module)
     except Exception as exc:
         del sys.modules[module_name]
-        raise LoadError(f"importing {path_text} raised {type(exc).__name__}: {exc}. Fix the file's import-time code") from exc
+        raise LoadError(
+            f"importing {path_text} raised {type(exc).__name__}: {exc}. Fix the file's import-time code"
+        ) from exc
     finally:
         sys.path.remove(str(path.parent))
     return module
@@ -102,7 +106,7 @@ def validate(adapter: Any, spec: str) -> list[str]:
     if not isinstance(conventions, Conventions):
         raise LoadError(
             f"{spec}: the adapter declares no conventions. Fix: add"
-            " `conventions = Conventions(mask=\"keep\", batch_first=True, dtype=\"float32\", framework=...)`"
+            ' `conventions = Conventions(mask="keep", batch_first=True, dtype="float32", framework=...)`'
             " (from conformance import Conventions); see docs/adapter-protocol.md"
         )
     public = [name for name in dir(adapter) if not name.startswith("_") and callable(getattr(adapter, name))]

@@ -27,13 +27,24 @@ COLLECTORS: list[ResultCollector] = []  # the CLI reads the results of the run i
 
 def pytest_addoption(parser):
     group = parser.getgroup("conformance", "transformer conformance")
-    group.addoption("--impl", action="append", default=[], metavar="IMPL",
-                    help="implementation to certify: a built-in name (reference), module:attribute, or a .py file")
+    group.addoption(
+        "--impl",
+        action="append",
+        default=[],
+        metavar="IMPL",
+        help="implementation to certify: a built-in name (reference), module:attribute, or a .py file",
+    )
     group.addoption("--conformance-json", metavar="PATH", help="write the JSON report to PATH")
-    group.addoption("--conformance-seed", type=int, default=0, metavar="SEED", help="seed for random inputs (default 0)")
+    group.addoption(
+        "--conformance-seed", type=int, default=0, metavar="SEED", help="seed for random inputs (default 0)"
+    )
     group.addoption("--conformance-summary", action="store_true", help="print one line per check, grouped by section")
-    group.addoption("--conformance-profile", choices=("ci", "thorough"), default="ci",
-                    help="hypothesis profile: ci (deterministic, fast) or thorough (certification)")
+    group.addoption(
+        "--conformance-profile",
+        choices=("ci", "thorough"),
+        default="ci",
+        help="hypothesis profile: ci (deterministic, fast) or thorough (certification)",
+    )
     group.addoption("--check-timeout", type=float, default=60.0, metavar="S", help="seconds one adapter call may take")
     group.addoption("--no-training", action="store_true", help="skip the training-convergence checks")
 
@@ -124,7 +135,6 @@ class Recorder:
             raise
         self.measurements.append({"what": what, "max_abs": m.max_abs, "max_rel": m.max_rel, "margin": m.margin})
         return m
-
 
     @staticmethod
     def diagnose(failure, actual, rerun, tol) -> None:
@@ -220,14 +230,22 @@ def pytest_runtest_makereport(item, call):
     report.user_properties.append((RESULTS_KEY, result.as_dict()))
     if result.status in ("not_implemented", "blocked"):
         report.outcome = "skipped"
-        report.longrepr = (str(item.path), item.location[1] or 0, f"{result.status.replace('_', ' ')}: {result.message}")
+        report.longrepr = (
+            str(item.path),
+            item.location[1] or 0,
+            f"{result.status.replace('_', ' ')}: {result.message}",
+        )
 
 
 def _classify(item, call, candidate) -> CheckResult:
     seed = item.config.getoption("conformance_seed")
     result = CheckResult(
-        id=check_id(item), impl=candidate.name, title=check_title(item), section=check_section(item),
-        status="passed", duration_s=round(call.duration, 6),
+        id=check_id(item),
+        impl=candidate.name,
+        title=check_title(item),
+        section=check_section(item),
+        status="passed",
+        duration_s=round(call.duration, 6),
         reproduction=f"transformer-conformance certify {candidate.name} -k '{check_id(item)}' --seed {seed}",
     )
     result.facts = item.stash.get(_facts_key, [])

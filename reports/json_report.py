@@ -45,7 +45,7 @@ def build_report(results: list[CheckResult], metadata: dict) -> dict:
         "schema": "transformer-conformance/report",
         "schema_version": SCHEMA_VERSION,
         "suite": {"version": suite_version(), "git_sha": git_sha()},
-        "created": datetime.datetime.now(datetime.timezone.utc).isoformat(timespec="seconds"),
+        "created": datetime.datetime.now(datetime.UTC).isoformat(timespec="seconds"),
         "fixtures_sha256": fixtures_sha256(),
         "environment": environment(),
         **metadata,

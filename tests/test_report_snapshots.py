@@ -31,8 +31,8 @@ def mask_report(report: dict) -> dict:
             "duration_s": "<masked>",
             "reproduction": mask_text(check["reproduction"] or ""),
             "margin": None if check["margin"] is None else "<masked>",
-            "measurements": [{**m, "max_abs": "<masked>", "max_rel": "<masked>", "margin": "<masked>"}
-                             for m in check["measurements"]],
+            # hypothesis's examples (derandomized from the check's source) change with any edit of a check
+            "measurements": "<masked>",
         }
         for check in masked["checks"]
     ]

@@ -22,9 +22,14 @@ def test_layer_norm_matches_published_example(candidate, check):
     x = np.asarray(published.value("layernorm.example.x"), dtype=np.float64)
     got = candidate.layer_norm(x, np.ones(4), np.zeros(4), 1e-5)
     fact_id = "layernorm.example.normalized"
-    check.close(got, published.value(fact_id), published.tolerance(fact_id), what="LayerNorm(1, 2, 3, 6)",
-                alternatives=formulas.layer_norm_alternatives(x, np.ones(4), np.zeros(4), 1e-5),
-                rerun=lambda other: other.layer_norm(x, np.ones(4), np.zeros(4), 1e-5))
+    check.close(
+        got,
+        published.value(fact_id),
+        published.tolerance(fact_id),
+        what="LayerNorm(1, 2, 3, 6)",
+        alternatives=formulas.layer_norm_alternatives(x, np.ones(4), np.zeros(4), 1e-5),
+        rerun=lambda other: other.layer_norm(x, np.ones(4), np.zeros(4), 1e-5),
+    )
 
 
 shapes = st.lists(st.integers(1, 5), min_size=0, max_size=2).flatmap(
@@ -32,7 +37,9 @@ shapes = st.lists(st.integers(1, 5), min_size=0, max_size=2).flatmap(
 )
 
 
-@given(shape=shapes, seed=seeds, scale=st.sampled_from([1e-3, 1e-2, 1.0, 30.0]), eps=st.sampled_from([1e-5, 1e-6, 1e-3]))
+@given(
+    shape=shapes, seed=seeds, scale=st.sampled_from([1e-3, 1e-2, 1.0, 30.0]), eps=st.sampled_from([1e-5, 1e-6, 1e-3])
+)
 def test_layer_norm_matches_formula(candidate, check, shape, seed, scale, eps):
     """For any shape, scale and eps, with gamma and beta far from 1 and 0, LayerNorm equals the formula.
 
@@ -43,10 +50,14 @@ def test_layer_norm_matches_formula(candidate, check, shape, seed, scale, eps):
     gamma, beta = 1 + rng.choice([-1, 1], d) * rng.uniform(0.3, 0.8, d), rng.uniform(-0.5, 0.5, d)
     got = candidate.layer_norm(x, gamma, beta, eps)
     x32 = x.astype(candidate.conventions.dtype)  # compare against the formula on the inputs it saw
-    check.close(got, formulas.layer_norm(x32, gamma.astype(x32.dtype), beta.astype(x32.dtype), eps),
-                for_dtype(ELEMENTWISE, candidate.conventions.dtype), what=f"LayerNorm(x{shape}, eps={eps:g})",
-                alternatives=formulas.layer_norm_alternatives(x32, gamma, beta, eps),
-                rerun=lambda other: other.layer_norm(x, gamma, beta, eps))
+    check.close(
+        got,
+        formulas.layer_norm(x32, gamma.astype(x32.dtype), beta.astype(x32.dtype), eps),
+        for_dtype(ELEMENTWISE, candidate.conventions.dtype),
+        what=f"LayerNorm(x{shape}, eps={eps:g})",
+        alternatives=formulas.layer_norm_alternatives(x32, gamma, beta, eps),
+        rerun=lambda other: other.layer_norm(x, gamma, beta, eps),
+    )
 
 
 @given(rows=st.integers(1, 4), d=st.integers(2, 64), seed=seeds)

@@ -32,22 +32,30 @@ def count_alternatives(config: ModelConfig) -> dict[str, int]:
     attention_biases = 4 * d * 3 * config.N
     alternatives = {
         "a bias on the output projection": parameter_count(config) + V,
-        "decoder layers counted without their cross-attention": parameter_count(config) - config.N * (4 * d * d + 6 * d),
+        "decoder layers counted without their cross-attention": parameter_count(config)
+        - config.N * (4 * d * d + 6 * d),
     }
     if config.tie_output:
         alternatives["a separate output matrix (output not tied to the embedding)"] = parameter_count(config) + d * V
     if config.attention_bias:
         alternatives["attention without biases"] = parameter_count(config) - attention_biases
     else:
-        alternatives["attention biases counted although the config has none"] = parameter_count(config) + 12 * d * config.N
+        alternatives["attention biases counted although the config has none"] = (
+            parameter_count(config) + 12 * d * config.N
+        )
     return alternatives
 
 
 def assert_count(candidate, config: ModelConfig, expected: int, what: str):
     got = candidate.parameter_count(config)
     causes = [cause for cause, n in count_alternatives(config).items() if n == got]
-    assert_true(got == expected, f"{what}: got {got:,}, expected {expected:,} (difference {got - expected:+,})",
-                likely=causes[0] if causes else None, expected=expected, actual=got)
+    assert_true(
+        got == expected,
+        f"{what}: got {got:,}, expected {expected:,} (difference {got - expected:+,})",
+        likely=causes[0] if causes else None,
+        expected=expected,
+        actual=got,
+    )
 
 
 @pytest.mark.parametrize("fact_id", list(PUBLISHED))
@@ -64,10 +72,25 @@ def test_parameter_count_without_attention_biases(candidate):
 
 configs = st.builds(
     lambda h, d_k, d_ff, N, V, tie, bias, share, V2: ModelConfig(
-        src_vocab=V, tgt_vocab=V if share else V2, d_model=h * d_k, h=h, d_ff=d_ff, N=N,
-        tie_output=tie, attention_bias=bias, share_embeddings=share),
-    h=st.integers(1, 8), d_k=st.integers(1, 16).map(lambda k: 2 * k), d_ff=st.integers(1, 300), N=st.integers(1, 4),
-    V=st.integers(4, 500), tie=st.booleans(), bias=st.booleans(), share=st.booleans(), V2=st.integers(4, 500),
+        src_vocab=V,
+        tgt_vocab=V if share else V2,
+        d_model=h * d_k,
+        h=h,
+        d_ff=d_ff,
+        N=N,
+        tie_output=tie,
+        attention_bias=bias,
+        share_embeddings=share,
+    ),
+    h=st.integers(1, 8),
+    d_k=st.integers(1, 16).map(lambda k: 2 * k),
+    d_ff=st.integers(1, 300),
+    N=st.integers(1, 4),
+    V=st.integers(4, 500),
+    tie=st.booleans(),
+    bias=st.booleans(),
+    share=st.booleans(),
+    V2=st.integers(4, 500),
 )
 
 

@@ -27,11 +27,17 @@ def compare_each(check, pairs, *, what: str):
     failures = []
     for fact_id, got in pairs:
         try:
-            check.close(np.asarray(got, dtype=np.float64), np.asarray(published.value(fact_id), dtype=np.float64),
-                        published.tolerance(fact_id), what=f"{what} [{fact_id}, {published.cite(fact_id)}]")
+            check.close(
+                np.asarray(got, dtype=np.float64),
+                np.asarray(published.value(fact_id), dtype=np.float64),
+                published.tolerance(fact_id),
+                what=f"{what} [{fact_id}, {published.cite(fact_id)}]",
+            )
         except AssertionError as exc:
-            failures.append(str(exc).splitlines()[0] + f" (got {np.round(got, 6).tolist()}, "
-                            f"published {published.fact(fact_id)['printed']!r})")
+            failures.append(
+                str(exc).splitlines()[0] + f" (got {np.round(got, 6).tolist()}, "
+                f"published {published.fact(fact_id)['printed']!r})"
+            )
     assert_true(not failures, fmt_failures(failures), expected="the published values", actual="see message")
 
 
@@ -69,10 +75,10 @@ def test_published_rotation_pairs(candidate, check):
         pe = candidate.positional_encoding(a["pos"] + a["k"] + 1, a["d"]).astype(np.float64)
         i = a["i"]
         if a["which"] == "shifted":
-            got = pe[a["pos"] + a["k"], 2 * i: 2 * i + 2]
+            got = pe[a["pos"] + a["k"], 2 * i : 2 * i + 2]
         else:
             w = 1 / 10000 ** (2 * i / a["d"]) * a["k"]
-            got = np.array([[np.cos(w), np.sin(w)], [-np.sin(w), np.cos(w)]]) @ pe[a["pos"], 2 * i: 2 * i + 2]
+            got = np.array([[np.cos(w), np.sin(w)], [-np.sin(w), np.cos(w)]]) @ pe[a["pos"], 2 * i : 2 * i + 2]
         pairs.append((entry["id"], got))
     compare_each(check, pairs, what="rotated PE pair")
 
@@ -83,8 +89,11 @@ def test_published_layer_norm_example(candidate, check):
     """LayerNorm(1, 2, 3, 6) = (-1.069, -0.535, 0, 1.604), and its two hand-checked ends."""
     x = np.asarray(published.value("layernorm.example.x"), dtype=np.float64)
     got = candidate.layer_norm(x, np.ones(4), np.zeros(4), 1e-5)
-    compare_each(check, [("layernorm.example.normalized", got), ("layernorm.example.x1", got[0]),
-                         ("layernorm.example.x4", got[3])], what="LayerNorm(1, 2, 3, 6)")
+    compare_each(
+        check,
+        [("layernorm.example.normalized", got), ("layernorm.example.x1", got[0]), ("layernorm.example.x4", got[3])],
+        what="LayerNorm(1, 2, 3, 6)",
+    )
 
 
 # -- §5.3 schedule -----------------------------------------------------------------------------------
@@ -125,7 +134,9 @@ def test_published_label_smoothing_values(candidate, check):
     pairs = []
     for entry in published.of_kind("label_smoothing"):
         a = entry["args"]
-        pairs.append((entry["id"], a.get("scale", 1) * smoothing_quantity(candidate, a["quantity"], a["n_vocab"], a["eps"])))
+        pairs.append(
+            (entry["id"], a.get("scale", 1) * smoothing_quantity(candidate, a["quantity"], a["n_vocab"], a["eps"]))
+        )
     for entry in published.of_kind("listing_value"):
         if entry["args"].get("listing") == "label smoothing":
             pairs.append((entry["id"], smoothing_quantity(candidate, entry["args"]["key"], 13, 0.1)))
@@ -141,11 +152,13 @@ def count_part(candidate, part: str, a: dict) -> int | None:
         "total": lambda: candidate.parameter_count(config),
         "total_separate_output": lambda: candidate.parameter_count(config.replace(tie_output=False)),
         "total_two_vocabularies": lambda: candidate.parameter_count(
-            config.replace(share_embeddings=False, tgt_vocab=V)),
+            config.replace(share_embeddings=False, tgt_vocab=V)
+        ),
         "embedding": lambda: candidate.parameter_count(config.replace(N=0)),
         "layers": lambda: candidate.parameter_count(config) - candidate.parameter_count(config.replace(N=0)),
-        "attention_biases": lambda: candidate.parameter_count(config)
-        - candidate.parameter_count(config.replace(attention_bias=False)),
+        "attention_biases": lambda: (
+            candidate.parameter_count(config) - candidate.parameter_count(config.replace(attention_bias=False))
+        ),
     }
     return counts[part]() if part in counts else None
 
@@ -218,8 +231,18 @@ def _observe(candidate, config: ModelConfig, inputs: dict, with_attention: bool)
 
 # Shapes the protocol can observe; the rest (Q/K/V per head, the FFN's hidden layer, the embedded
 # inputs before the first layer, the token-id inputs) are not asked of the candidate.
-OBSERVED_TENSORS = {"memory", "logits", "embedding_table", "output_projection", "enc_self_weights",
-                    "dec_self_weights", "cross_weights", "cross_per_head", "dec_self_per_head", "hidden_cells"}
+OBSERVED_TENSORS = {
+    "memory",
+    "logits",
+    "embedding_table",
+    "output_projection",
+    "enc_self_weights",
+    "dec_self_weights",
+    "cross_weights",
+    "cross_per_head",
+    "dec_self_per_head",
+    "hidden_cells",
+}
 BATCHED = {"memory", "logits", "enc_self_weights", "dec_self_weights", "cross_weights"}
 
 
@@ -260,8 +283,9 @@ def test_published_shapes_of_memory_and_logits(candidate):
     assert_published_shapes(candidate, with_attention=False)
 
 
-@pytest.mark.requires("model.forward", "model.encode", "model.load_weights", "model.dump_weights",
-                      "model.attention_weights")
+@pytest.mark.requires(
+    "model.forward", "model.encode", "model.load_weights", "model.dump_weights", "model.attention_weights"
+)
 def test_published_shapes_of_attention_weights(candidate):
     """Attention weights (1, 4, 5, 5), (1, 4, 6, 6), (1, 4, 6, 5); 28 hidden cells above the diagonal for 8 tokens."""
     assert_published_shapes(candidate, with_attention=True)

@@ -15,12 +15,23 @@ from conformance.tolerances import Tolerance
 SECTION = "§5.3 Optimizer: learning-rate schedule"
 pytestmark = pytest.mark.requires("learning_rate")
 
-PAPER_TABLE = {1: "lrate.paper.step1", 100: "lrate.paper.step100", 1000: "lrate.paper.step1000",
-               4000: "lrate.paper.step4000", 10000: "lrate.paper.step10000", 100000: "lrate.paper.step100000"}
+PAPER_TABLE = {
+    1: "lrate.paper.step1",
+    100: "lrate.paper.step100",
+    1000: "lrate.paper.step1000",
+    4000: "lrate.paper.step4000",
+    10000: "lrate.paper.step10000",
+    100000: "lrate.paper.step100000",
+}
 PAPER_CHART = {4000: "lrate.paper.peak", 40000: "lrate.chart.step40000"}
 TOY_VALUES = {100: "practice.lrate.step100", 400: "toy_run.peak_lrate", 1600: "practice.lrate.step1600"}
-TOY_LOG = {1: "toy_run.log.step1.lr", 500: "toy_run.log.step500.lr", 1000: "toy_run.log.step1000.lr",
-           2000: "toy_run.log.step2000.lr", 3000: "toy_run.log.step3000.lr"}
+TOY_LOG = {
+    1: "toy_run.log.step1.lr",
+    500: "toy_run.log.step500.lr",
+    1000: "toy_run.log.step1000.lr",
+    2000: "toy_run.log.step2000.lr",
+    3000: "toy_run.log.step3000.lr",
+}
 # A float64 formula evaluated in float64 or float32: relative error ~1e-7 at most.
 FORMULA = Tolerance(1e-6, 0.0, "a closed-form scalar, float32 at worst")
 
@@ -31,7 +42,8 @@ def lrate(step, d_model, warmup):
 
 def alternatives(step, d_model, warmup) -> dict[str, float]:
     return {
-        "max instead of min (no decay after warmup, or no warmup)": d_model**-0.5 * max(step**-0.5, step * warmup**-1.5),
+        "max instead of min (no decay after warmup, or no warmup)": d_model**-0.5
+        * max(step**-0.5, step * warmup**-1.5),
         "off by one: lrate(step + 1)": lrate(step + 1, d_model, warmup),
         "off by one: lrate(step - 1)": lrate(max(step - 1, 1), d_model, warmup) if step > 1 else float("nan"),
         "warmup exponent -1 instead of -1.5": d_model**-0.5 * min(step**-0.5, step * warmup**-1.0),
@@ -43,10 +55,14 @@ def alternatives(step, d_model, warmup) -> dict[str, float]:
 def assert_rates(candidate, check, table, d_model, warmup, *, shift=0):
     for step, fact_id in table.items():
         got = candidate.learning_rate(step + shift, d_model, warmup)
-        check.close(got, published.value(fact_id), published.tolerance(fact_id),
-                    what=f"lrate(step={step + shift}, d_model={d_model}, warmup={warmup}) [{fact_id}]",
-                    alternatives=alternatives(step + shift, d_model, warmup),
-                    rerun=lambda other, s=step + shift: other.learning_rate(s, d_model, warmup))
+        check.close(
+            got,
+            published.value(fact_id),
+            published.tolerance(fact_id),
+            what=f"lrate(step={step + shift}, d_model={d_model}, warmup={warmup}) [{fact_id}]",
+            alternatives=alternatives(step + shift, d_model, warmup),
+            rerun=lambda other, s=step + shift: other.learning_rate(s, d_model, warmup),
+        )
 
 
 def test_lrate_matches_published_paper_table(candidate, check):
@@ -69,10 +85,14 @@ def test_lrate_matches_the_toy_training_log(candidate, check):
 def test_lrate_matches_formula_for_any_step(candidate, check, step, d_model, warmup):
     """For any step, d_model and warmup, lrate follows the formula (the published tables' twin)."""
     got = candidate.learning_rate(step, d_model, warmup)
-    check.close(got, lrate(step, d_model, warmup), FORMULA,
-                what=f"lrate(step={step}, d_model={d_model}, warmup={warmup})",
-                alternatives=alternatives(step, d_model, warmup),
-                rerun=lambda other: other.learning_rate(step, d_model, warmup))
+    check.close(
+        got,
+        lrate(step, d_model, warmup),
+        FORMULA,
+        what=f"lrate(step={step}, d_model={d_model}, warmup={warmup})",
+        alternatives=alternatives(step, d_model, warmup),
+        rerun=lambda other: other.learning_rate(step, d_model, warmup),
+    )
 
 
 @given(d_model=st.sampled_from([64, 512]), warmup=st.integers(2, 5000))
