@@ -14,6 +14,7 @@ class OutputBiasAdapter(ReferenceAdapter):
 
 
 CAUGHT_BY = {
+    "published_parameter_counts",
     "parameter_count_matches_published_value[fact_id=params.total]",
     "parameter_count_matches_published_value[fact_id=params.total_separate_output]",
     "parameter_count_matches_published_value[fact_id=toy.parameters]",

@@ -19,6 +19,9 @@ def concatenated_positional_encoding(n, d_model):
 
 
 CAUGHT_BY = {
+    "published_positional_encoding_values",
+    "published_wavelengths",
+    "published_rotation_pairs",
     "pe_matches_published_values",
     "pe_position_0_is_sin_0_and_cos_0",
     "pe_matches_formula_for_any_size",

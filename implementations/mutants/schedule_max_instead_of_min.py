@@ -15,6 +15,7 @@ def lrate_with_max(step, d_model, warmup):
 
 
 CAUGHT_BY = {
+    "published_learning_rates",
     "lrate_matches_published_paper_table",
     "lrate_matches_published_toy_values",
     "lrate_matches_the_toy_training_log",
