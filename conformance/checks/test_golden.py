@@ -1,4 +1,5 @@
-"""Golden outputs of the reference (``fixtures/golden/``): the paper's base size, and the trained toy.
+"""Golden outputs of the reference (``fixtures/golden/``) at the paper's base size; the trained toy's
+checkpoint has its own module, test_checkpoint.py.
 
 The base-size golden is one forward pass with 63,082,496 parameters drawn from a seed (Table 3's base
 configuration, the lesson's 37,000-token vocabulary): the weights are regenerated, not stored.
@@ -10,19 +11,10 @@ import pytest
 from conformance.config import base_config
 from conformance.fixtures import golden
 from conformance.fixtures.regenerate import BASE_SEED
-from conformance.tolerances import MODEL, Tolerance, for_dtype
+from conformance.tolerances import Tolerance
 from conformance.weights import model_shapes, random_weights
 
 SECTION = "§3 Model architecture: golden outputs"
-
-
-def golden_tolerance(name: str, candidate) -> Tolerance:
-    """The looser of the golden's own (it was computed in float32) and the candidate's dtype's."""
-    stored = Tolerance(**golden.entry(name)["tolerance"])
-    mine = for_dtype(MODEL, candidate.conventions.dtype)
-    if stored.atol >= mine.atol and stored.rtol >= mine.rtol:
-        return Tolerance(stored.rtol, stored.atol, f"golden computed in float32: {stored.reason}")
-    return mine
 
 
 @pytest.mark.requires("model.forward", "model.encode", "model.load_weights")
@@ -32,7 +24,7 @@ def test_base_size_forward_matches_golden(candidate, check):
     config = base_config()
     model = candidate.build_model(config, seed=0)
     model.load_weights(random_weights(model_shapes(config), np.random.default_rng(BASE_SEED)))
-    tol = golden_tolerance("base_forward", candidate)
+    tol = golden.tolerance_for("base_forward", candidate.conventions.dtype)
     check.close(model.encode(stored["src"]), stored["memory"], tol, what="memory (1, 3, 512)")
     logits = model.forward(stored["src"], stored["tgt_in"]).astype(np.float64)
     check.close(logits[..., : stored["logits_head"].shape[-1]], stored["logits_head"], tol,
