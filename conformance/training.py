@@ -26,6 +26,7 @@ from typing import Any
 
 import numpy as np
 
+from conformance import published
 from conformance.candidate import CandidateModel
 from conformance.config import ModelConfig, toy_config
 from conformance.errors import BadOutput, ConformanceOutcome
@@ -34,18 +35,24 @@ from conformance.errors import BadOutput, ConformanceOutcome
 # What the lesson published
 # --------------------------------------------------------------------------------------------------
 
-# train_reversal.py's printed log. It prints after sched.step(), so its "lr" is the rate of the NEXT
-# update, lrate(step + 1, 64, 400); the loss is the batch's loss before that step's update.
-PUBLISHED_LOG = (
-    {"step": 1, "lr_next": 3.13e-05, "train_loss": 5.254, "exact_match": 0.000},
-    {"step": 500, "lr_next": 5.58e-03, "train_loss": 0.741, "exact_match": 0.888},
-    {"step": 1000, "lr_next": 3.95e-03, "train_loss": 0.572, "exact_match": 0.982},
-    {"step": 2000, "lr_next": 2.79e-03, "train_loss": 0.558, "exact_match": 0.996},
-    {"step": 3000, "lr_next": 2.28e-03, "train_loss": 0.540, "exact_match": 1.000},
-)
-PUBLISHED_STEPS = 3000  # the lesson's full run
-PUBLISHED_EXAMPLE = "cabed"  # greedy decoding gives "d e b a c </s>"
-PUBLISHED_TOP_PROBABILITIES = (0.916, 0.916, 0.929, 0.927, 0.924, 0.927)
+# Read from fixtures/published.toml by id (``published.fact``, which does not mark them as used by a check).
+PUBLISHED_STEPS = published.fact("toy_run.steps")["value"]  # the lesson's full run: 3,000
+PUBLISHED_EXAMPLE = published.fact("greedy.source")["value"].replace(" ", "")  # "cabed" -> "d e b a c </s>"
+PUBLISHED_TOP_PROBABILITIES = tuple(published.fact("greedy.probabilities")["value"])  # 0.916 ... 0.927
+
+
+def _published_log() -> tuple[dict, ...]:
+    """train_reversal.py's printed log. It prints after sched.step(), so its "lr" is the rate of the NEXT
+    update, lrate(step + 1, 64, 400); the loss is the batch's loss before that step's update."""
+    def at(step: int, what: str):
+        return published.fact(f"toy_run.log.step{step}.{what}")["value"]
+
+    return tuple({"step": step, "lr_next": at(step, "lr"), "train_loss": at(step, "loss"),
+                  "exact_match": round(at(step, "exact_match") / 100, 4)}  # printed in percent
+                 for step in published.fact("toy_run.log_steps")["value"])
+
+
+PUBLISHED_LOG = _published_log()
 
 
 def lrate(step: int, d_model: int, warmup: int) -> float:
