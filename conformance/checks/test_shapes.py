@@ -6,8 +6,7 @@ so that a wrong shape is a *failure* of the claim, not an adapter error. Multi-h
 come from ``multi_head_attention`` on the layer's inputs with the mask that layer uses; the FFN's hidden
 tensor (1, 5, 256) and the per-head Q, K, V (1, 4, 5, 16) are not observable through the protocol.
 
-Published shapes are typed here with the sentence they come from.
-TODO(lead): switch the tuples to ``conformance.published.value(id)`` once fixtures/published.toml has them.
+Every expected shape is a fact of fixtures/published.toml, read by id (the quoted sentence is there).
 """
 
 import functools
@@ -15,7 +14,7 @@ import functools
 import numpy as np
 import pytest
 
-from conformance import oracle
+from conformance import oracle, published
 from conformance.compare import assert_shape, assert_true
 from conformance.config import base_config, toy_config
 from conformance.scenarios import MODEL_PARTS, activations, layer_weight_shapes
@@ -116,52 +115,56 @@ ENCODE = [MODEL, pytest.mark.requires("model.encode")]
 FORWARD = [MODEL, pytest.mark.requires("model.forward")]
 
 
-def steps(table: dict[str, tuple[str, tuple[int, ...], list]]):
-    """{id: (what, shape, marks)} -> parameters whose check id reads ``..._shape[step=<id>]``."""
+def steps(table: dict[str, tuple[str, str, list]]):
+    """{id: (what, fact id, marks)} -> parameters whose check id reads ``..._shape[step=<id>]``."""
     return [pytest.param(step, marks=marks, id=step) for step, (_, _, marks) in table.items()]
 
 
+def published_shape(fact_id: str) -> tuple[int, ...]:
+    """The fact's shape, batch-first: symbols ("S", "T") from its args; an unbatched (T, S) per-head
+    shape of the overview document becomes (1, h, T, S), an unbatched (S, 512) becomes (1, S, 512)."""
+    entry, value = published.fact(fact_id), published.value(fact_id)
+    args = entry["args"]
+    shape = tuple(args.get(v, v) if isinstance(v, str) else v for v in value)
+    if args["tensor"].endswith("_per_head"):
+        shape = (args["h"], *shape)
+    return (1, *shape) if args.get("unbatched") else shape
+
+
 EXPLORER = {
-    # "Step 9 of 14 Encoder output: the memory ... Shape (1, 5, 64)"
-    "memory": ("memory", (1, 5, 64), ENCODE),
-    # "Step 13 of 14 Output layer, tied to the embedding ... Shape (1, 6, 13)"
-    "logits": ("logits", (1, 6, 13), FORWARD),
-    # "Step 6 of 14 Encoder self-attention (layer 1, head 1) ... Shape (1, 4, 5, 5)"
-    "encoder_self_attention": ("encoder self-attention weights", (1, 4, 5, 5), [MHA]),
-    # "Step 11 of 14 Masked self-attention (layer 1, head 1) ... Shape (1, 4, 6, 6)"
-    "masked_self_attention": ("decoder masked self-attention weights", (1, 4, 6, 6), [MHA]),
-    # "Step 12 of 14 Cross-attention (layer 2, mean of 4 heads) ... Shape (1, 4, 6, 5)": not square
-    "cross_attention": ("cross-attention weights", (1, 4, 6, 5), [MHA]),
+    "memory": ("memory", "explorer.step9.shape", ENCODE),  # (1, 5, 64)
+    "logits": ("logits", "explorer.step13.shape", FORWARD),  # (1, 6, 13)
+    "encoder_self_attention": ("encoder self-attention weights", "explorer.step6.shape", [MHA]),  # (1, 4, 5, 5)
+    "masked_self_attention": ("decoder masked self-attention weights", "explorer.step11.shape", [MHA]),
+    "cross_attention": ("cross-attention weights", "explorer.step12.shape", [MHA]),  # (1, 4, 6, 5): not square
 }
 
 
 @pytest.mark.parametrize("step", steps(EXPLORER))
 def test_explorer_shape(candidate, step):
     """The explorer's shapes for "c a b e d" in the toy model (d_model 64, 4 heads, vocabulary 13)."""
-    what, shape, _ = EXPLORER[step]
+    what, fact_id, _ = EXPLORER[step]
     got = observe(candidate, what, TOY, EXPLORER_SRC, EXPLORER_TGT_IN)
-    assert_shape(got, shape, what=f"{what} for 'c a b e d'")
+    assert_shape(got, published_shape(fact_id), what=f"{what} for 'c a b e d' [{fact_id}]")
 
 
 PRACTICE = {
-    # Answers 1-3: "memory (1, 7, 64)", "target (1, 8, 64)", "Self-attention weights (1, 4, 7, 7)",
-    # "Masked self-attention (1, 4, 8, 8), with 28 hidden cells per head above the diagonal;
-    # cross-attention (1, 4, 8, 7), with no causal mask; logits (1, 8, 13)."
-    "memory": ("memory", (1, 7, 64), ENCODE),
-    "target": ("decoder layer output", (1, 8, 64), [pytest.mark.requires("decoder_layer")]),
-    "encoder_self_attention": ("encoder self-attention weights", (1, 4, 7, 7), [MHA]),
-    "masked_self_attention": ("decoder masked self-attention weights", (1, 4, 8, 8), [MHA]),
-    "cross_attention": ("cross-attention weights", (1, 4, 8, 7), [MHA]),
-    "logits": ("logits", (1, 8, 13), FORWARD),
+    "memory": ("memory", "practice.memory", ENCODE),  # (1, 7, 64)
+    # A decoder layer keeps its input's shape: the embedded target (1, 8, 64).
+    "target": ("decoder layer output", "practice.target_embedded", [pytest.mark.requires("decoder_layer")]),
+    "encoder_self_attention": ("encoder self-attention weights", "practice.enc_self_weights", [MHA]),
+    "masked_self_attention": ("decoder masked self-attention weights", "practice.dec_self_weights", [MHA]),
+    "cross_attention": ("cross-attention weights", "practice.cross_weights", [MHA]),  # (1, 4, 8, 7)
+    "logits": ("logits", "practice.logits", FORWARD),  # (1, 8, 13)
 }
 
 
 @pytest.mark.parametrize("step", steps(PRACTICE))
 def test_guided_practice_shape(candidate, step):
     """The guided practice's answers: a 7-letter source and an 8-token decoder input in the toy model."""
-    what, shape, _ = PRACTICE[step]
+    what, fact_id, _ = PRACTICE[step]
     got = observe(candidate, what, TOY, PRACTICE_SRC, PRACTICE_TGT_IN)
-    assert_shape(got, shape, what=f"{what} (7-letter source, 8-token decoder input)")
+    assert_shape(got, published_shape(fact_id), what=f"{what} (7-letter source, 8-token decoder input) [{fact_id}]")
 
 
 @MHA
@@ -169,30 +172,30 @@ def test_guided_practice_masked_self_attention_hides_28_cells_per_head(candidate
     """With 8 decoder positions the causal mask hides 28 cells per head, all above the diagonal."""
     weights = np.asarray(observe(candidate, "decoder masked self-attention weights", TOY, PRACTICE_SRC,
                                  PRACTICE_TGT_IN))
-    assert_shape(weights, (1, 4, 8, 8), what="masked self-attention weights")
+    shape, cells = published_shape("practice.dec_self_weights"), published.value("practice.hidden_cells")
+    assert_shape(weights, shape, what="masked self-attention weights")
+    T = shape[-1]
     hidden = (weights == 0).sum(axis=(-2, -1))  # (1, 4): exact zeros per head
-    above = np.triu(np.ones((8, 8), bool), 1)
-    assert_true(bool((hidden == 28).all() and (weights[..., above] == 0).all()),
-                f"hidden cells per head: {hidden.ravel().tolist()}, expected 28 (8 * 7 / 2) above the diagonal",
-                likely="the causal mask blocks the diagonal too (36 hidden) or leaks (fewer than 28)",
-                expected="28 per head", actual=str(hidden.ravel().tolist()))
+    above = np.triu(np.ones((T, T), bool), 1)
+    assert_true(bool((hidden == cells).all() and (weights[..., above] == 0).all()),
+                f"hidden cells per head: {hidden.ravel().tolist()}, expected {cells} ({T} * {T - 1} / 2) above the"
+                " diagonal", likely=f"the causal mask blocks the diagonal too ({cells + T} hidden) or leaks (fewer"
+                f" than {cells})", expected=f"{cells} per head", actual=str(hidden.ravel().tolist()))
 
 
 VANILLA_SHAPES = {
-    # "C = Encoder(X) in R^{S x 512}" with S = 3
-    "memory": ("memory", (1, 3, 512), ENCODE),
-    # "Z in R^{T x 30,000}" for T = 4 target positions
-    "logits": ("logits", (1, 4, 30000), FORWARD),
-    # "h = 8 heads", source length 3: one (3, 3) map per head
-    "encoder_self_attention": ("encoder self-attention weights", (1, 8, 3, 3), [MHA]),
+    "memory": ("memory", "vanilla.memory.shape", ENCODE),  # "C = Encoder(X) in R^{S x 512}", S = 3
+    "logits": ("logits", "vanilla.logits.shape", FORWARD),  # "Z in R^{T x 30,000}", T = 4
+    # "the score matrix is T x T": one (4, 4) map per head of the decoder's masked self-attention
+    "masked_self_attention": ("decoder masked self-attention weights", "vanilla.scores.quadratic", [MHA]),
     # "the attention weights have shape (T, S) and need not be square", per head
-    "cross_attention": ("cross-attention weights", (1, 8, 4, 3), [MHA]),
+    "cross_attention": ("cross-attention weights", "vanilla.cross.shape", [MHA]),
 }
 
 
 @pytest.mark.parametrize("step", steps(VANILLA_SHAPES))
 def test_base_model_shape(candidate, step):
     """The "Vanilla Transformer" shapes for [I, love, you] in the base model (d_model 512, 8 heads, V 30,000)."""
-    what, shape, _ = VANILLA_SHAPES[step]
+    what, fact_id, _ = VANILLA_SHAPES[step]
     got = observe(candidate, what, VANILLA, VANILLA_SRC, VANILLA_TGT_IN)
-    assert_shape(got, shape, what=f"{what} for [I, love, you]")
+    assert_shape(got, published_shape(fact_id), what=f"{what} for [I, love, you] [{fact_id}]")
