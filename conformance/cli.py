@@ -37,6 +37,8 @@ def build_parser() -> argparse.ArgumentParser:
     certify.add_argument("--profile", choices=("ci", "thorough"), default="ci", help="hypothesis profile")
     certify.add_argument("--no-training", action="store_true", help="skip the training-convergence checks")
     certify.add_argument("--timeout", type=float, default=60.0, help="seconds one adapter call may take")
+    certify.add_argument("--threads", type=int, default=1, metavar="N",
+                         help="torch intra-op threads (default 1, fastest on the checks' tiny tensors; 0: torch's)")
     certify.add_argument("-v", "--verbose", action="store_true", help="also show pytest's own output")
     listing = sub.add_parser("list", help="list the checks with their section and claim")
     listing.add_argument("impl", nargs="?", default="reference")
@@ -60,6 +62,8 @@ def pytest_args(args) -> list[str]:
         args.profile,
         "--check-timeout",
         str(args.timeout),
+        "--conformance-threads",
+        str(getattr(args, "threads", 1)),
         "-p",
         "no:cacheprovider",
         "--import-mode=importlib",

@@ -47,6 +47,10 @@ def pytest_addoption(parser):
     )
     group.addoption("--check-timeout", type=float, default=60.0, metavar="S", help="seconds one adapter call may take")
     group.addoption("--no-training", action="store_true", help="skip the training-convergence checks")
+    group.addoption(
+        "--conformance-threads", type=int, default=1, metavar="N",
+        help="torch intra-op threads while the checks run (default 1; 0 leaves torch's default)",
+    )
 
 
 def pytest_configure(config):
@@ -64,12 +68,26 @@ def pytest_configure(config):
     from conformance.loading import load
 
     load_profile(config.getoption("conformance_profile"))
+    limit_torch_threads(config.getoption("conformance_threads"))
     try:
         candidates = {spec: load(spec, timeout_s=config.getoption("check_timeout")) for spec in specs}
     except LoadError as exc:
         raise pytest.UsageError(str(exc)) from exc
     config.stash[_candidates_key] = candidates
     config.pluginmanager.register(ResultCollector(config, candidates), "conformance-collector")
+
+
+def limit_torch_threads(threads: int) -> None:
+    """The checks' tensors are tiny: a second intra-op thread only waits on the first, and on a busy
+    machine on other processes too (benchmarks/catalogue.py: 6.8 s with 1 thread, 43 s with 2 on a
+    loaded 2-CPU machine). Applies to the candidate too: it runs in this process."""
+    if threads <= 0:
+        return
+    try:
+        import torch
+    except ImportError:  # a NumPy-only candidate on a machine without torch
+        return
+    torch.set_num_threads(threads)
 
 
 _candidates_key = pytest.StashKey[dict]()
@@ -314,6 +332,7 @@ class ResultCollector:
         return {
             "seed": self.config.getoption("conformance_seed"),
             "hypothesis_profile": self.config.getoption("conformance_profile"),
+            "torch_threads": self.config.getoption("conformance_threads"),
             "duration_s": round(time.time() - self.started, 3),
             "implementations": [
                 {

@@ -1,7 +1,7 @@
 """The JSON report, schema ``transformer-conformance/report`` version 1 (docs/report-format.md).
 
 Top level: schema, schema_version, suite {version, git_sha}, created (UTC, ISO 8601), fixtures_sha256,
-environment {python, platform, machine, versions}, seed, hypothesis_profile, duration_s,
+environment {python, platform, machine, versions}, seed, hypothesis_profile, torch_threads, duration_s,
 implementations [{name, conventions, provided_parts, load_warnings}], summary {impl: {status: count}},
 verdict {impl: "conformant" | "not conformant" | "nothing implemented"},
 published_numbers {impl: {reproduced, reproducible, line}}, checks [CheckResult].
