@@ -13,6 +13,7 @@ from __future__ import annotations
 import argparse
 import contextlib
 import io
+import json
 import sys
 from pathlib import Path
 
@@ -165,7 +166,7 @@ def template(args) -> int:
 def fixtures(args) -> int:
     from conformance.coverage import fixture_summary
 
-    summary = fixture_summary()
+    summary = fixture_summary(used=facts_read_by_checks("reference"))
     v = summary["verifier"]
     print(f"published facts encoded:        {summary['encoded']} (reproducible: {summary['reproducible']})")
     print(
@@ -174,11 +175,26 @@ def fixtures(args) -> int:
     )
     print(
         f"used by at least one check:     {summary['used_by_checks']}"
-        f" ({summary['reproducible_used_by_checks']} of the reproducible)"
+        f" ({summary['reproducible_used_by_checks']} of the reproducible; read by the checks certifying the"
+        " reference without training)"
     )
     for fact_id in summary["failed"]:
         print(f"FAILED: {fact_id}")
     return EXIT_FAILED if summary["failed"] else EXIT_OK
+
+
+def facts_read_by_checks(impl: str) -> set[str]:
+    """Every fact id a check read (``published.value``) while certifying ``impl``, whatever its status."""
+    import tempfile
+
+    with tempfile.TemporaryDirectory() as tmp:
+        report = Path(tmp) / "report.json"
+        args = argparse.Namespace(impl=impl, json=str(report), workers=1, seed=0, keyword=None, profile="ci",
+                                  no_training=True, timeout=60.0, threads=1, verbose=False)
+        with contextlib.redirect_stdout(io.StringIO()):
+            certify(args)
+        checks = json.loads(report.read_text())["checks"]
+    return {fact_id for check in checks for fact_id in check["facts"]}
 
 
 def kill_matrix(args) -> int:

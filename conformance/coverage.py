@@ -1,7 +1,8 @@
 """How much of the lessons the suite covers: facts encoded, verified, used by a check, reproduced.
 
-"Used" is read statically from the check modules: every fact id they name, and every fact of a kind
-they ask for with ``published.of_kind(kind)`` (shape facts only where the tensor is observable).
+"Used" is what the checks read with ``published.value`` while certifying the reference (the
+``fixtures`` command runs them); ``used_fact_ids`` is a quick static approximation from the check
+modules: every fact id they name, and every fact of a kind they ask for with ``published.of_kind``.
 "Reproduced" is per candidate, from a report: the facts read by checks that passed, and by none that
 failed, out of the reproducible facts.
 """
@@ -64,12 +65,14 @@ def reproduced(results) -> tuple[int, int]:
     return len((passed - not_passed) & reproducible), len(reproducible)
 
 
-def fixture_summary(*, verify: bool = True) -> dict:
+def fixture_summary(*, verify: bool = True, used: set[str] | None = None) -> dict:
+    """Counts for ``transformer-conformance fixtures``; ``used``: fact ids read by checks at run time
+    (``cli.facts_read_by_checks``), else the static reading of the check modules."""
     from conformance.fixtures.verify import coverage as verifier_coverage
     from conformance.fixtures.verify import verify_all
 
     facts = list(published.facts().values())
-    used = used_fact_ids()
+    used = used_fact_ids() if used is None else used
     summary = {"encoded": len(facts), "reproducible": len(reproducible_ids()), "used_by_checks": len(used),
                "reproducible_used_by_checks": len(used & reproducible_ids())}
     if verify:

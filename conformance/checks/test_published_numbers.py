@@ -13,7 +13,8 @@ import pytest
 
 from conformance import published
 from conformance.compare import assert_true
-from conformance.config import ModelConfig, base_config
+from conformance.config import ModelConfig, base_config, toy_config
+from conformance.tolerances import Tolerance
 
 SECTION = "Published numbers of the lessons"
 
@@ -22,15 +23,26 @@ def fmt_failures(failures: list[str]) -> str:
     return f"{len(failures)} published value(s) not reproduced:\n  " + "\n  ".join(failures)
 
 
-def compare_each(check, pairs, *, what: str):
-    """pairs: (fact_id, got). Compare all, then fail once, naming every fact that differs."""
+def looser(fact_id: str, floor: Tolerance | None) -> Tolerance:
+    """The fact's printed tolerance, or ``floor`` where a value is read back through arithmetic that
+    float32 rounding makes inexact (an exact "1" read off a sine) and the floor is the looser."""
+    printed_tol = published.tolerance(fact_id)
+    if floor is None or (printed_tol.rtol >= floor.rtol and printed_tol.atol >= floor.atol):
+        return printed_tol
+    return Tolerance(max(printed_tol.rtol, floor.rtol), max(printed_tol.atol, floor.atol),
+                     f"{printed_tol.reason}; {floor.reason}")
+
+
+def compare_each(check, pairs, *, what: str, floor: Tolerance | None = None):
+    """pairs: (fact_id, got) or (fact_id, got, floor). Compare all, then fail once, naming every fact
+    that differs."""
     failures = []
-    for fact_id, got in pairs:
+    for fact_id, got, *own_floor in pairs:
         try:
             check.close(
                 np.asarray(got, dtype=np.float64),
                 np.asarray(published.value(fact_id), dtype=np.float64),
-                published.tolerance(fact_id),
+                looser(fact_id, own_floor[0] if own_floor else floor),
                 what=f"{what} [{fact_id}, {published.cite(fact_id)}]",
             )
         except AssertionError as exc:
@@ -50,7 +62,32 @@ def test_published_positional_encoding_values(candidate, check):
         a = entry["args"]
         cols = a.get("cols", a.get("col"))
         pairs.append((entry["id"], candidate.positional_encoding(a["pos"] + 1, a["d"])[a["pos"], cols]))
-    compare_each(check, pairs, what="PE")
+    pe = candidate.positional_encoding(50, 64).astype(np.float64)  # positions.py: sinusoidal_positions(50, 64)
+    shape, row1, first3 = listing_lines("positions.py")
+    pairs += [(shape, pe.shape), (row1, pe[1, :4]), (first3, pe[1, :3])]
+    for verify in ("pe_divisor", "pe_angle"):  # 10000^(2i/d) and pos / 10000^(2i/d), read off the candidate's PE
+        for entry in published.of_kind(verify):
+            a = entry["args"]
+            angle = pair_angle(candidate, a["i"], a["d"])
+            pairs.append((entry["id"], 1 / angle if verify == "pe_divisor" else a["pos"] * angle))
+    compare_each(check, pairs, what="PE", floor=READ_BACK)
+
+
+# An angle read off float32 PE values through arctan2: a few float32 ulp (1e-7 relative); 1e-5 leaves a
+# factor 100 and is far below any wrong exponent (10000^(2/64) vs 10000^(1/64): 33 %).
+READ_BACK = Tolerance(1e-5, 1e-7, "read back from float32 PE values through arctan2")
+
+
+def listing_lines(listing: str) -> list[str]:
+    """The ids of a listing's printed lines, in order."""
+    entries = [e for e in published.of_kind("listing_line") if e["args"]["listing"] == listing]
+    return [e["id"] for e in sorted(entries, key=lambda e: e["args"]["line"])]
+
+
+def pair_angle(candidate, i: int, d: int) -> float:
+    """omega_i = 1 / 10000^(2i/d), the angle pair i turns per position, read off the candidate's PE[1]."""
+    pe = candidate.positional_encoding(2, d).astype(np.float64)
+    return float(np.arctan2(pe[1, 2 * i], pe[1, 2 * i + 1]))
 
 
 @pytest.mark.requires("positional_encoding")
@@ -63,6 +100,9 @@ def test_published_wavelengths(candidate, check):
         pe = candidate.positional_encoding(2, a["d"]).astype(np.float64)
         omega = np.arctan2(pe[1, 2 * pair], pe[1, 2 * pair + 1])
         pairs.append((entry["id"], 2 * np.pi / omega))
+    for fact_id in listing_lines("wavelengths"):  # "for d in (64, 512): ... for i in (0, 1, d // 4, d // 2 - 1)"
+        d = published.fact(fact_id)["value"][0]
+        pairs.append((fact_id, [d, *(2 * np.pi / pair_angle(candidate, i, d) for i in (0, 1, d // 4, d // 2 - 1))]))
     compare_each(check, pairs, what="wavelength 2*pi/omega read off PE[1]")
 
 
@@ -80,7 +120,22 @@ def test_published_rotation_pairs(candidate, check):
             w = 1 / 10000 ** (2 * i / a["d"]) * a["k"]
             got = np.array([[np.cos(w), np.sin(w)], [-np.sin(w), np.cos(w)]]) @ pe[a["pos"], 2 * i : 2 * i + 2]
         pairs.append((entry["id"], got))
+    for fact_id in listing_lines("rotation check"):  # each line: pos, PE[pos + k] pair, R(k) @ PE[pos] pair
+        pos = published.fact(fact_id)["value"][0]
+        shifted, turned = (rotation_pair(candidate, pos, which) for which in ("shifted", "turned"))
+        pairs.append((fact_id, [pos, *shifted, *turned]))
     compare_each(check, pairs, what="rotated PE pair")
+
+
+def rotation_pair(candidate, pos: int, which: str) -> np.ndarray:
+    """The rotation check's pair i at pos (k, i, d from its facts): PE[pos + k] or R(omega_i k) @ PE[pos]."""
+    a = published.fact("rotation.pos0.turned")["args"]
+    k, i, d = a["k"], a["i"], a["d"]
+    pe = candidate.positional_encoding(pos + k + 1, d).astype(np.float64)
+    if which == "shifted":
+        return pe[pos + k, 2 * i : 2 * i + 2]
+    w = k / 10000 ** (2 * i / d)
+    return np.array([[np.cos(w), np.sin(w)], [-np.sin(w), np.cos(w)]]) @ pe[pos, 2 * i : 2 * i + 2]
 
 
 # -- §3.1 layer normalization -----------------------------------------------------------------------
@@ -89,11 +144,26 @@ def test_published_layer_norm_example(candidate, check):
     """LayerNorm(1, 2, 3, 6) = (-1.069, -0.535, 0, 1.604), and its two hand-checked ends."""
     x = np.asarray(published.value("layernorm.example.x"), dtype=np.float64)
     got = candidate.layer_norm(x, np.ones(4), np.zeros(4), 1e-5)
+    # The mean and spread the candidate used, read back from its output: y = (x - mean) / sqrt(var + eps).
+    y = np.asarray(got, dtype=np.float64)
+    sigma = (x[-1] - x[0]) / (y[-1] - y[0])
+    mean = float(np.mean(x - sigma * y))
+    implied = {"mean": mean, "std": sigma, "variance": sigma**2 - 1e-5, "squared_deviations": (sigma * y) ** 2}
+    statistics = [(fact_id, implied[published.fact(fact_id)["args"]["quantity"]], IMPLIED)
+                  for fact_id in ("layernorm.example.mean", "layernorm.example.variance", "layernorm.example.std",
+                                  "layernorm.example.squared_deviations")]
+    means_line, *output_lines = listing_lines("layer norm")  # "3.0 3.5", then the normalised row twice
     compare_each(
         check,
-        [("layernorm.example.normalized", got), ("layernorm.example.x1", got[0]), ("layernorm.example.x4", got[3])],
-        what="LayerNorm(1, 2, 3, 6)",
+        [("layernorm.example.normalized", got), ("layernorm.example.x1", got[0]), ("layernorm.example.x4", got[3]),
+         *((line, got) for line in output_lines), *statistics, (means_line, [mean, sigma**2 - 1e-5], IMPLIED)],
+        what="LayerNorm(1, 2, 3, 6), and the mean and variance it used",
     )
+
+
+# Statistics read back from a float32 LayerNorm through a difference quotient: y's relative error
+# ~1e-7 grows to ~1e-6 in sigma^2; 1e-5 keeps a margin of 10 and is far below the unbiased variance's 33 %.
+IMPLIED = Tolerance(1e-5, 1e-6, "read back from float32 outputs through (x4 - x1) / (y4 - y1)")
 
 
 # -- §5.3 schedule -----------------------------------------------------------------------------------
@@ -101,11 +171,15 @@ def test_published_layer_norm_example(candidate, check):
 def test_published_learning_rates(candidate, check):
     """Every printed rate: the paper's table and chart, the toy's hand checks and the log's lr column."""
     pairs = []
-    for verify, shift in (("lrate", 0), ("lambdalr_log", 1)):  # the log prints the next step's rate
-        for entry in published.of_kind(verify):
+    logged = published.of_kind("lambdalr_log")  # the log prints the next step's rate
+    for shift, entries in ((0, published.of_kind("lrate")), (1, logged)):
+        for entry in entries:
             a = entry["args"]
             step = a["step"] + shift
             pairs.append((entry["id"], candidate.learning_rate(step, a.get("d_model", 512), a.get("warmup", 4000))))
+    for fact_id in listing_lines("lrate table"):  # each line: step, lrate(step, 512, 4000)
+        step = published.fact(fact_id)["value"][0]
+        pairs.append((fact_id, [step, candidate.learning_rate(step, 512, 4000)]))
     compare_each(check, pairs, what="lrate")
 
 
@@ -140,6 +214,12 @@ def test_published_label_smoothing_values(candidate, check):
     for entry in published.of_kind("listing_value"):
         if entry["args"].get("listing") == "label smoothing":
             pairs.append((entry["id"], smoothing_quantity(candidate, entry["args"]["key"], 13, 0.1)))
+    targets, losses = listing_lines("label smoothing")  # "0.9077 0.0077"; "best possible loss 0.537; 100% sure: 1.846"
+    pairs += [
+        (targets, [smoothing_quantity(candidate, q, 13, 0.1) for q in ("right", "other")]),
+        (losses, [smoothing_quantity(candidate, "best_loss", 13, 0.1), 100,
+                  smoothing_quantity(candidate, "sure_loss", 13, 0.1)]),
+    ]
     compare_each(check, pairs, what="label smoothing")
 
 
@@ -171,6 +251,27 @@ def test_published_parameter_counts(candidate, check):
         got = count_part(candidate, entry["args"]["part"], entry["args"])
         if got is not None:  # per-sublayer counts (attention, FFN, one layer) are not observable from outside
             pairs.append((entry["id"], got))
+    base = base_config()
+    pairs += [
+        # PyTorch's own count of the lesson's toy model (nn.Transformer layers without final norms, plus E)
+        ("toy.parameters.torch", candidate.parameter_count(toy_config())),
+        ("german.layers.torch", candidate.parameter_count(base) - candidate.parameter_count(base.replace(N=0))),
+        ("params.attention_biases.torch",
+         candidate.parameter_count(base) - candidate.parameter_count(base.replace(attention_bias=False))),
+    ]
+    totals, = listing_lines("parameter count")[1:]  # "63,082,496 82,026,496"
+    pairs.append((totals, [candidate.parameter_count(base), candidate.parameter_count(base.replace(tie_output=False))]))
+    # One encoder plus one decoder layer (the listing's third and fourth counts) is what N = 1 adds to N = 0.
+    per_layer, encoder_layer, decoder_layer = listing_lines("parameter count")[0], "params.encoder_layer.torch", \
+        "params.decoder_layer.torch"
+    one_pair = candidate.parameter_count(base.replace(N=1)) - candidate.parameter_count(base.replace(N=0))
+    layers = published.value(per_layer)
+    expected_pair = published.value(encoder_layer) + published.value(decoder_layer)
+    assert_true(one_pair == layers[2] + layers[3] == expected_pair,
+                f"one encoder layer plus one decoder layer: {one_pair:,} parameters; the lesson prints"
+                f" {layers[2]:,} + {layers[3]:,} [{per_layer}, {encoder_layer}, {decoder_layer}]",
+                likely="a missing or extra bias or LayerNorm in a layer (count them per sublayer)",
+                expected=f"{layers[2] + layers[3]:,}", actual=f"{one_pair:,}")
     compare_each(check, pairs, what="parameter_count")
 
 
@@ -287,5 +388,21 @@ def test_published_shapes_of_memory_and_logits(candidate):
     "model.forward", "model.encode", "model.load_weights", "model.dump_weights", "model.attention_weights"
 )
 def test_published_shapes_of_attention_weights(candidate):
-    """Attention weights (1, 4, 5, 5), (1, 4, 6, 6), (1, 4, 6, 5); 28 hidden cells above the diagonal for 8 tokens."""
+    """Attention weights (1, 4, 5, 5), (1, 4, 6, 6), (1, 4, 6, 5); 28 hidden cells above the diagonal for 8 tokens;
+    the overview's causal masks for 4 and 5 positions, with weights exactly 0 where hidden."""
     assert_published_shapes(candidate, with_attention=True)
+    model = candidate.build_model(toy_config(), seed=0)
+    failures = []
+    for entry in published.of_kind("causal_mask"):
+        allowed = np.asarray(published.value(entry["id"]), dtype=bool)
+        T = len(allowed)
+        tgt_in = np.array([[1, *EXPLORER["tgt_in"][1:T]]])[:, :T]
+        weights = np.asarray(model.attention_weights(np.array([EXPLORER["src"]]), tgt_in)["decoder.0.self_attn"])
+        visible = weights[0] != 0.0  # (h, T, T); softmax of finite scores is never exactly 0
+        exact_zero = published.value("vanilla.causal.exact_zero")
+        if not ((visible == allowed).all() and (weights[0][:, ~allowed] == exact_zero).all()):
+            hidden = (~visible).sum(axis=(-2, -1)).tolist()
+            failures.append(f"{T} positions: decoder.0.self_attn hides {hidden} cells per head; published pattern"
+                            f" {entry['printed']!r} [{entry['id']}, vanilla.causal.exact_zero]")
+    assert_true(not failures, fmt_failures(failures), expected="the published causal patterns", actual="see message",
+                likely="the causal mask blocks the diagonal, leaks the future, or masked weights are not exactly 0")
