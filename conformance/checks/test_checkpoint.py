@@ -90,7 +90,10 @@ def test_trained_checkpoint_decodes_like_the_reference(candidate, check):
     and every sequence of the stored batch gives the reference's tokens."""
     model, stored, names = trained_model(candidate), outputs(), T.token_names(CONFIG)
     example = model.greedy_decode(stored["example_src"], stored["example_src"].shape[1] + 1)
+    # Printed three times: the task, the diagram's next tokens, the rows of the cross-attention chart.
     published_output = published.value("toy.task.example").split() + ["</s>"]
+    assert published_output == published.value("diagram.next_tokens").split() \
+        == published.value("cross_chart.rows_write").split(), "fixtures/published.toml disagrees with itself"
     spelled = " ".join(names[int(i)] for i in np.asarray(example)[0][: len(published_output)])
     assert_true(spelled == " ".join(published_output),
                 f"greedy decoding of c a b e d with the trained weights gave {spelled}",
