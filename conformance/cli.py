@@ -78,7 +78,7 @@ def pytest_args(args) -> list[str]:
     if args.json:
         argv += ["--conformance-json", args.json]
     if args.keyword:
-        argv += ["-k", args.keyword]
+        argv += ["--conformance-select", args.keyword]  # pytest's own -k would also match the implementation's name
     if args.no_training:
         argv.append("--no-training")
     if args.workers > 1:

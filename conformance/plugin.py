@@ -48,6 +48,11 @@ def pytest_addoption(parser):
     group.addoption("--check-timeout", type=float, default=60.0, metavar="S", help="seconds one adapter call may take")
     group.addoption("--no-training", action="store_true", help="skip the training-convergence checks")
     group.addoption(
+        "--conformance-select", metavar="EXPR",
+        help="only checks whose id matches EXPR (pytest -k syntax, matched against the check id alone, so an"
+             " implementation's name never selects every check)",
+    )
+    group.addoption(
         "--conformance-threads", type=int, default=1, metavar="N",
         help="torch intra-op threads while the checks run (default 1; 0 leaves torch's default)",
     )
@@ -193,6 +198,28 @@ def pytest_collection_modifyitems(config, items):
     # which keeps a module on one worker in order: a parallel run blocks exactly what a serial run does.
     if config.getoption("no_training"):
         items[:] = [item for item in items if not item.get_closest_marker("training")]
+    expression = config.getoption("conformance_select")
+    if expression:
+        selected, deselected = select_by_check_id(items, expression)
+        if deselected:
+            config.hook.pytest_deselected(items=deselected)
+        items[:] = selected
+
+
+def select_by_check_id(items, expression: str):
+    """pytest -k semantics (case-insensitive substrings, and/or/not) against ``check_id(item)`` only."""
+    from _pytest.mark.expression import Expression  # the parser behind -k (public since pytest 5.4, as -k)
+
+    try:
+        compiled = Expression.compile(expression)
+    except Exception as exc:  # ParseError: a usage error, not a crash
+        raise pytest.UsageError(f"--conformance-select {expression!r}: {exc}") from exc
+    selected, deselected = [], []
+    for item in items:
+        name = check_id(item).lower()
+        keep = compiled.evaluate(lambda sub, /, name=name, **kwargs: sub.lower() in name)
+        (selected if keep else deselected).append(item)
+    return selected, deselected
 
 
 def pytest_runtest_setup(item):

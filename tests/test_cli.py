@@ -44,3 +44,14 @@ def test_template_prints_a_loadable_adapter(capsys, tmp_path):
 def test_python_dash_m_conformance_is_the_same_command():
     out = subprocess.run([sys.executable, "-m", "conformance", "--help"], capture_output=True, text=True, check=True)
     assert "certify" in out.stdout
+
+
+def test_k_selects_by_check_id_not_by_implementation_name(certify):
+    # The implementation's name contains "layer_norm": pytest's own -k would select every check.
+    run = certify("mutant:layer_norm_unbiased_variance", "-k", "layer_norm and not published", "--no-training")
+    ids = set(run.statuses())
+    assert ids and all("layer_norm" in cid and "published" not in cid for cid in ids), sorted(ids)
+
+
+def test_a_malformed_k_expression_is_a_usage_error(certify):
+    assert certify("reference", "-k", "((").code == EXIT_USAGE
