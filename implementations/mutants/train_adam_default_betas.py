@@ -19,5 +19,7 @@ class DefaultAdam(ReferenceAdapter):
         return super().build_model({**config, "recipe": recipe}, seed)
 
 
+# Only the training checks can see it: tests/test_mutant_catalogue.py certifies it with training (slow).
+TRAINING = True
 CAUGHT_BY = {"adam_steps_match_reference"}
 adapter = DefaultAdam(name="mutant:train_adam_default_betas")

@@ -21,6 +21,8 @@ def residual_detached_sublayer(x, fn, norm, dropout):
 
 # Trained, it does not learn: 64% exact match at best (step 500), then it degrades (seed 0); the
 # learned-behaviour checks are blocked.
+# Only the training checks can see it: tests/test_mutant_catalogue.py certifies it with training (slow).
+TRAINING = True
 CAUGHT_BY = {"adam_steps_match_reference", "reversal_task_is_learned"}
 adapter = ReferenceAdapter(
     formulas=dataclasses.replace(REFERENCE, sublayer=residual_detached_sublayer),
