@@ -52,7 +52,7 @@ class ForgetsEval(ReferenceAdapter):
         return ForgetsEvalModel(ModelConfig.from_dict(config), int(seed), self.formulas, self.torch_dtype)
 
 
-# tests/test_mutants.py certifies this mutant with --no-training: these are the forward checks whose
+# tests/test_mutant_catalogue.py certifies it with --no-training: these are the forward checks whose
 # model has dropout 0.1 (measured with the catalogue of 30 Nov 2026; a new such check belongs here).
 CAUGHT_BY = {
     "appending_source_padding_leaves_logits_unchanged",
