@@ -83,7 +83,8 @@ def score(name: str) -> dict:
             row["wrong"].append(f"{check_id}: {named[0]['mutant']}")
     if diagnosed:
         keyword = " or ".join(sorted({check_id.split("[")[0] for check_id in diagnosed}))
-        loo = {check["id"]: check.get("diagnosis") or [] for check in certify(name, "-k", keyword, exclude=name)["checks"]}
+        rerun = certify(name, "-k", keyword, exclude=name)
+        loo = {check["id"]: check.get("diagnosis") or [] for check in rerun["checks"]}
         for check_id in diagnosed:
             named = loo.get(check_id, [])
             if not named:
@@ -114,7 +115,8 @@ def render(rows: list[dict]) -> str:
         lines.append(f"{r['mutant']:<38} {r['failing']:>7} {r['diagnosed']:>9} {r['self']:>4} {r['same']:>4} "
                      f"{len(r['wrong']):>5}   {r['loo_nothing']:>9} {r['loo_same']:>4} {len(r['loo_false']):>5}"
                      f"   {r['explained']:>9}")
-        lines += [f"    wrong first: {w}" for w in r["wrong"]] + [f"    leave-one-out names: {w}" for w in r["loo_false"]]
+        lines += [f"    wrong first: {w}" for w in r["wrong"]]
+        lines += [f"    leave-one-out names: {w}" for w in r["loo_false"]]
     total = {key: sum(r[key] if isinstance(r[key], int) else len(r[key]) for r in rows)
              for key in ("failing", "explained", "diagnosed", "self", "same", "wrong", "loo_nothing", "loo_same",
                          "loo_false")}

@@ -90,3 +90,18 @@ def test_mutant_fails_exactly_the_checks_it_declares(certify, name):
 @pytest.mark.parametrize("name", TRAINING)
 def test_training_mutant_fails_exactly_the_checks_it_declares(certify, name):
     assert_exactly_as_declared(certify(f"mutant:{name}"), MUTANTS[name])
+
+
+def test_kill_matrix_marks_declared_missed_and_extra_catches_and_names_survivors():
+    from conformance.killmatrix import MutantRow, render, tabulate
+    from conformance.results import CheckResult
+
+    rows = [MutantRow("a", "bug a", {"c1", "c2"}), MutantRow("b", "bug b", {"c1"})]
+    results = [CheckResult(id=cid, impl=f"mutant:{name}", title="", section="", status=status)
+               for name, cid, status in [("a", "c1", "failed"), ("a", "c2", "passed"), ("a", "c3", "error"),
+                                         ("b", "c1", "passed"), ("b", "c2", "passed")]]
+    rows = tabulate(rows, results)
+    assert (rows[0].missed, rows[0].unexpected, rows[1].killed) == ({"c2"}, {"c3"}, False)
+    text = render(rows, ["c1", "c2", "c3"])
+    assert "a  x!+" in text and "b  !. " in text
+    assert "kill rate: 1/2 = 50.0%" in text and "survivors: b" in text
