@@ -47,7 +47,7 @@ def build_parser() -> argparse.ArgumentParser:
     sub.add_parser("fixtures", help="verify the golden facts and print how many are encoded, verified and used")
     kill = sub.add_parser("mutants", help="run the suite over every mutant: the kill matrix, kill rate and survivors")
     kill.add_argument("--workers", type=int, default=1, metavar="N", help="run in N processes (pytest-xdist)")
-    kill.add_argument("--training", action="store_true", help="also run the training checks (slow)")
+    kill.add_argument("--training", action="store_true", help="all training checks for all mutants (slow)")
     kill.add_argument("--json", metavar="PATH", help="write the per-check results of every mutant to PATH")
     return parser
 
@@ -198,13 +198,42 @@ def facts_read_by_checks(impl: str) -> set[str]:
 
 
 def kill_matrix(args) -> int:
-    """One pytest session with every mutant as an --impl; exit 1 if a mutant survives or misses a check."""
+    """Every mutant through the suite (pytest sessions with every mutant as an --impl): print the kill
+    matrix; exit 1 if a mutant survives or a declared catch does not happen."""
+    import json
+    import time
+
+    from conformance.killmatrix import WITHOUT_CONVERGENCE, catalogue, render, tabulate
+
+    started = time.perf_counter()
+    rows = catalogue()
+    results = []
+    if args.training:
+        results += _mutant_session(args, [row.name for row in rows], [])
+    else:
+        results += _mutant_session(args, [row.name for row in rows if not row.training], ["--no-training"])
+        training = [row.name for row in rows if row.training]
+        if training:
+            results += _mutant_session(args, training, ["-k", WITHOUT_CONVERGENCE])
+    rows = tabulate(rows, results)
+    checks = list(dict.fromkeys(result.id for result in results))
+    print(render(rows, checks), end="")
+    print(f"wall time: {time.perf_counter() - started:.0f} s")
+    if args.json:
+        Path(args.json).write_text(json.dumps({
+            "mutants": [{"name": r.name, "bug": r.bug, "training": r.training, "declared": sorted(r.expected),
+                         "caught": sorted(r.caught), "ran": sorted(r.ran)} for r in rows],
+            "results": [result.as_dict() for result in results],
+        }, indent=1, default=str))
+    return EXIT_OK if all(row.killed and not row.missed for row in rows) else EXIT_FAILED
+
+
+def _mutant_session(args, names: list[str], extra: list[str]) -> list:
+    """The results of one pytest session that certifies every mutant of ``names``."""
     import pytest
 
-    from conformance.killmatrix import catalogue, render, tabulate
     from conformance.plugin import COLLECTORS
 
-    rows = catalogue()
     argv = [
         str(checks_dir()),
         "-p",
@@ -219,23 +248,18 @@ def kill_matrix(args) -> int:
         "-q",
         "--tb=no",
         "--no-header",
+        *extra,
     ]
-    for row in rows:
-        argv += ["--impl", f"mutant:{row.name}"]
-    if not args.training:
-        argv.append("--no-training")
-    if args.json:
-        argv += ["--conformance-json", args.json]
+    for name in names:
+        argv += ["--impl", f"mutant:{name}"]
     if args.workers > 1:
         argv += ["-n", str(args.workers), "--dist", "loadfile"]
     COLLECTORS.clear()
     with contextlib.redirect_stdout(io.StringIO()):
         pytest.main(argv)
     if not COLLECTORS:
-        return EXIT_INTERNAL
-    rows = tabulate(rows, COLLECTORS[-1].results)
-    print(render(rows), end="")
-    return EXIT_OK if all(row.killed and not row.missed for row in rows) else EXIT_FAILED
+        raise RuntimeError("the kill-matrix session collected no results")
+    return list(COLLECTORS[-1].results)
 
 
 def main(argv: list[str] | None = None) -> int:

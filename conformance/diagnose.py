@@ -50,29 +50,33 @@ def likely_cause(actual, alternatives: dict[str, np.ndarray], tol: Tolerance) ->
 
 def close(check, actual, expected, tol: Tolerance, *, what: str,
           alternatives: Callable[[], dict[str, np.ndarray]] | None = None,
-          explain: Callable[[], str | None] | None = None, likely: str | None = None):
+          explain: Callable[[], str | None] | None = None, likely: str | None = None,
+          structure: Callable[[], str | None] | None = None):
     """``check.close`` whose likely-cause candidates and explanation are computed only on failure.
 
     ``alternatives()`` returns {cause: what a known bug outputs}; ``explain()`` a line such as
     "first divergence: encoder.1 (...)". Both land in the failure message and its fields. ``likely``
-    is a fixed likely cause, for a claim whose failure has one known explanation.
+    is a fixed likely cause, for a claim whose failure has one known explanation. ``structure()`` names
+    structural patterns (``diagnosis.explain_structure``: an extra final LayerNorm, padded positions
+    replaced by a constant) on a line of its own.
     """
     __tracebackhide__ = True
     try:
         return check.close(actual, expected, tol, what=what)
     except CheckFailure as failure:
         if reporting():
-            _annotate(failure, actual, tol, alternatives, explain, likely)
+            _annotate(failure, actual, tol, alternatives, explain, likely, structure)
         raise
 
 
-def _annotate(failure: CheckFailure, actual, tol, alternatives, explain, likely) -> None:
+def _annotate(failure: CheckFailure, actual, tol, alternatives, explain, likely, structure=None) -> None:
     cause = _quietly(lambda: likely_cause(actual, alternatives(), tol)) if alternatives else None
     cause = cause or likely
     where = _safely(explain) if explain else None
-    lines = ([f"  likely cause: {cause}"] if cause else []) + ([f"  {where}"] if where else [])
+    shape = _quietly(structure) if structure else None
+    lines = [f"  {line}" for line in (f"likely cause: {cause}" if cause else None, where, shape) if line]
     if lines:
-        failure.fields["likely_cause"] = cause or where
+        failure.fields["likely_cause"] = cause or shape or where
         failure.message = "\n".join([failure.message, *lines])
         failure.args = (failure.message,)
 

@@ -117,3 +117,64 @@ def structural_patterns(actual, expected, keep, tol: Tolerance) -> list[str]:
     if padded_positions_constant(actual, expected, keep):
         found.append("padded_positions_constant")
     return found
+
+
+# -- the structural probe: the model checks' way to look for the two patterns ------------------------
+# The failing example of a property check is often tiny (hypothesis starts from the smallest sizes): one
+# unpadded position shows neither pattern. So a failing encode/decode/forward check runs the candidate's
+# model once more on a fixed padded batch built so that both show (several real positions per row, two
+# heads, attention biases: the conditions of torch.nn's fast path), and compares it with the oracle.
+PROBE_LENGTHS = {"src": (7, 5, 3), "tgt": (6, 4, 2)}
+
+
+def probe_config():
+    from conformance.config import ModelConfig
+
+    # tgt_vocab >= 2 d_model, so that the decoder states can be read back from the tied logits y E^T.
+    return ModelConfig(src_vocab=40, tgt_vocab=40, d_model=16, h=2, d_ff=32, N=2, attention_bias=True)
+
+
+def _probe_ids(rng, config, lengths, start=None) -> np.ndarray:
+    from conformance.scenarios import token_ids
+
+    L = max(lengths)
+    keep = np.arange(L)[None, :] < np.array(lengths)[:, None]  # trailing padding, row 0 full
+    return token_ids(rng, config, len(lengths), L, keep=keep, start=start)
+
+
+def structural_probe(candidate, stack: str) -> list[str]:
+    """The patterns the candidate's ``encode`` (stack "encoder") or ``decode`` (the decoder states read
+    back from the tied logits by least squares) shows on the probe batch; [] when it shows none or the
+    model cannot run it."""
+    from conformance import oracle
+    from conformance.scenarios import loaded_model, model_weights
+    from conformance.tolerances import MODEL, for_dtype
+
+    config, rng = probe_config(), np.random.default_rng(0)
+    try:
+        weights = model_weights(config, rng)
+        src = _probe_ids(rng, config, PROBE_LENGTHS["src"])
+        model, reference = loaded_model(candidate, config, weights), oracle.OracleModel(config, weights)
+        if stack == "encoder":
+            actual, expected, keep = model.encode(src), reference.encode(src), src != config.pad_id
+        else:
+            tgt_in = _probe_ids(rng, config, PROBE_LENGTHS["tgt"], start=config.bos_id)
+            memory = reference.encode(src).astype(np.float32)
+            logits = np.asarray(model.decode(tgt_in, memory, src), np.float64)  # (B, T, V) = y E^T
+            E = np.asarray(weights["E"], np.float64)  # (V, d_model)
+            actual = np.linalg.lstsq(E, logits.reshape(-1, E.shape[0]).T, rcond=None)[0].T.reshape(
+                *logits.shape[:2], E.shape[1])
+            expected, keep = reference.decoder_states(tgt_in, memory, src)[-1], tgt_in != config.pad_id
+        return structural_patterns(actual, expected, keep, for_dtype(MODEL, candidate.conventions.dtype))
+    except Exception:  # a probe that cannot run explains nothing; the failure stands on its own
+        return []
+
+
+def fmt_structural(found: list[str]) -> str | None:
+    """"likely cause (structure): A; and B" for the patterns found, None for none."""
+    return "likely cause (structure): " + "; and ".join(PATTERNS[name] for name in found) if found else None
+
+
+def explain_structure(candidate, *stacks: str) -> str | None:
+    found = list(dict.fromkeys(name for stack in stacks for name in structural_probe(candidate, stack)))
+    return fmt_structural(found)

@@ -1,8 +1,14 @@
 """The suite's power, measured: run every check against every mutant and tabulate what is caught.
 
-A mutant is *killed* when at least one check fails or errors on it; its ``CAUGHT_BY`` names the
-checks that must. The matrix shows, per mutant, the checks that caught it (x), the checks it names
-but that missed it (!), and the unexpected catches (+).
+A mutant is *killed* when at least one check fails or errors on it. Its module declares the exact
+checks that must (``CAUGHT_BY`` failed, ``ERRORED`` errored; see ``implementations/mutants/_build.py``).
+The matrix shows, per mutant and check, a catch it declares (``x``), a declared catch that did not
+happen (``!``), an undeclared catch (``+``), a pass (``.``), and a check that did not run (blank).
+
+Which checks run: every mutant is certified with ``--no-training``, except the training mutants
+(``TRAINING = True``), which only training can catch: they also run the training checks that take a
+few updates each (the learning rate used, the reported loss, the Adam steps, dropout at evaluation).
+With ``--training`` every mutant runs every check, the convergence run and what depends on it included.
 """
 
 from __future__ import annotations
@@ -13,6 +19,15 @@ from dataclasses import dataclass, field
 from conformance.implementations import mutants
 
 CAUGHT = ("failed", "error")
+# The checks that need the full convergence run (minutes per mutant): only with --training.
+CONVERGENCE = (
+    "reversal_task_is_learned",
+    "smoothed_loss_approaches_its_floor_from_above",
+    "greedy_decoding_reverses_cabed",
+    "last_layer_cross_attention_reads_mirrored_positions",
+    "top_probabilities_stay_near_the_smoothed_target",
+)
+WITHOUT_CONVERGENCE = "not (" + " or ".join(CONVERGENCE) + ")"
 
 
 @dataclass
@@ -20,7 +35,9 @@ class MutantRow:
     name: str
     bug: str
     expected: set[str]
+    training: bool = False
     caught: set[str] = field(default_factory=set)
+    ran: set[str] = field(default_factory=set)
 
     @property
     def killed(self) -> bool:
@@ -28,19 +45,25 @@ class MutantRow:
 
     @property
     def missed(self) -> set[str]:
-        return self.expected - self.caught
+        """Declared catches among the checks that ran, that did not happen."""
+        return (self.expected & self.ran) - self.caught
 
     @property
     def unexpected(self) -> set[str]:
         return self.caught - self.expected
 
 
+def bug_of(module, name: str) -> str:
+    """The first line of a mutant's docstring: the bug, as the kill matrix and the diagnosis show it."""
+    return (module.__doc__ or name).strip().splitlines()[0]
+
+
 def catalogue() -> list[MutantRow]:
     rows = []
     for name in mutants.names():
         module = importlib.import_module(f"conformance.implementations.mutants.{name}")
-        bug = (module.__doc__ or name).strip().splitlines()[0]
-        rows.append(MutantRow(name, bug, set(module.CAUGHT_BY)))
+        expected = set(module.CAUGHT_BY) | set(getattr(module, "ERRORED", ()))
+        rows.append(MutantRow(name, bug_of(module, name), expected, bool(getattr(module, "TRAINING", False))))
     return rows
 
 
@@ -48,24 +71,45 @@ def tabulate(rows: list[MutantRow], results) -> list[MutantRow]:
     by_impl = {f"mutant:{row.name}": row for row in rows}
     for result in results:
         row = by_impl.get(result.impl)
-        if row and result.status in CAUGHT:
+        if row is None:
+            continue
+        row.ran.add(result.id)
+        if result.status in CAUGHT:
             row.caught.add(result.id)
     return rows
 
 
-def render(rows: list[MutantRow]) -> str:
-    lines = [f"{'mutant':<40} {'caught by':>9}  {'missed':>6}  {'extra':>5}  bug"]
+def cell(row: MutantRow, check: str) -> str:
+    if check not in row.ran:
+        return " "
+    if check in row.caught:
+        return "x" if check in row.expected else "+"
+    return "!" if check in row.expected else "."
+
+
+def render_matrix(rows: list[MutantRow], checks: list[str]) -> list[str]:
+    """One line per mutant, one column per check (numbered; the legend below names them)."""
+    width = max(len(row.name) for row in rows)
+    tens = "".join(str(i // 10 % 10) if i % 10 == 0 else " " for i in range(1, len(checks) + 1))
+    units = "".join(str(i % 10) for i in range(1, len(checks) + 1))
+    lines = [f"{'':<{width}}  {tens}", f"{'mutant':<{width}}  {units}"]
+    lines += [f"{row.name:<{width}}  {''.join(cell(row, check) for check in checks)}" for row in rows]
+    lines.append("x caught as declared, + caught but not declared, ! declared but passed, . passed, blank not run")
+    lines += [f"{i:>3} {check}" for i, check in enumerate(checks, 1)]
+    return lines
+
+
+def render(rows: list[MutantRow], checks: list[str] | None = None) -> str:
+    checks = checks if checks is not None else sorted(set().union(*(row.ran for row in rows)))
+    lines = render_matrix(rows, checks) + ["", f"{'mutant':<40} {'caught by':>9}  {'missed':>6}  {'extra':>5}  bug"]
     for row in rows:
-        status = "KILLED " if row.killed else "SURVIVED"
+        status = "KILLED  " if row.killed else "SURVIVED"
         lines.append(f"{row.name:<40} {len(row.caught):>9}  {len(row.missed):>6}  {len(row.unexpected):>5}  "
                      f"{status} {row.bug}")
-        for check in sorted(row.missed):
-            lines.append(f"    ! named in CAUGHT_BY but passed: {check}")
-        for check in sorted(row.unexpected):
-            lines.append(f"    + also caught by: {check}")
+        lines += [f"    ! declared but passed: {check}" for check in sorted(row.missed)]
+        lines += [f"    + also caught by: {check}" for check in sorted(row.unexpected)]
     killed = sum(row.killed for row in rows)
-    lines.append("")
-    lines.append(f"kill rate: {killed}/{len(rows)} = {killed / max(len(rows), 1):.1%}")
+    lines += ["", f"kill rate: {killed}/{len(rows)} = {killed / max(len(rows), 1):.1%}"]
     survivors = [row.name for row in rows if not row.killed]
     lines.append("survivors: " + (", ".join(survivors) if survivors else "none"))
     return "\n".join(lines) + "\n"

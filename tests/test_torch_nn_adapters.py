@@ -165,3 +165,22 @@ def test_fully_masked_rows_follow_the_suites_rule():
     np.testing.assert_array_equal(weights[0, :, 1], 0.0)
     np.testing.assert_allclose(out[0, 1], attn["b_O"], atol=1e-6)
     assert np.isfinite(weights).all() and np.isfinite(out).all()
+
+
+EXTRA_NORM, FAST_PATH = "an extra LayerNorm after the stack", "outputs at padded positions replaced by a constant"
+
+
+def test_default_fails_the_model_checks_and_the_diagnosis_names_both_traps(certify):
+    """The encode and forward failures name both traps; decode (given the oracle's memory) the final norm."""
+    run = certify("torch-nn-transformer", "--no-training", "-k", "encode_matches or decode_matches or logits_match")
+    messages = {check["id"]: check["message"] for check in run.report["checks"]}
+    assert run.with_status("failed") == set(messages), run.out
+    for check_id in ("encode_matches_reference", "logits_match_reference", "logits_match_reference_at_base_size"):
+        assert EXTRA_NORM in messages[check_id] and FAST_PATH in messages[check_id], messages[check_id]
+    assert EXTRA_NORM in messages["decode_matches_reference"], messages["decode_matches_reference"]
+
+
+def test_fixed_passes_every_check(certify):
+    run = certify("torch-nn-transformer-fixed", "--no-training")
+    assert run.code == 0, run.out
+    assert set(run.statuses().values()) == {"passed"}

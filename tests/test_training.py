@@ -284,7 +284,7 @@ def test_no_training_deselects_every_training_check(certify):
     assert run.report["checks"] == []
 
 
-# What each mutant fails among the cheap checks (a few updates each); tests/test_mutants.py runs the rest.
+# What each mutant fails among the cheap checks (a few updates each); tests/test_mutant_catalogue.py runs the rest.
 CHEAP_CATCHES = {
     "train_no_warmup": {"rate_used_at_each_step_is_lrate", "adam_steps_match_reference"},
     "train_adam_default_betas": {"adam_steps_match_reference"},

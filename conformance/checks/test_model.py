@@ -16,7 +16,7 @@ import numpy as np
 import pytest
 from hypothesis import given
 
-from conformance import diagnose, oracle
+from conformance import diagnose, diagnosis, oracle
 from conformance.compare import assert_true
 from conformance.config import ModelConfig, base_config
 from conformance.scenarios import (
@@ -53,6 +53,7 @@ def assert_logits_match_oracle(candidate, check, config: ModelConfig, weights, s
         alternatives=lambda: diagnose.variant_outputs(
             "model", lambda v: oracle.OracleModel(config, weights, variant=v).forward(src, tgt_in)),
         explain=lambda: diagnose.explain_forward(candidate, model, config, weights, src, tgt_in),
+        structure=lambda: diagnosis.explain_structure(candidate, "encoder", "decoder"),
     )
 
 

@@ -14,12 +14,13 @@ class OutputBiasAdapter(ReferenceAdapter):
 
 
 CAUGHT_BY = {
-    "published_parameter_counts",
+    "parameter_count_matches_formula_for_any_config",
+    "parameter_count_matches_published_value[fact_id=german.total]",
     "parameter_count_matches_published_value[fact_id=params.total]",
     "parameter_count_matches_published_value[fact_id=params.total_separate_output]",
     "parameter_count_matches_published_value[fact_id=toy.parameters]",
-    "parameter_count_matches_published_value[fact_id=german.total]",
     "parameter_count_without_attention_biases",
-    "parameter_count_matches_formula_for_any_config",
+    "published_parameter_counts",
 }
+ERRORED = set()
 adapter = OutputBiasAdapter(name="mutant:parameter_count_output_bias")

@@ -19,18 +19,24 @@ def concatenated_positional_encoding(n, d_model):
 
 
 CAUGHT_BY = {
-    "published_positional_encoding_values",
-    "published_wavelengths",
-    "published_rotation_pairs",
+    "base_size_forward_matches_golden",
+    "decode_matches_reference",
+    "encode_matches_reference",
+    "logits_match_reference",
+    "logits_match_reference_at_base_size",
+    "pe_matches_formula_for_any_size",
     "pe_matches_published_values",
     "pe_position_0_is_sin_0_and_cos_0",
-    "pe_matches_formula_for_any_size",
-    "pe_wavelengths_match_published_values[d_model=64]",
-    "pe_wavelengths_match_published_values[d_model=512]",
-    "pe_wavelengths_are_geometric_for_any_d_model",
-    "pe_shift_is_published_rotation",
     "pe_shift_by_k_is_a_rotation",
+    "pe_shift_is_published_rotation",
+    "pe_wavelengths_are_geometric_for_any_d_model",
+    "pe_wavelengths_match_published_values[d_model=512]",
+    "pe_wavelengths_match_published_values[d_model=64]",
+    "published_positional_encoding_values",
+    "published_rotation_pairs",
+    "published_wavelengths",
 }
+ERRORED = set()
 adapter = ReferenceAdapter(
     formulas=dataclasses.replace(REFERENCE, positional_encoding=concatenated_positional_encoding),
     name="mutant:pe_halves_concatenated",

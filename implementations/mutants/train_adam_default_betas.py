@@ -19,5 +19,10 @@ class DefaultAdam(ReferenceAdapter):
         return super().build_model({**config, "recipe": recipe}, seed)
 
 
-CAUGHT_BY = {"adam_steps_match_reference"}
+# Only the training checks can see it: tests/test_mutant_catalogue.py certifies it with training (slow).
+TRAINING = True
+CAUGHT_BY = {
+    "adam_steps_match_reference",
+}
+ERRORED = set()
 adapter = DefaultAdam(name="mutant:train_adam_default_betas")

@@ -1,9 +1,10 @@
-"""Mutant: a causal mask in the encoder's self-attention too; the encoder must read the whole source
-("The encoder reads the whole source sentence, with no causal mask").
+"""Causal mask in the encoder's self-attention too: source position i reads positions 0..i only.
+
+Violates §3.2.3: "The encoder contains self-attention layers ... Each position in the encoder can
+attend to all positions in the previous layer of the encoder." Only the decoder is causal.
 """
 
-from _mutant import LayerSwap
-
+from conformance.implementations.mutants._build import LayerSwap
 from conformance.implementations.reference.model import EncoderLayer
 
 
@@ -17,19 +18,18 @@ class EncoderCausal(LayerSwap):
     encoder_cls = CausalEncoderLayer
 
 
-adapter = EncoderCausal(name="encoder_causal")
+adapter = EncoderCausal(name="mutant:causal_mask_in_encoder")
 
-
-# What tests/test_catalogue.py requires when it certifies this mutant against the catalogue:
-# exactly these checks fail (and error), and these messages name the bug.
-CAUGHT_BY = (
-    "encoder_layer_matches_reference",
-    "encoder_layer_matches_reference_at_base_size",
+CAUGHT_BY = {
+    "base_size_forward_matches_golden",
     "encode_matches_reference",
     "encoder_layer_is_permutation_equivariant",
+    "encoder_layer_matches_reference",
+    "encoder_layer_matches_reference_at_base_size",
     "logits_match_reference",
     "logits_match_reference_at_base_size",
-)
+}
+ERRORED = set()
 MESSAGES = {
     "encoder_layer_matches_reference": "likely cause: causal mask applied in the encoder",
     "encoder_layer_is_permutation_equivariant": "likely cause: the encoder layer depends on positions",

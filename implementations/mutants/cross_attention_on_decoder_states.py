@@ -1,9 +1,10 @@
-"""Mutant: the cross-attention takes its keys and values from the decoder states instead of the memory
-(§3.2.3: "the memory keys and values come from the output of the encoder"); the source is never read.
+"""Cross-attention takes its keys and values from the decoder states instead of the memory.
+
+Violates §3.2.3: "the queries come from the previous decoder layer, and the memory keys and values
+come from the output of the encoder". Wired to the decoder, the source is never read.
 """
 
-from _mutant import LayerSwap, causal_keep
-
+from conformance.implementations.mutants._build import LayerSwap, causal_keep
 from conformance.implementations.reference.model import DecoderLayer
 
 
@@ -11,7 +12,7 @@ class SelfReadingDecoderLayer(DecoderLayer):
     def forward(self, y, memory, tgt_keep, src_keep):
         f, keep = self.formulas, causal_keep(y.shape[1], tgt_keep)
         y = f.sublayer(y, lambda y: self.self_attn(y, y, y, keep), self.norm1, self.dropout)
-        y = f.sublayer(y, lambda y: self.cross_attn(y, y, y, keep), self.norm2, self.dropout)
+        y = f.sublayer(y, lambda y: self.cross_attn(y, y, y, keep), self.norm2, self.dropout)  # the bug: y, not memory
         return f.sublayer(y, self.ffn, self.norm3, self.dropout)
 
 
@@ -19,19 +20,19 @@ class CrossOnDecoderStates(LayerSwap):
     decoder_cls = SelfReadingDecoderLayer
 
 
-adapter = CrossOnDecoderStates(name="cross_attention_on_decoder_states")
+adapter = CrossOnDecoderStates(name="mutant:cross_attention_on_decoder_states")
 
-
-# What tests/test_catalogue.py requires when it certifies this mutant against the catalogue:
-# exactly these checks fail (and error), and these messages name the bug.
-CAUGHT_BY = (
+CAUGHT_BY = {
+    "base_size_forward_matches_golden",
+    "cross_attention_reads_every_real_source_position",
+    "decode_matches_reference",
     "decoder_layer_matches_reference",
     "decoder_layer_matches_reference_at_base_size",
-    "decode_matches_reference",
-    "cross_attention_reads_every_real_source_position",
     "logits_match_reference",
     "logits_match_reference_at_base_size",
-)
+    "published_shapes_of_attention_weights",
+}
+ERRORED = set()
 MESSAGES = {
     "decoder_layer_matches_reference": "likely cause: cross-attention reads the decoder states",
     "logits_match_reference": "first divergence: decoder.0",

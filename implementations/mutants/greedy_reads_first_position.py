@@ -1,9 +1,13 @@
-"""Mutant: greedy decoding takes each next token from the first position's logits instead of the last's
-(the lesson's loop reads ``model.decode(ys, memory, src)[0, -1]``).
+"""Greedy decoding takes each next token from the first position's logits instead of the last's.
+
+Violates §3's auto-regressive decoding as the lesson's "Greedy decoding" runs it: the next token is
+the argmax of the distribution at the last position, ``model.decode(ys, memory, src)[:, -1]``; position
+0 only ever predicts the first token.
 """
 
 import torch
-from _mutant import with_formulas
+
+from conformance.implementations.mutants._build import with_formulas
 
 
 def greedy_from_first_position(model, src, max_len):
@@ -23,12 +27,10 @@ def greedy_from_first_position(model, src, max_len):
 
 adapter = with_formulas("greedy_reads_first_position", greedy_decode=greedy_from_first_position)
 
-
-# What tests/test_catalogue.py requires when it certifies this mutant against the catalogue:
-# exactly these checks fail (and error), and these messages name the bug.
-CAUGHT_BY = (
+CAUGHT_BY = {
     "greedy_decoding_picks_the_argmax_at_every_step",
-)
+}
+ERRORED = set()
 MESSAGES = {
     "greedy_decoding_picks_the_argmax_at_every_step": "the most likely next token is",
 }

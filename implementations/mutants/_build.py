@@ -1,0 +1,104 @@
+"""Building blocks for the catalogue's mutants: the reference with one bug, wherever that bug shows.
+
+``with_formulas`` swaps formulas (``dataclasses.replace(REFERENCE, ...)``); ``with_attention`` swaps the
+attention formula for ``attention`` with one keyword changed (the scale, the softmax axis, the fill of
+masked scores, the mask after the softmax), so each attention mutant is one line; ``LayerSwap`` swaps the
+encoder or decoder layer class, in the layer parts and inside the models it builds; ``ModelSwap`` swaps
+the model class. The leading underscore keeps this module out of ``mutants.names()``.
+
+Every mutant module declares, for ``tests/test_mutant_catalogue.py`` and the kill matrix:
+
+* ``CAUGHT_BY``: the exact set of check ids that fail when the mutant is certified (``--no-training``;
+  with training for a module that sets ``TRAINING = True``);
+* ``ERRORED``: the exact set that end with an error (a part returning the wrong kind of value);
+* ``MESSAGES`` (optional): {check id: text its failure message must contain}.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import functools
+import math
+from collections.abc import Callable
+
+import torch
+from torch import Tensor, nn
+
+from conformance.config import ModelConfig
+from conformance.implementations.reference.adapter import (
+    ReferenceAdapter,
+    ReferenceModel,
+    _floats,
+    _key_padding,
+    _numpy,
+)
+from conformance.implementations.reference.model import REFERENCE, DecoderLayer, EncoderLayer, init_parameters
+
+
+def with_formulas(name: str, **changes) -> ReferenceAdapter:
+    return ReferenceAdapter(formulas=dataclasses.replace(REFERENCE, **changes), name=f"mutant:{name}")
+
+
+def inverse_sqrt_d_k(q: Tensor) -> float:
+    """§3.2.1: the scores are scaled by 1/sqrt(d_k); q is (..., L, d_k)."""
+    return 1.0 / math.sqrt(q.shape[-1])
+
+
+# §3.2.1 with one knob per known bug; the defaults are the reference's formula.
+def attention(q: Tensor, k: Tensor, v: Tensor, keep: Tensor | None, *,
+              scale: Callable[[Tensor], float] = inverse_sqrt_d_k, softmax_dim: int = -1,
+              fill: float = float("-inf"), mask_after_softmax: bool = False) -> tuple[Tensor, Tensor]:
+    """softmax(Q K^T * scale(q), dim=softmax_dim) V, masked scores set to ``fill`` before the softmax
+    (or, with ``mask_after_softmax``, the weights multiplied by the mask after it). A row (or column)
+    with no visible key gets weights 0, as in the reference."""
+    scores = q @ k.transpose(-2, -1) * scale(q)  # (..., Lq, Lk)
+    if keep is None:
+        weights = torch.softmax(scores, dim=softmax_dim)
+    elif mask_after_softmax:
+        weights = torch.softmax(scores, dim=softmax_dim) * keep
+    else:
+        weights = torch.nan_to_num(torch.softmax(scores.masked_fill(~keep, fill), dim=softmax_dim), nan=0.0)
+    return weights @ v, weights
+
+
+def with_attention(name: str, **changes) -> ReferenceAdapter:
+    """The reference whose attention formula is ``attention`` with ``changes`` (one bug)."""
+    return with_formulas(name, attention=functools.partial(attention, **changes))
+
+
+class LayerSwap(ReferenceAdapter):
+    """The reference with ``encoder_cls`` / ``decoder_cls`` in place of its layers."""
+
+    encoder_cls: type = EncoderLayer
+    decoder_cls: type = DecoderLayer
+
+    @torch.no_grad()
+    def encoder_layer(self, x, weights, h, eps, src_mask):
+        layer = self._layer(self.encoder_cls, weights, h, eps)
+        return _numpy(layer(_floats(x), _key_padding(src_mask)))
+
+    @torch.no_grad()
+    def decoder_layer(self, y, memory, weights, h, eps, tgt_mask, src_mask):
+        layer = self._layer(self.decoder_cls, weights, h, eps)
+        return _numpy(layer(_floats(y), _floats(memory), _key_padding(tgt_mask), _key_padding(src_mask)))
+
+    def build_model(self, config: dict, seed: int) -> ReferenceModel:
+        model = super().build_model(config, seed)
+        cfg, module = model.config, model.module
+        args = (cfg.d_model, cfg.h, cfg.d_ff, cfg.eps, cfg.dropout, cfg.attention_bias, self.formulas)
+        module.encoder = nn.ModuleList(self.encoder_cls(*args) for _ in range(cfg.N))
+        module.decoder = nn.ModuleList(self.decoder_cls(*args) for _ in range(cfg.N))
+        init_parameters(module, seed)
+        return model
+
+
+class ModelSwap(ReferenceAdapter):
+    """The reference whose ``build_model`` returns ``model_class`` (a ReferenceModel subclass)."""
+
+    def build_model(self, config: dict, seed: int) -> ReferenceModel:
+        return self.model_class(ModelConfig.from_dict(config), int(seed), self.formulas)
+
+
+def causal_keep(T: int, tgt_keep):
+    causal = REFERENCE.causal_mask(T)
+    return causal & tgt_keep if tgt_keep is not None else causal.unsqueeze(0)

@@ -1,0 +1,22 @@
+"""Embeddings not multiplied by sqrt(d_model): x = E[token] + PE(pos).
+
+Violates §3.4: "In the embedding layers, we multiply those weights by sqrt(d_model)." Without it the
+positional encoding (values in [-1, 1]) swamps embeddings of spread d_model^-0.5.
+"""
+
+from conformance.implementations.mutants._build import with_formulas
+
+adapter = with_formulas("embedding_not_scaled", embed_scale=lambda d_model: 1.0)
+
+CAUGHT_BY = {
+    "base_size_forward_matches_golden",
+    "decode_matches_reference",
+    "encode_matches_reference",
+    "logits_match_reference",
+    "logits_match_reference_at_base_size",
+}
+ERRORED = set()
+MESSAGES = {
+    "encode_matches_reference": "likely cause: embeddings not multiplied by sqrt(d_model)",
+    "logits_match_reference": "likely cause: embeddings not multiplied by sqrt(d_model)",
+}

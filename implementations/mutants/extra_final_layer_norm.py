@@ -1,0 +1,58 @@
+"""An extra LayerNorm after the encoder stack and after the decoder stack (gamma 1, beta 0).
+
+Violates §3.1: in the post-norm model "the output of each sub-layer is LayerNorm(x + Sublayer(x))", so
+each stack already ends in a LayerNorm and has no final one; ``torch.nn.Transformer`` adds one by
+default (``encoder.norm``, ``decoder.norm``), the lesson's "Common mistake". Its gamma and beta are not
+canonical weights: left at 1 and 0 they change almost nothing after a last norm whose own gamma and beta
+are 1 and 0, so the bug hides on fresh weights. The checks load gamma and beta far from 1 and 0 into the
+last layer, and then the renormalisation shows.
+"""
+
+import torch
+
+from conformance.implementations.mutants._build import ModelSwap
+from conformance.implementations.reference.adapter import ReferenceModel
+from conformance.implementations.reference.model import Transformer
+
+
+class FinalNormTransformer(Transformer):
+    def final_norm(self, x):
+        d = x.shape[-1]
+        return self.formulas.layer_norm(x, torch.ones(d, dtype=x.dtype), torch.zeros(d, dtype=x.dtype),
+                                        self.config.eps)
+
+    def encode(self, src):
+        return self.final_norm(super().encode(src))
+
+    def decode(self, tgt_in, memory, src):
+        f, pad = self.formulas, self.config.pad_id
+        tgt_keep, src_keep = f.padding_mask(tgt_in, pad), f.padding_mask(src, pad)
+        y = self.embed(tgt_in, self.tgt_embedding)
+        for layer in self.decoder:
+            y = layer(y, memory, tgt_keep, src_keep)
+        return self.final_norm(y) @ self.output_matrix  # the bug: a norm before the output projection
+
+
+class FinalNormModel(ReferenceModel):
+    def __init__(self, config, seed, formulas):
+        super().__init__(config, seed, formulas)
+        self.module = FinalNormTransformer(config, formulas, seed=seed)
+
+
+class ExtraFinalLayerNorm(ModelSwap):
+    model_class = FinalNormModel
+
+
+adapter = ExtraFinalLayerNorm(name="mutant:extra_final_layer_norm")
+
+CAUGHT_BY = {
+    "base_size_forward_matches_golden",
+    "decode_matches_reference",
+    "encode_matches_reference",
+    "logits_match_reference",
+    "logits_match_reference_at_base_size",
+}
+ERRORED = set()
+MESSAGES = {
+    "encode_matches_reference": "extra LayerNorm after the stack",
+}

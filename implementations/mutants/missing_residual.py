@@ -1,0 +1,28 @@
+"""No residual connection: LayerNorm(Sublayer(x)) instead of LayerNorm(x + Sublayer(x)).
+
+Violates §3.1: "We employ a residual connection around each of the two sub-layers, followed by layer
+normalization. That is, the output of each sub-layer is LayerNorm(x + Sublayer(x))."
+"""
+
+from conformance.implementations.mutants._build import with_formulas
+
+adapter = with_formulas("missing_residual", sublayer=lambda x, fn, norm, dropout: norm(dropout(fn(x))))
+
+CAUGHT_BY = {
+    "base_size_forward_matches_golden",
+    "decode_matches_reference",
+    "decoder_layer_matches_reference",
+    "decoder_layer_matches_reference_at_base_size",
+    "decoder_output_up_to_t_ignores_later_positions",
+    "decoder_position_reads_itself",
+    "encode_matches_reference",
+    "encoder_layer_matches_reference",
+    "encoder_layer_matches_reference_at_base_size",
+    "logits_match_reference",
+    "logits_match_reference_at_base_size",
+    "padded_query_rows_still_follow_the_formula",
+}
+ERRORED = set()
+MESSAGES = {
+    "decoder_layer_matches_reference": "likely cause: no residual connection",
+}

@@ -1,0 +1,41 @@
+"""Positional encoding with exponent i / d_model instead of 2i / d_model: wavelengths grow too slowly.
+
+Violates §3.5: PE(pos, 2i) = sin(pos / 10000^(2i/d_model)), PE(pos, 2i+1) = cos(pos / 10000^(2i/d_model));
+"the wavelengths form a geometric progression from 2 pi to 10000 * 2 pi". With i / d_model (i the pair
+index) the longest wavelength is only 100 * 2 pi.
+"""
+
+import torch
+
+from conformance.implementations.mutants._build import with_formulas
+
+
+def positional_encoding_i_over_d(n, d_model):
+    pos = torch.arange(n, dtype=torch.float64).unsqueeze(1)
+    i = torch.arange(d_model // 2, dtype=torch.float64)
+    angle = pos / torch.pow(10000.0, i / d_model)  # the bug: i, not 2i
+    pe = torch.zeros(n, d_model, dtype=torch.float64)
+    pe[:, 0::2], pe[:, 1::2] = torch.sin(angle), torch.cos(angle)
+    return pe
+
+
+adapter = with_formulas("pe_exponent_i_over_d", positional_encoding=positional_encoding_i_over_d)
+
+CAUGHT_BY = {
+    "base_size_forward_matches_golden",
+    "decode_matches_reference",
+    "encode_matches_reference",
+    "logits_match_reference",
+    "logits_match_reference_at_base_size",
+    "pe_matches_formula_for_any_size",
+    "pe_matches_published_values",
+    "pe_shift_by_k_is_a_rotation",
+    "pe_shift_is_published_rotation",
+    "pe_wavelengths_are_geometric_for_any_d_model",
+    "pe_wavelengths_match_published_values[d_model=512]",
+    "pe_wavelengths_match_published_values[d_model=64]",
+    "published_positional_encoding_values",
+    "published_rotation_pairs",
+    "published_wavelengths",
+}
+ERRORED = set()

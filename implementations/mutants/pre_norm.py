@@ -1,0 +1,27 @@
+"""Pre-norm x + Sublayer(LayerNorm(x)) instead of the paper's post-norm LayerNorm(x + Sublayer(x)).
+
+Violates §3.1: "the output of each sub-layer is LayerNorm(x + Sublayer(x))". Pre-norm is the choice of
+most later models (the lesson's "What changed since 2017"), not the original's.
+"""
+
+from conformance.implementations.mutants._build import with_formulas
+
+adapter = with_formulas("pre_norm", sublayer=lambda x, fn, norm, dropout: x + dropout(fn(norm(x))))
+
+CAUGHT_BY = {
+    "base_size_forward_matches_golden",
+    "decode_matches_reference",
+    "decoder_layer_matches_reference",
+    "decoder_layer_matches_reference_at_base_size",
+    "encode_matches_reference",
+    "encoder_layer_matches_reference",
+    "encoder_layer_matches_reference_at_base_size",
+    "logits_match_reference",
+    "logits_match_reference_at_base_size",
+    "padded_query_rows_still_follow_the_formula",
+}
+ERRORED = set()
+MESSAGES = {
+    "encoder_layer_matches_reference": "likely cause: pre-norm",
+    "encode_matches_reference": "first divergence: encoder.0",
+}
