@@ -67,6 +67,9 @@ CAUGHT_BY = {
     "logits_match_reference",
     "logits_match_reference_at_base_size",
     "logits_up_to_t_ignore_later_target_tokens",
+    "trained_checkpoint_attention_matches_golden",
+    "trained_checkpoint_matches_reference_on_fresh_inputs",
+    "trained_checkpoint_outputs_match_golden",
 }
 ERRORED = set()
 # With training (tests/test_training.py): the training check that always catches it. Trained, its noisy

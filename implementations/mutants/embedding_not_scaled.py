@@ -14,6 +14,10 @@ CAUGHT_BY = {
     "encode_matches_reference",
     "logits_match_reference",
     "logits_match_reference_at_base_size",
+    "trained_checkpoint_attention_matches_golden",
+    "trained_checkpoint_decodes_like_the_reference",
+    "trained_checkpoint_matches_reference_on_fresh_inputs",
+    "trained_checkpoint_outputs_match_golden",
 }
 ERRORED = set()
 MESSAGES = {

@@ -44,6 +44,9 @@ CAUGHT_BY = {
     "logits_match_reference",
     "logits_match_reference_at_base_size",
     "padded_query_rows_still_follow_the_formula",
+    "trained_checkpoint_decodes_like_the_reference",
+    "trained_checkpoint_matches_reference_on_fresh_inputs",
+    "trained_checkpoint_outputs_match_golden",
 }
 ERRORED = set()
 MESSAGES = {
