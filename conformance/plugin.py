@@ -12,6 +12,7 @@ returns garbage gives an *error* for that one check, and the run goes on.
 from __future__ import annotations
 
 import json
+import sys
 import time
 from pathlib import Path
 
@@ -246,6 +247,7 @@ def pytest_runtest_call(item):
         return
     from conformance import published
 
+    seed_torch(item)
     outer, published.accessed = published.accessed, set()
     try:
         yield
@@ -255,6 +257,16 @@ def pytest_runtest_call(item):
 
 
 _facts_key = pytest.StashKey[list]()
+
+
+def seed_torch(item) -> None:
+    """Seed torch's global generator from --conformance-seed and the check, so a candidate that draws
+    from it (dropout left on, its own initialisation) gives the same verdict in every run and order."""
+    torch = sys.modules.get("torch")
+    if torch is None:
+        return
+    seed = item.config.getoption("conformance_seed")
+    torch.manual_seed(int(np.random.default_rng([seed, *check_id(item).encode()]).integers(2**31)))
 
 
 def _item_candidate(item):
