@@ -51,18 +51,19 @@ def likely_cause(actual, alternatives: dict[str, np.ndarray], tol: Tolerance) ->
 def close(check, actual, expected, tol: Tolerance, *, what: str,
           alternatives: Callable[[], dict[str, np.ndarray]] | None = None,
           explain: Callable[[], str | None] | None = None, likely: str | None = None,
-          structure: Callable[[], str | None] | None = None):
+          structure: Callable[[], str | None] | None = None, rerun: Callable | None = None):
     """``check.close`` whose likely-cause candidates and explanation are computed only on failure.
 
     ``alternatives()`` returns {cause: what a known bug outputs}; ``explain()`` a line such as
     "first divergence: encoder.1 (...)". Both land in the failure message and its fields. ``likely``
     is a fixed likely cause, for a claim whose failure has one known explanation. ``structure()`` names
     structural patterns (``diagnosis.explain_structure``: an extra final LayerNorm, padded positions
-    replaced by a constant) on a line of its own.
+    replaced by a constant) on a line of its own. ``rerun(other)`` computes ``actual`` with another
+    candidate on the same input: the mutants whose output the candidate's matches are named.
     """
     __tracebackhide__ = True
     try:
-        return check.close(actual, expected, tol, what=what)
+        return check.close(actual, expected, tol, what=what, rerun=rerun)
     except CheckFailure as failure:
         if reporting():
             _annotate(failure, actual, tol, alternatives, explain, likely, structure)

@@ -53,6 +53,7 @@ def compare_logits(candidate, check, model, src, tgt_in, expected, tolerance, *,
         alternatives=lambda: diagnose.variant_outputs(
             "model", lambda v: oracle.OracleModel(CONFIG, weights, variant=v).forward(src, tgt_in)),
         explain=lambda: diagnose.explain_forward(candidate, model, CONFIG, weights, src, tgt_in),
+        rerun=lambda other: trained_model(other).forward(src, tgt_in),
     )
 
 

@@ -57,6 +57,7 @@ def assert_layer_matches_oracle(candidate, check, sizes: LayerSizes, *, what: st
         alternatives=lambda: diagnose.variant_outputs("decoder_layer", run),
         explain=lambda: diagnose.suspect_in_decoder_layer(candidate, y, memory, weights, sizes.h, EPS, tgt_keep,
                                                           src_keep),
+        rerun=lambda other: other.decoder_layer(y, memory, weights, sizes.h, EPS, tgt_keep, src_keep),
     )
 
 
@@ -93,4 +94,5 @@ def test_decode_matches_reference(candidate, check, sizes):
             "model", lambda v: oracle.OracleModel(cfg, weights, variant=v).decode(tgt_in, memory, src)),
         explain=lambda: diagnose.explain_decode(candidate, cfg, weights, tgt_in, memory, src),
         structure=lambda: diagnosis.explain_structure(candidate, "decoder"),
+        rerun=lambda other: loaded_model(other, cfg, weights).decode(tgt_in, memory, src),
     )

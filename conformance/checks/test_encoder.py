@@ -46,6 +46,7 @@ def assert_layer_matches_oracle(candidate, check, sizes: LayerSizes, *, what: st
         check, got, run(), for_dtype(LAYER, candidate.conventions.dtype), what=f"{what} (x{x.shape}, h={sizes.h})",
         alternatives=lambda: diagnose.variant_outputs("encoder_layer", run),
         explain=lambda: diagnose.suspect_in_encoder_layer(candidate, x, weights, sizes.h, EPS, keep),
+        rerun=lambda other: other.encoder_layer(x, weights, sizes.h, EPS, keep),
     )
 
 
@@ -81,4 +82,5 @@ def test_encode_matches_reference(candidate, check, sizes):
             "model", lambda v: oracle.OracleModel(cfg, weights, variant=v).encode(src)),
         explain=lambda: diagnose.explain_encode(candidate, cfg, weights, src, got),
         structure=lambda: diagnosis.explain_structure(candidate, "encoder"),
+        rerun=lambda other: loaded_model(other, cfg, weights).encode(src),
     )

@@ -32,7 +32,8 @@ def assert_matches_oracle(candidate, check, x, weights, *, what):
     got = candidate.feed_forward(x, weights)
     alternatives = lambda: diagnose.variant_outputs(  # noqa: E731
         "feed_forward", lambda v: oracle.feed_forward(x, weights, variant=v))
-    diagnose.close(check, got, oracle.feed_forward(x, weights), tol(candidate), what=what, alternatives=alternatives)
+    diagnose.close(check, got, oracle.feed_forward(x, weights), tol(candidate), what=what, alternatives=alternatives,
+                   rerun=lambda other: other.feed_forward(x, weights))
 
 
 @fast_failure()

@@ -54,6 +54,7 @@ def assert_logits_match_oracle(candidate, check, config: ModelConfig, weights, s
             "model", lambda v: oracle.OracleModel(config, weights, variant=v).forward(src, tgt_in)),
         explain=lambda: diagnose.explain_forward(candidate, model, config, weights, src, tgt_in),
         structure=lambda: diagnosis.explain_structure(candidate, "encoder", "decoder"),
+        rerun=lambda other: loaded_model(other, config, weights).forward(src, tgt_in),
     )
 
 
