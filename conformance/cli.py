@@ -189,8 +189,7 @@ def facts_read_by_checks(impl: str) -> set[str]:
 
     with tempfile.TemporaryDirectory() as tmp:
         report = Path(tmp) / "report.json"
-        args = argparse.Namespace(impl=impl, json=str(report), workers=1, seed=0, keyword=None, profile="ci",
-                                  no_training=True, timeout=60.0, threads=1, verbose=False)
+        args = build_parser().parse_args(["certify", impl, "--no-training", "--json", str(report)])
         with contextlib.redirect_stdout(io.StringIO()):
             certify(args)
         checks = json.loads(report.read_text())["checks"]

@@ -20,7 +20,7 @@ from conformance import formulas as np_formulas
 from conformance import oracle
 from conformance.compare import measure
 from conformance.errors import CheckFailure, ConformanceOutcome
-from conformance.scenarios import key_padding
+from conformance.scenarios import key_padding, loaded_model
 from conformance.tolerances import LAYER, MODEL, Tolerance, for_dtype
 from conformance.weights import sub_weights
 
@@ -266,3 +266,18 @@ def explain_forward(candidate, cmodel, config, weights, src, tgt_in) -> str:
         if found:
             return found
     return explain_decode(candidate, config, weights, tgt_in, memory, src)
+
+
+def close_logits(check, candidate, model, config, weights, src, tgt_in, expected, tol: Tolerance, *, what: str,
+                 structure: Callable[[], str | None] | None = None):
+    """``model.forward(src, tgt_in)`` (the candidate's, ``weights`` loaded) against ``expected``; on failure
+    the known variant it matches, the first layer that diverges, and the mutants that give the same logits."""
+    __tracebackhide__ = True
+    return close(
+        check, model.forward(src, tgt_in), expected, tol, what=what,
+        alternatives=lambda: variant_outputs(
+            "model", lambda v: oracle.OracleModel(config, weights, variant=v).forward(src, tgt_in)),
+        explain=lambda: explain_forward(candidate, model, config, weights, src, tgt_in),
+        structure=structure,
+        rerun=lambda other: loaded_model(other, config, weights).forward(src, tgt_in),
+    )

@@ -45,18 +45,6 @@ def trained_model(candidate):
     return loaded_model(candidate, CONFIG, checkpoint())
 
 
-def compare_logits(candidate, check, model, src, tgt_in, expected, tolerance, *, what: str):
-    """Logits against ``expected``, naming a known variant or the first layer that diverges on failure."""
-    weights = checkpoint()
-    diagnose.close(
-        check, model.forward(src, tgt_in), expected, tolerance, what=what,
-        alternatives=lambda: diagnose.variant_outputs(
-            "model", lambda v: oracle.OracleModel(CONFIG, weights, variant=v).forward(src, tgt_in)),
-        explain=lambda: diagnose.explain_forward(candidate, model, CONFIG, weights, src, tgt_in),
-        rerun=lambda other: trained_model(other).forward(src, tgt_in),
-    )
-
-
 @pytest.mark.requires(*MODEL_PARTS, "model.encode", "model.forward")
 def test_trained_checkpoint_outputs_match_golden(candidate, check):
     """With the trained weights loaded, memory and logits of "c a b e d" and of a padded batch equal the
@@ -70,8 +58,8 @@ def test_trained_checkpoint_outputs_match_golden(candidate, check):
                            "model", lambda v: oracle.OracleModel(CONFIG, checkpoint(), variant=v).encode(src)),
                        explain=lambda src=src: diagnose.explain_encode(candidate, CONFIG, checkpoint(), src,
                                                                         model.encode(src)))
-        compare_logits(candidate, check, model, src, tgt_in, stored[f"{name}_logits"], tol(candidate),
-                       what=f"logits of {label}, teacher-forced")
+        diagnose.close_logits(check, candidate, model, CONFIG, checkpoint(), src, tgt_in, stored[f"{name}_logits"],
+                              tol(candidate), what=f"logits of {label}, teacher-forced")
 
 
 @pytest.mark.requires(*MODEL_PARTS, "model.forward")
@@ -80,9 +68,9 @@ def test_trained_checkpoint_matches_reference_on_fresh_inputs(candidate, check, 
     reference's with the same trained weights."""
     batch = T.reversal_batch(rng, 12, CONFIG)
     expected = oracle.OracleModel(CONFIG, checkpoint()).forward(batch.src, batch.tgt_in)
-    compare_logits(candidate, check, trained_model(candidate), batch.src, batch.tgt_in, expected,
-                   for_dtype(MODEL, candidate.conventions.dtype),
-                   what=f"logits of a fresh padded batch {batch.src.shape}, teacher-forced")
+    diagnose.close_logits(check, candidate, trained_model(candidate), CONFIG, checkpoint(), batch.src, batch.tgt_in,
+                          expected, for_dtype(MODEL, candidate.conventions.dtype),
+                          what=f"logits of a fresh padded batch {batch.src.shape}, teacher-forced")
 
 
 @pytest.mark.requires(*MODEL_PARTS, "model.greedy_decode")

@@ -44,17 +44,12 @@ def tol(candidate):
 
 
 def assert_logits_match_oracle(candidate, check, config: ModelConfig, weights, src, tgt_in):
-    model = loaded_model(candidate, config, weights)
-    got = model.forward(src, tgt_in)
-    diagnose.close(
-        check, got, oracle.OracleModel(config, weights).forward(src, tgt_in), tol(candidate),
+    diagnose.close_logits(
+        check, candidate, loaded_model(candidate, config, weights), config, weights, src, tgt_in,
+        oracle.OracleModel(config, weights).forward(src, tgt_in), tol(candidate),
         what=f"logits = forward(src{src.shape}, tgt_in{tgt_in.shape}) (N={config.N}, d_model={config.d_model},"
              f" h={config.h}, vocab={config.tgt_vocab})",
-        alternatives=lambda: diagnose.variant_outputs(
-            "model", lambda v: oracle.OracleModel(config, weights, variant=v).forward(src, tgt_in)),
-        explain=lambda: diagnose.explain_forward(candidate, model, config, weights, src, tgt_in),
         structure=lambda: diagnosis.explain_structure(candidate, "encoder", "decoder"),
-        rerun=lambda other: loaded_model(other, config, weights).forward(src, tgt_in),
     )
 
 

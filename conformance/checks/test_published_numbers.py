@@ -97,9 +97,7 @@ def test_published_wavelengths(candidate, check):
     for entry in published.of_kind("wavelength"):
         a = entry["args"]
         pair = a["i"] if "i" in a else a["col"] // 2
-        pe = candidate.positional_encoding(2, a["d"]).astype(np.float64)
-        omega = np.arctan2(pe[1, 2 * pair], pe[1, 2 * pair + 1])
-        pairs.append((entry["id"], 2 * np.pi / omega))
+        pairs.append((entry["id"], 2 * np.pi / pair_angle(candidate, pair, a["d"])))
     for fact_id in listing_lines("wavelengths"):  # "for d in (64, 512): ... for i in (0, 1, d // 4, d // 2 - 1)"
         d = published.fact(fact_id)["value"][0]
         pairs.append((fact_id, [d, *(2 * np.pi / pair_angle(candidate, i, d) for i in (0, 1, d // 4, d // 2 - 1))]))
@@ -112,25 +110,17 @@ def test_published_rotation_pairs(candidate, check):
     pairs = []
     for entry in published.of_kind("rotation"):
         a = entry["args"]
-        pe = candidate.positional_encoding(a["pos"] + a["k"] + 1, a["d"]).astype(np.float64)
-        i = a["i"]
-        if a["which"] == "shifted":
-            got = pe[a["pos"] + a["k"], 2 * i : 2 * i + 2]
-        else:
-            w = 1 / 10000 ** (2 * i / a["d"]) * a["k"]
-            got = np.array([[np.cos(w), np.sin(w)], [-np.sin(w), np.cos(w)]]) @ pe[a["pos"], 2 * i : 2 * i + 2]
-        pairs.append((entry["id"], got))
+        pairs.append((entry["id"], rotation_pair(candidate, a["pos"], a["which"], a["k"], a["i"], a["d"])))
+    k, i, d = (published.fact("rotation.pos0.turned")["args"][key] for key in ("k", "i", "d"))
     for fact_id in listing_lines("rotation check"):  # each line: pos, PE[pos + k] pair, R(k) @ PE[pos] pair
         pos = published.fact(fact_id)["value"][0]
-        shifted, turned = (rotation_pair(candidate, pos, which) for which in ("shifted", "turned"))
+        shifted, turned = (rotation_pair(candidate, pos, which, k, i, d) for which in ("shifted", "turned"))
         pairs.append((fact_id, [pos, *shifted, *turned]))
     compare_each(check, pairs, what="rotated PE pair")
 
 
-def rotation_pair(candidate, pos: int, which: str) -> np.ndarray:
-    """The rotation check's pair i at pos (k, i, d from its facts): PE[pos + k] or R(omega_i k) @ PE[pos]."""
-    a = published.fact("rotation.pos0.turned")["args"]
-    k, i, d = a["k"], a["i"], a["d"]
+def rotation_pair(candidate, pos: int, which: str, k: int, i: int, d: int) -> np.ndarray:
+    """The rotation check's pair i at pos: PE[pos + k] ("shifted") or R(omega_i k) @ PE[pos] ("turned")."""
     pe = candidate.positional_encoding(pos + k + 1, d).astype(np.float64)
     if which == "shifted":
         return pe[pos + k, 2 * i : 2 * i + 2]
