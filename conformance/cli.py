@@ -121,10 +121,10 @@ def _collector():
 
 
 def exit_code(pytest_code, results) -> int:
-    from conformance.results import count_statuses
+    from conformance.results import FAILING, count_statuses
 
     counts = count_statuses(results)
-    if counts["failed"] or counts["error"]:
+    if any(counts[status] for status in FAILING):
         return EXIT_FAILED
     if pytest_code == 2:  # interrupted
         return EXIT_INTERNAL

@@ -10,7 +10,20 @@ from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Any
 
-STATUSES = ("passed", "failed", "error", "not_implemented", "blocked")
+STATUSES = ("passed", "failed", "error", "advisory", "deviation", "not_implemented", "blocked")
+"""What a check can end in (docs/report-format.md):
+
+- passed: the claim holds;
+- failed / error: the candidate's answer violates a claim of the paper or the lessons, or cannot be compared;
+- advisory: a convention the suite adds where the paper and the lessons are silent (a fully masked row) did
+  not hold; printed apart, and the exit code ignores it unless ``--strict``;
+- deviation: failed or errored, but the maintainer declared it a known, intentional deviation
+  (``--deviations FILE``); the exit code ignores it;
+- not_implemented: the adapter does not provide a part, or no configuration, the check needs;
+- blocked: a prerequisite did not pass, so this check's verdict would say nothing new.
+"""
+FAILING = ("failed", "error")
+"""The statuses that make a run "not conformant" (exit code 1)."""
 SCHEMA_VERSION = 1
 
 
@@ -37,6 +50,9 @@ class CheckResult:
     measurements: list[dict] = field(default_factory=list)
     diagnosis: list[dict] = field(default_factory=list)  # mutants whose output the failing output matches
     facts: list[str] = field(default_factory=list)  # ids of the published facts the check compared against
+    claim: dict | None = None  # {source: paper | lesson | convention, text, where}: what the verdict rests on
+    examples: dict | None = None  # property checks: {ran, skipped, reasons}: examples run, and skipped as unsupported
+    deviation: dict | None = None  # {name, reason, confirmed}: the declared deviation a non-passing check matches
     data: dict | None = None  # what a check recorded beyond comparisons (check.record): curves, tables
 
     def as_dict(self) -> dict:

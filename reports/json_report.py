@@ -12,6 +12,7 @@ from __future__ import annotations
 import datetime
 
 from conformance.results import (
+    FAILING,
     SCHEMA_VERSION,
     CheckResult,
     count_statuses,
@@ -24,7 +25,7 @@ from conformance.results import (
 
 def verdict(results: list[CheckResult]) -> str:
     counts = count_statuses(results)
-    if counts["failed"] or counts["error"]:
+    if any(counts[status] for status in FAILING):
         return "not conformant"
     if not counts["passed"]:
         return "nothing implemented"

@@ -2,12 +2,14 @@
 
 from __future__ import annotations
 
-from conformance.results import CheckResult, count_statuses
+from conformance.results import FAILING, CheckResult, count_statuses
 
 LABELS = {
     "passed": "PASS",
     "failed": "FAIL",
     "error": "ERROR",
+    "advisory": "ADVISORY",
+    "deviation": "DEVIANT",
     "not_implemented": "N/I",
     "blocked": "BLOCKED",
 }
@@ -46,10 +48,25 @@ def _by_section(results: list[CheckResult]) -> list[str]:
 def _details(results: list[CheckResult]) -> list[str]:
     lines = []
     for r in results:
-        if r.status in ("failed", "error"):
-            lines += ["", f"--- {LABELS[r.status]} {r.id} ({r.section})", *r.message.splitlines()]
-            if r.reproduction:
-                lines.append(f"  reproduce: {r.reproduction}")
+        if r.status in FAILING:
+            lines += _detail(r)
+    apart = [r for r in results if r.status in ("advisory", "deviation")]
+    if apart:
+        lines += ["", "Not counted against conformance (advisory conventions, declared deviations):"]
+        for r in apart:
+            lines += _detail(r)
+    return lines
+
+
+def _detail(r: CheckResult) -> list[str]:
+    lines = ["", f"--- {LABELS[r.status]} {r.id} ({r.section})", *r.message.splitlines()]
+    if r.status == "advisory" and r.claim:
+        lines.append(f"  advisory: {r.claim.get('text', '')} (a convention of this suite; --strict counts it)")
+    if r.deviation:
+        confirmed = "confirmed" if r.deviation.get("confirmed") else "not confirmed by the diagnosis"
+        lines.append(f"  declared deviation: {r.deviation['name']} ({confirmed})")
+    if r.reproduction:
+        lines.append(f"  reproduce: {r.reproduction}")
     return lines
 
 
