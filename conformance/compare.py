@@ -39,12 +39,13 @@ class Measurement:
 
 
 def measure(actual, expected, tol: Tolerance, *, what: str = "output") -> Measurement:
-    """Elementwise |actual - expected| against ``tol``; NaN in actual counts as a mismatch."""
+    """Elementwise |actual - expected| against ``tol``. NaN on either side is a mismatch: a NaN expected
+    value (a mutant's NaN output, a broken golden) matches nothing, not everything."""
     actual = np.asarray(actual, dtype=np.float64)
     expected = np.asarray(expected, dtype=np.float64)
     diff = np.abs(actual - expected)
     diff = np.where(np.isnan(diff), np.inf, diff)
-    allowed = tol.allowed(np.abs(expected))
+    allowed = np.where(np.isnan(expected), 0.0, tol.allowed(np.abs(expected)))
     with np.errstate(divide="ignore", invalid="ignore"):  # an exact tolerance: 0/0 is a perfect match
         ratio = np.where(diff == 0, 0.0, diff / allowed) if diff.size else np.zeros(0)
     worst = np.unravel_index(int(np.argmax(ratio)), ratio.shape) if diff.size else ()
