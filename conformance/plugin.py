@@ -12,6 +12,7 @@ returns garbage gives an *error* for that one check, and the run goes on.
 from __future__ import annotations
 
 import json
+import shutil
 import sys
 import time
 from pathlib import Path
@@ -74,6 +75,7 @@ def pytest_configure(config):
     from conformance.loading import load
 
     load_profile(config.getoption("conformance_profile"))
+    keep_hypothesis_files_out_of_the_working_directory(config)
     limit_torch_threads(config.getoption("conformance_threads"))
     try:
         candidates = {spec: load(spec, timeout_s=config.getoption("check_timeout")) for spec in specs}
@@ -81,6 +83,19 @@ def pytest_configure(config):
         raise pytest.UsageError(str(exc)) from exc
     config.stash[_candidates_key] = candidates
     config.pluginmanager.register(ResultCollector(config, candidates), "conformance-collector")
+
+
+def keep_hypothesis_files_out_of_the_working_directory(config) -> None:
+    """Hypothesis caches constants in ``./.hypothesis`` even without an example database; a certification
+    run must leave nothing in the folder it was started from (often the candidate's), so the cache goes
+    to a temporary folder removed at the end of the run."""
+    import tempfile
+
+    from hypothesis.configuration import set_hypothesis_home_dir
+
+    home = tempfile.mkdtemp(prefix="conformance-hypothesis-")
+    set_hypothesis_home_dir(home)
+    config.add_cleanup(lambda: (set_hypothesis_home_dir(None), shutil.rmtree(home, ignore_errors=True)))
 
 
 def limit_torch_threads(threads: int) -> None:
