@@ -102,6 +102,13 @@ def key_padding(keep: np.ndarray, Lq: int) -> np.ndarray:
     return np.broadcast_to(np.asarray(keep, bool)[:, None, :], (keep.shape[0], Lq, keep.shape[1])).copy()
 
 
+def no_padding(V: int) -> int:
+    """The pad_id that means "no padding here" for a loss over V tokens whose targets are the listing's
+    right token (5) and whose probed "other" token is 0: a valid id that is none of them. PyTorch's -100
+    would crash an implementation that zeroes or indexes a padding column (the annotated transformer's)."""
+    return V - 1
+
+
 # --------------------------------------------------------------------------------------------------
 # Models
 # --------------------------------------------------------------------------------------------------

@@ -13,6 +13,7 @@ from hypothesis import given
 from hypothesis import strategies as st
 
 from conformance import published
+from conformance.scenarios import no_padding
 from conformance.strategies import seeds
 from conformance.tolerances import Tolerance
 
@@ -20,7 +21,7 @@ SECTION = "§5.4 Regularization: label smoothing"
 pytestmark = pytest.mark.requires("label_smoothed_loss")
 
 V, EPS, RIGHT = 13, 0.1, 5  # the listing's n_vocab, eps and right token
-NO_PAD = -100  # the listing's loss has no ignore_index: PyTorch's default -100 matches no token
+NO_PAD = no_padding(V)  # the listing's loss has no ignore_index: a valid id that is no target
 LOSS = Tolerance(1e-5, 1e-5, "a mean of log-softmax sums in float32")
 
 

@@ -13,6 +13,7 @@ import pytest
 
 from conformance import published
 from conformance.compare import assert_true
+from conformance.scenarios import no_padding
 from conformance.config import ModelConfig, base_config, toy_config
 from conformance.tolerances import Tolerance
 
@@ -184,12 +185,12 @@ def smoothing_quantity(candidate, quantity: str, V: int, eps: float) -> float:
         token = right if quantity == "right" else 0
         logits = np.zeros((1, V))
         logits[0, token] = 1.0  # L(e_token) = -q(token) + log(V - 1 + e): q(token) read off the loss
-        loss = candidate.label_smoothed_loss(logits, np.array([right]), eps, -100)
+        loss = candidate.label_smoothed_loss(logits, np.array([right]), eps, no_padding(V))
         return float(np.log(V - 1 + np.e) - loss)
     q = np.full((1, V), eps / V)
     q[0, right] += 1 - eps
     logits = np.log(q) if quantity == "best_loss" else np.where(np.arange(V) == right, 20.0, 0.0)[None]
-    return candidate.label_smoothed_loss(logits, np.array([right]), eps, -100)
+    return candidate.label_smoothed_loss(logits, np.array([right]), eps, no_padding(V))
 
 
 @pytest.mark.requires("label_smoothed_loss")
