@@ -13,3 +13,4 @@ def test_no_padding_is_passed_as_a_token_id_not_minus_100(certify):
     run = certify(adapter_path("lesson_style"), "-k", "smooth", "--no-training")
     assert run.with_status("passed") == set(run.statuses()), run.out
     assert len(run.statuses()) == 4
+

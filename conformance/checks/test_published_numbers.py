@@ -34,6 +34,13 @@ def looser(fact_id: str, floor: Tolerance | None) -> Tolerance:
                      f"{printed_tol.reason}; {floor.reason}")
 
 
+def fmt_values(got) -> str:
+    """Six significant digits, whatever the magnitude: a rate of 3.49e-07 must not print as 0.0."""
+    values = np.asarray(got, dtype=np.float64)
+    text = [f"{v:.6g}" for v in values.ravel()]
+    return text[0] if values.ndim == 0 else "[" + ", ".join(text) + "]"
+
+
 def compare_each(check, pairs, *, what: str, floor: Tolerance | None = None):
     """pairs: (fact_id, got) or (fact_id, got, floor). Compare all, then fail once, naming every fact
     that differs."""
@@ -48,8 +55,7 @@ def compare_each(check, pairs, *, what: str, floor: Tolerance | None = None):
             )
         except AssertionError as exc:
             failures.append(
-                str(exc).splitlines()[0] + f" (got {np.round(got, 6).tolist()}, "
-                f"published {published.fact(fact_id)['printed']!r})"
+                str(exc).splitlines()[0] + f" (got {fmt_values(got)}, published {published.fact(fact_id)['printed']!r})"
             )
     assert_true(not failures, fmt_failures(failures), expected="the published values", actual="see message")
 
