@@ -154,7 +154,8 @@ def suspect_in_decoder_layer(candidate, y, memory, w, h, eps, tgt_keep, src_keep
     if candidate.provides("feed_forward") and not agrees(
             candidate.feed_forward(want["norm2"], sub_weights(w, "ffn.")), want["ffn"], tol):
         return "feed-forward sublayer suspected"
-    return _wiring(candidate, "the causal mask, which states feed the cross-attention")
+    return _wiring(candidate, "the causal mask, the padding masks of the self- and the cross-attention, which"
+                              " states feed the cross-attention")
 
 
 def _wiring(candidate, extra: str) -> str:

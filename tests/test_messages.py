@@ -9,3 +9,11 @@ def test_published_number_messages_keep_small_values_significant(certify):
     message = run.report["checks"][0]["message"]
     assert "got 3.49386e-07, published '1.747e-07'" in message
     assert "got 0.0," not in message
+
+
+def test_decoder_wiring_suspects_name_the_padding_masks(certify):
+    """A decoder layer whose sublayers agree but whose padding is wrong: the suspects include the padding
+    masks (they were missing from the decoder's list)."""
+    run = certify("mutant:padding_on_queries", "-k", "decoder_layer_matches_reference and not base", "--no-training")
+    message = run.report["checks"][0]["message"]
+    assert "layer's wiring is suspected" in message and "the padding masks" in message
