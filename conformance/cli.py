@@ -40,6 +40,8 @@ def build_parser() -> argparse.ArgumentParser:
     certify.add_argument("--timeout", type=float, default=60.0, help="seconds one adapter call may take")
     certify.add_argument("--threads", type=int, default=1, metavar="N",
                          help="torch intra-op threads (default 1, fastest on the checks' tiny tensors; 0: torch's)")
+    certify.add_argument("--strict", action="store_true",
+                         help="count the suite's own conventions (advisory checks: a fully masked row) as failures")
     certify.add_argument("-v", "--verbose", action="store_true", help="also show pytest's own output")
     listing = sub.add_parser("list", help="list the checks with their section and claim")
     listing.add_argument("impl", nargs="?", default="reference")
@@ -81,6 +83,8 @@ def pytest_args(args) -> list[str]:
         argv += ["--conformance-select", args.keyword]  # pytest's own -k would also match the implementation's name
     if args.no_training:
         argv.append("--no-training")
+    if getattr(args, "strict", False):
+        argv.append("--conformance-strict")
     if args.workers > 1:
         argv += ["-n", str(args.workers), "--dist", "loadfile"]
     return argv + (["-v"] if args.verbose else ["-q", "--tb=no", "--no-header"])
@@ -121,14 +125,14 @@ def _collector():
 
 
 def exit_code(pytest_code, results) -> int:
-    from conformance.results import FAILING, count_statuses
+    from conformance.results import FAILING, RAN, count_statuses
 
     counts = count_statuses(results)
     if any(counts[status] for status in FAILING):
         return EXIT_FAILED
     if pytest_code == 2:  # interrupted
         return EXIT_INTERNAL
-    if not counts["passed"]:
+    if not any(counts[status] for status in RAN):
         return EXIT_NOTHING_RAN
     return EXIT_OK
 

@@ -24,6 +24,8 @@ STATUSES = ("passed", "failed", "error", "advisory", "deviation", "not_implement
 """
 FAILING = ("failed", "error")
 """The statuses that make a run "not conformant" (exit code 1)."""
+RAN = ("passed", "advisory", "deviation")
+"""The statuses of a check that ran to a verdict without counting against conformance."""
 SCHEMA_VERSION = 1
 
 

@@ -14,7 +14,7 @@ def test_exit_0_when_every_implemented_check_passes(certify):
 
 
 def test_exit_1_when_a_check_fails(certify):
-    run = certify(adapter_path("nan_attention"))
+    run = certify(adapter_path("lr_doubled"))
     assert run.code == EXIT_FAILED
 
 

@@ -16,7 +16,7 @@ import numpy as np
 import pytest
 from hypothesis import given
 
-from conformance import diagnose, diagnosis, oracle
+from conformance import claims, diagnose, diagnosis, oracle
 from conformance.scenarios import (
     EPS,
     MODEL_PARTS,
@@ -61,6 +61,7 @@ def assert_layer_matches_oracle(candidate, check, sizes: LayerSizes, *, what: st
     )
 
 
+@claims.DECODER_LAYER
 @pytest.mark.requires("decoder_layer")
 @fast_failure()
 @given(sizes=layer_sizes())
@@ -69,6 +70,7 @@ def test_decoder_layer_matches_reference(candidate, check, sizes):
     assert_layer_matches_oracle(candidate, check, sizes, what="decoder layer")
 
 
+@claims.DECODER_LAYER
 @pytest.mark.requires("decoder_layer")
 def test_decoder_layer_matches_reference_at_base_size(candidate, check):
     """At the paper's base size (d_model 512, h 8, d_ff 2048) a decoder layer equals the reference."""
@@ -76,6 +78,7 @@ def test_decoder_layer_matches_reference_at_base_size(candidate, check):
     assert_layer_matches_oracle(candidate, check, sizes, what="base-size decoder layer")
 
 
+@claims.OUTPUT_LAYER
 @pytest.mark.requires(*MODEL_PARTS, "model.decode")
 @fast_failure(2 / 3)
 @given(sizes=model_sizes())

@@ -13,7 +13,7 @@ an extra LayerNorm after the stack, padded positions replaced by a constant).
 import pytest
 from hypothesis import given
 
-from conformance import diagnose, diagnosis, oracle
+from conformance import claims, diagnose, diagnosis, oracle
 from conformance.scenarios import (
     EPS,
     MODEL_PARTS,
@@ -50,6 +50,7 @@ def assert_layer_matches_oracle(candidate, check, sizes: LayerSizes, *, what: st
     )
 
 
+@claims.POST_NORM
 @pytest.mark.requires("encoder_layer")
 @fast_failure()
 @given(sizes=layer_sizes())
@@ -58,6 +59,7 @@ def test_encoder_layer_matches_reference(candidate, check, sizes):
     assert_layer_matches_oracle(candidate, check, sizes, what="encoder layer")
 
 
+@claims.POST_NORM
 @pytest.mark.requires("encoder_layer")
 def test_encoder_layer_matches_reference_at_base_size(candidate, check):
     """At the paper's base size (d_model 512, h 8, d_ff 2048) an encoder layer equals the reference."""
@@ -65,6 +67,7 @@ def test_encoder_layer_matches_reference_at_base_size(candidate, check):
     assert_layer_matches_oracle(candidate, check, sizes, what="base-size encoder layer")
 
 
+@claims.EMBEDDING
 @pytest.mark.requires(*MODEL_PARTS, "model.encode")
 @fast_failure(2 / 3)
 @given(sizes=model_sizes())

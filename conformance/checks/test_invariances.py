@@ -13,7 +13,7 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from conformance import diagnose
+from conformance import claims, diagnose
 from conformance.compare import assert_true
 from conformance.scenarios import (
     EPS,
@@ -50,6 +50,7 @@ def pad_columns(ids: np.ndarray, k: int, pad_id: int) -> np.ndarray:
     return np.concatenate([ids, np.full((ids.shape[0], k), pad_id, dtype=ids.dtype)], axis=1)
 
 
+@claims.CAUSAL_MASK
 @pytest.mark.requires(*FORWARD)
 @fast_failure(2 / 3)
 @given(sizes=model_sizes().filter(lambda s: s.T >= 2), data=st.data())
@@ -67,6 +68,7 @@ def test_logits_up_to_t_ignore_later_target_tokens(candidate, check, sizes, data
                           " the future leaks")
 
 
+@claims.KEY_PADDING
 @pytest.mark.requires(*FORWARD)
 @fast_failure(2 / 3)
 @given(sizes=model_sizes(), k=st.integers(1, 3))
@@ -79,6 +81,7 @@ def test_appending_source_padding_leaves_logits_unchanged(candidate, check, size
                    likely="the source padding mask is missing or not built from pad_id (padding keys are read)")
 
 
+@claims.KEY_PADDING
 @pytest.mark.requires(*FORWARD)
 @fast_failure(2 / 3)
 @given(sizes=model_sizes(), k=st.integers(1, 3))
@@ -95,6 +98,7 @@ def test_appending_target_padding_leaves_real_logits_unchanged(candidate, check,
                           " normalisation across positions")
 
 
+@claims.KEY_PADDING
 @pytest.mark.requires(*FORWARD)
 @fast_failure(2 / 3)
 @given(sizes=model_sizes())
@@ -111,6 +115,7 @@ def test_batch_equals_rows_run_one_at_a_time(candidate, check, sizes):
                        likely="padding is read as content (a missing padding mask), or rows of the batch mix")
 
 
+@claims.PERMUTATION_EQUIVARIANT
 @pytest.mark.requires("encoder_layer")
 @fast_failure()
 @given(sizes=layer_sizes(), data=st.data())
@@ -130,6 +135,7 @@ def test_encoder_layer_is_permutation_equivariant(candidate, check, sizes, data)
                           " added inside the layer")
 
 
+@claims.DROPOUT_IN_TRAINING_ONLY
 @pytest.mark.requires(*FORWARD)
 @fast_failure(1 / 3)
 @given(sizes=model_sizes())

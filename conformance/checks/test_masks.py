@@ -18,7 +18,7 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from conformance import diagnose, oracle
+from conformance import claims, diagnose, oracle
 from conformance.compare import assert_true, measure
 from conformance.errors import Blocked
 from conformance.scenarios import (
@@ -69,6 +69,7 @@ def padded_keep(rng, B: int, L: int) -> np.ndarray:
 # --------------------------------------------------------------------------------------------------
 
 
+@claims.KEY_PADDING
 @pytest.mark.requires("encoder_layer")
 @fast_failure()
 @given(sizes=layer_sizes().filter(lambda s: s.S >= 2))
@@ -85,6 +86,7 @@ def test_changing_padded_source_positions_leaves_real_positions_unchanged(candid
                    likely=f"the padding mask not applied to the keys ({QUERIES_PADDED}, inverted, or ignored)")
 
 
+@claims.KEY_PADDING
 @pytest.mark.requires("encoder_layer")
 @fast_failure()
 @given(sizes=layer_sizes().filter(lambda s: s.S >= 2))
@@ -109,6 +111,7 @@ def test_padded_query_rows_still_follow_the_formula(candidate, check, sizes):
                                          "outputs at padded positions zeroed (a padded fast path)": 0 * want[~keep]})
 
 
+@claims.DECODER_KEYS
 @pytest.mark.requires("decoder_layer")
 @fast_failure()
 @given(sizes=layer_sizes().filter(lambda s: s.S >= 2 and s.T >= 2))
@@ -133,6 +136,7 @@ def test_decoder_layer_ignores_padded_target_and_source_keys(candidate, check, s
 # --------------------------------------------------------------------------------------------------
 
 
+@claims.CAUSAL_MASK
 @pytest.mark.requires("decoder_layer")
 @fast_failure()
 @given(sizes=layer_sizes().filter(lambda s: s.T >= 2), data=st.data())
@@ -162,6 +166,7 @@ def test_decoder_output_up_to_t_ignores_later_positions(candidate, check, sizes,
                 expected="a visible change", actual=f"{moved.min():.3g} x tolerance")
 
 
+@claims.START_READS_ITSELF
 @pytest.mark.requires("decoder_layer")
 @fast_failure()
 @given(sizes=layer_sizes())
@@ -187,6 +192,7 @@ def test_decoder_position_reads_itself(candidate, check, sizes):
                 expected="position 0 reads itself", actual=f"change {moved:.3g} x tolerance")
 
 
+@claims.CROSS_READS_WHOLE_SOURCE
 @pytest.mark.requires("decoder_layer")
 @fast_failure()
 @given(sizes=layer_sizes().filter(lambda s: s.S >= 2), data=st.data())
@@ -230,6 +236,7 @@ def mha_problem(sizes, rng, Lq, Lk):
     return weights, activations(rng, sizes.B, Lq, sizes.d_model), activations(rng, sizes.B, Lk, sizes.d_model)
 
 
+@claims.MASKED_WEIGHTS_ZERO
 @pytest.mark.requires("multi_head_attention")
 @fast_failure()
 @given(sizes=layer_sizes(), causal=st.booleans())
@@ -247,6 +254,7 @@ def test_masked_weights_are_exactly_zero_in_every_head(candidate, sizes, causal)
                 expected="0 at every masked position", actual=f"max {worst:.3g}")
 
 
+@claims.START_READS_ITSELF
 @pytest.mark.requires("multi_head_attention")
 @fast_failure()
 @given(sizes=layer_sizes(), causal=st.booleans())
@@ -261,6 +269,7 @@ def test_masked_rows_sum_to_one_in_every_head(candidate, check, sizes, causal):
                    likely="the mask applied after the softmax (weights zeroed, rows not renormalised)")
 
 
+@claims.START_READS_ITSELF
 @pytest.mark.requires("multi_head_attention")
 @fast_failure()
 @given(sizes=layer_sizes())
@@ -277,6 +286,7 @@ def test_causal_mask_hides_the_future_and_keeps_the_diagonal(candidate, check, s
                 actual=f"min diagonal weight {float(diagonal.min()):.3g}")
 
 
+@claims.FULLY_MASKED_ROW
 @pytest.mark.requires("multi_head_attention")
 @fast_failure()
 @given(sizes=layer_sizes().filter(lambda s: s.S >= 2))
@@ -298,6 +308,7 @@ def test_fully_masked_row_gives_zero_weights_and_only_b_O(candidate, check, size
     check.close(out, want_out, tol(candidate), what="output of every row")
 
 
+@claims.MASKED_WEIGHTS_ZERO
 @pytest.mark.requires("multi_head_attention")
 @fast_failure()
 @given(sizes=layer_sizes(), data=st.data())

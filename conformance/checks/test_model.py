@@ -16,7 +16,7 @@ import numpy as np
 import pytest
 from hypothesis import given
 
-from conformance import diagnose, diagnosis, oracle
+from conformance import claims, diagnose, diagnosis, oracle
 from conformance.compare import assert_true
 from conformance.config import ModelConfig, base_config
 from conformance.scenarios import (
@@ -53,6 +53,7 @@ def assert_logits_match_oracle(candidate, check, config: ModelConfig, weights, s
     )
 
 
+@claims.OUTPUT_LAYER
 @pytest.mark.requires(*MODEL_PARTS, "model.forward")
 @fast_failure(2 / 3)
 @given(sizes=model_sizes())
@@ -63,6 +64,7 @@ def test_logits_match_reference(candidate, check, sizes):
     assert_logits_match_oracle(candidate, check, sizes.config, weights, src, tgt_in)
 
 
+@claims.OUTPUT_LAYER
 @pytest.mark.requires(*MODEL_PARTS, "model.forward")
 def test_logits_match_reference_at_base_size(candidate, check, rng):
     """At the base model's sizes (d_model 512, h 8, d_ff 2048) the logits equal the reference's.
@@ -76,6 +78,7 @@ def test_logits_match_reference_at_base_size(candidate, check, rng):
     assert_logits_match_oracle(candidate, check, config, weights, src, tgt_in)
 
 
+@claims.TIED_WEIGHTS
 @pytest.mark.requires(*MODEL_PARTS, "model.forward")
 @fast_failure(1 / 2)
 @given(sizes=model_sizes())
@@ -140,6 +143,7 @@ def end_of_row(row: np.ndarray) -> int:
     return int(hits[0]) + 1 if hits.size else len(row)
 
 
+@claims.GREEDY_DECODING
 @pytest.mark.requires(*MODEL_PARTS, "model.greedy_decode", "model.forward")
 def test_greedy_decoding_picks_the_argmax_at_every_step(candidate, request):
     """Every generated token is the most likely next token given <s> and the tokens before it.
@@ -165,6 +169,7 @@ def test_greedy_decoding_picks_the_argmax_at_every_step(candidate, request):
                         expected=f"token {best} at step {t}", actual=f"token {chosen}")
 
 
+@claims.GREEDY_DECODING
 @pytest.mark.requires(*MODEL_PARTS, "model.greedy_decode")
 def test_greedy_decoding_stops_at_the_end_token_then_pads(candidate, request):
     """A row ends at its first </s> and holds only padding after it; a row without </s> runs to max_len."""

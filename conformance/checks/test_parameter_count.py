@@ -11,7 +11,7 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from conformance import published
+from conformance import claims, published
 from conformance.compare import assert_true
 from conformance.config import ModelConfig, base_config, german_config, toy_config
 from conformance.weights import parameter_count
@@ -58,12 +58,14 @@ def assert_count(candidate, config: ModelConfig, expected: int, what: str):
     )
 
 
+@claims.PARAMETER_COUNT
 @pytest.mark.parametrize("fact_id", list(PUBLISHED))
 def test_parameter_count_matches_published_value(candidate, fact_id):
     """Base 63,082,496; untied 82,026,496; toy 234,304; German 76,906,496."""
     assert_count(candidate, PUBLISHED[fact_id], published.value(fact_id), f"parameter_count [{fact_id}]")
 
 
+@claims.PARAMETER_COUNT_WITHOUT_BIASES
 def test_parameter_count_without_attention_biases(candidate):
     """The paper's attention formulas have no biases: 36,864 fewer for the base model."""
     expected = published.value("params.total") - published.value("params.attention_biases")
@@ -94,6 +96,7 @@ configs = st.builds(
 )
 
 
+@claims.PARAMETER_COUNT
 @given(config=configs)
 def test_parameter_count_matches_formula_for_any_config(candidate, config):
     """For any size, tied or untied, shared or separate vocabularies, with or without attention biases."""

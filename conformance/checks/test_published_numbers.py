@@ -11,10 +11,10 @@ The randomised twins of these claims live in the section modules.
 import numpy as np
 import pytest
 
-from conformance import published
+from conformance import claims, published
 from conformance.compare import assert_true
-from conformance.scenarios import no_padding
 from conformance.config import ModelConfig, base_config, toy_config
+from conformance.scenarios import no_padding
 from conformance.tolerances import Tolerance
 
 SECTION = "Published numbers of the lessons"
@@ -61,6 +61,7 @@ def compare_each(check, pairs, *, what: str, floor: Tolerance | None = None):
 
 
 # -- §3.5 positional encoding -----------------------------------------------------------------------
+@claims.POSITIONAL_ENCODING_BY_HAND
 @pytest.mark.requires("positional_encoding")
 def test_published_positional_encoding_values(candidate, check):
     """Every printed PE value (0.841, 0.540, 0.682, 0.732, 0.909, -0.416, the (0, 1, 0, 1) of position 0)."""
@@ -97,6 +98,7 @@ def pair_angle(candidate, i: int, d: int) -> float:
     return float(np.arctan2(pe[1, 2 * i], pe[1, 2 * i + 1]))
 
 
+@claims.POSITIONAL_ENCODING
 @pytest.mark.requires("positional_encoding")
 def test_published_wavelengths(candidate, check):
     """Every printed wavelength (6.3 ... 47,117.2 for d_model 64; 6.3 ... 60,611.5 for 512; columns 0, 8, 20)."""
@@ -111,6 +113,7 @@ def test_published_wavelengths(candidate, check):
     compare_each(check, pairs, what="wavelength 2*pi/omega read off PE[1]")
 
 
+@claims.POSITIONAL_ENCODING
 @pytest.mark.requires("positional_encoding")
 def test_published_rotation_pairs(candidate, check):
     """The rotation check's pairs: PE[pos + 3, 10:12] at positions 0, 10 and 40 (and R @ PE[pos])."""
@@ -136,6 +139,7 @@ def rotation_pair(candidate, pos: int, which: str, k: int, i: int, d: int) -> np
 
 
 # -- §3.1 layer normalization -----------------------------------------------------------------------
+@claims.LAYER_NORM_BY_HAND
 @pytest.mark.requires("layer_norm")
 def test_published_layer_norm_example(candidate, check):
     """LayerNorm(1, 2, 3, 6) = (-1.069, -0.535, 0, 1.604), and its two hand-checked ends."""
@@ -164,6 +168,7 @@ IMPLIED = Tolerance(1e-5, 1e-6, "read back from float32 outputs through (x4 - x1
 
 
 # -- §5.3 schedule -----------------------------------------------------------------------------------
+@claims.LEARNING_RATE
 @pytest.mark.requires("learning_rate")
 def test_published_learning_rates(candidate, check):
     """Every printed rate: the paper's table and chart, the toy's hand checks and the log's lr column."""
@@ -199,6 +204,7 @@ def smoothing_quantity(candidate, quantity: str, V: int, eps: float) -> float:
     return candidate.label_smoothed_loss(logits, np.array([right]), eps, no_padding(V))
 
 
+@claims.LABEL_SMOOTHING
 @pytest.mark.requires("label_smoothed_loss")
 def test_published_label_smoothing_values(candidate, check):
     """q = 0.908 / 0.9077 on the right token and 0.0077 elsewhere; the floor 0.537; 1.846 when 100 % sure."""
@@ -240,6 +246,7 @@ def count_part(candidate, part: str, a: dict) -> int | None:
     return counts[part]() if part in counts else None
 
 
+@claims.PARAMETER_COUNT
 @pytest.mark.requires("parameter_count")
 def test_published_parameter_counts(candidate, check):
     """63,082,496 (and "about 63 million"), 82,026,496, 76,906,496, 44,138,496 in the layers, 18.9 M in E, 36,864."""
@@ -375,12 +382,14 @@ def assert_published_shapes(candidate, *, with_attention: bool):
     assert_true(not failures, fmt_failures(failures), expected="the published shapes", actual="see message")
 
 
+@claims.EXPLORER_SHAPES
 @pytest.mark.requires("model.forward", "model.encode", "model.load_weights", "model.dump_weights")
 def test_published_shapes_of_memory_and_logits(candidate):
     """Memory (1, 5, 64) and logits (1, 6, 13) for "c a b e d"; (1, 7, 64), (1, 8, 13) in the guided practice."""
     assert_published_shapes(candidate, with_attention=False)
 
 
+@claims.PRACTICE_SHAPES
 @pytest.mark.requires(
     "model.forward", "model.encode", "model.load_weights", "model.dump_weights", "model.attention_weights"
 )

@@ -18,6 +18,7 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
+from conformance import claims
 from conformance import training as T
 from conformance.compare import assert_true
 from conformance.config import Recipe, toy_config
@@ -64,6 +65,7 @@ def batch_for(rng: np.random.Generator, config, n: int = 64) -> T.Batch:
 # --------------------------------------------------------------------------------------------------
 
 
+@claims.LEARNING_RATE
 @pytest.mark.requires(*TRAINS)
 def test_rate_used_at_each_step_is_lrate(candidate, check, rng, seed):
     """§5.3: each update uses lrate(step) = d_model^-0.5 min(step^-0.5, step warmup^-1.5), steps from 1."""
@@ -91,6 +93,7 @@ def test_rate_used_at_each_step_is_lrate(candidate, check, rng, seed):
                 what="rates train_step used (warmup 400: steps 1-8; warmup 4: steps 1-10)", alternatives=alternatives)
 
 
+@claims.LABEL_SMOOTHING
 @pytest.mark.requires(*TRAINS, "model.forward")
 def test_reported_loss_is_label_smoothed_cross_entropy(candidate, check, rng, seed):
     """§5.4: train_step's loss is the eps = 0.1 smoothed cross-entropy (eps/V on every token), padding ignored."""
@@ -157,6 +160,7 @@ def _reference_variants():
     ]
 
 
+@claims.ADAM
 @pytest.mark.requires(*TRAINS, "model.load_weights", "model.dump_weights")
 def test_adam_steps_match_reference(candidate, check, rng, seed):
     """§5.3: three Adam updates (0.9, 0.98, 1e-9) from the same weights land where the reference's land."""
@@ -233,6 +237,7 @@ def test_adam_steps_match_reference(candidate, check, rng, seed):
                        max_abs=d)
 
 
+@claims.DROPOUT_IN_TRAINING_ONLY
 @pytest.mark.requires(*TRAINS, "model.forward", "model.dump_weights", "model.load_weights")
 def test_evaluation_mode_has_no_dropout(candidate, check, rng, seed):
     """§5.4: dropout acts in training only: forward is deterministic and equals a dropout-0 model's."""
@@ -268,6 +273,7 @@ def test_evaluation_mode_has_no_dropout(candidate, check, rng, seed):
 # --------------------------------------------------------------------------------------------------
 
 
+@claims.TOY_RUN
 @pytest.mark.requires(*TRAINS, "model.greedy_decode")
 def test_reversal_task_is_learned(candidate, check, seed):
     """The toy run: with the paper's recipe the model learns to reverse 3-8 letters as the lesson's did."""
@@ -311,6 +317,7 @@ def _trained(candidate, seed) -> T.TrainingRun:
     return run
 
 
+@claims.LABEL_SMOOTHING
 @pytest.mark.section(LEARNED)
 @pytest.mark.depends_on("reversal_task_is_learned")
 @pytest.mark.requires(*TRAINS, "model.greedy_decode")
@@ -346,6 +353,7 @@ def test_smoothed_loss_approaches_its_floor_from_above(candidate, check, seed):
                                "margin": float(losses.min() - floor) / near})
 
 
+@claims.TRAINED_EXAMPLE
 @pytest.mark.section(LEARNED)
 @pytest.mark.depends_on("reversal_task_is_learned")
 @pytest.mark.requires(*TRAINS, "model.greedy_decode", "model.forward")
@@ -368,6 +376,7 @@ def test_greedy_decoding_reverses_cabed(candidate, check, seed):
     )
 
 
+@claims.MIRRORED_ATTENTION
 @pytest.mark.section(LEARNED)
 @pytest.mark.depends_on("reversal_task_is_learned", "greedy_decoding_reverses_cabed")
 @pytest.mark.requires(*TRAINS, "model.greedy_decode", "model.forward", "model.attention_weights")
@@ -400,6 +409,7 @@ def test_last_layer_cross_attention_reads_mirrored_positions(candidate, check, s
                                "max_abs": float(peaks.min()), "max_rel": None, "margin": None})
 
 
+@claims.SMOOTHED_CONFIDENCE
 @pytest.mark.section(LEARNED)
 @pytest.mark.depends_on("reversal_task_is_learned", "greedy_decoding_reverses_cabed")
 @pytest.mark.requires(*TRAINS, "model.greedy_decode", "model.forward")

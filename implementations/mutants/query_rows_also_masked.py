@@ -1,4 +1,4 @@
-"""Padding masks the query rows as well as the keys, with a finite fill (-1e9): a padded query reads every key, padding included.
+"""Padding masks the query rows as well as the keys, with a -1e9 fill: a padded query reads every key, padding too.
 
 Violates §3.2.3 as the lessons build the masks: the padding mask hides padded *keys* ("the padding mask
 excludes the first input's two placeholder keys", "Vanilla Transformer"); a padded position is still a
