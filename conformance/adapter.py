@@ -17,7 +17,7 @@ Weights follow the canonical naming of ``conformance.weights`` (orientation ``x 
 
 from __future__ import annotations
 
-from dataclasses import asdict, dataclass
+from dataclasses import asdict, dataclass, field
 from typing import Literal, Protocol
 
 import numpy as np
@@ -37,12 +37,24 @@ class Conventions:
     dtype: the floating dtype the implementation computes in, ``"float32"`` or ``"float64"``; the
     suite picks tolerances from it.
     framework: a free-text name shown in reports (``"torch"``, ``"numpy"``, ``"jax"``).
+    supports: the configurations the implementation can build, when it cannot build them all: feature ->
+    the values it supports (``conformance.supports.FEATURES``), e.g. ``{"attention_bias": (True,),
+    "eps": (1e-6,), "d_ff_ratio": (4,)}``. The suite draws its examples within them, and never asks for
+    another value (that would be *not implemented*). Empty: every configuration.
+    reasons: why, per feature, in the adapter's own words (shown in the report), e.g.
+    ``{"attention_bias": "projections always carry biases"}``.
+    ties_embeddings: False when the implementation keeps separate source, target and output tables and its
+    ``load_weights`` copies the shared E into each: it may serve the paper's shared configuration, but the
+    report then says "tying not verified" (the parameter count decides).
     """
 
     mask: MaskKind = "keep"
     batch_first: bool = True
     dtype: Literal["float32", "float64"] = "float32"
     framework: str = "unknown"
+    supports: dict[str, tuple] = field(default_factory=dict)
+    reasons: dict[str, str] = field(default_factory=dict)
+    ties_embeddings: bool = True
 
     def as_dict(self) -> dict:
         return asdict(self)

@@ -11,6 +11,7 @@ returns garbage gives an *error* for that one check, and the run goes on.
 
 from __future__ import annotations
 
+import functools
 import json
 import shutil
 import sys
@@ -219,11 +220,65 @@ def check_title(item) -> str:
     return doc.strip().splitlines()[0] if doc.strip() else check_id(item)
 
 
+class Examples:
+    """How many examples of a property check ran, and how many were skipped because the candidate could
+    not build their configuration (declared or raised ``NotImplementedError``), with the reasons."""
+
+    def __init__(self):
+        self.ran, self.skipped, self.reasons = 0, 0, {}
+
+    def as_dict(self) -> dict | None:
+        if not (self.ran or self.skipped):
+            return None
+        return {"ran": self.ran, "skipped": self.skipped, "reasons": sorted(self.reasons)}
+
+
+_examples_key = pytest.StashKey[Examples]()
+_running: Examples | None = None  # the examples of the check running in this process
+
+
+def per_example(inner):
+    """Wrap a property check's inner test (``hypothesis.inner_test``, the documented seam): fit each drawn
+    problem into the candidate's declared configurations, and turn a configuration the candidate cannot
+    build into a skipped example (``hypothesis.reject``) instead of a check ended as not implemented."""
+    if getattr(inner, "_conformance_per_example", False):
+        return inner
+
+    @functools.wraps(inner)
+    def run_example(*args, **kwargs):
+        from hypothesis import reject
+
+        candidate = kwargs.get("candidate")
+        if candidate is not None:
+            kwargs = {name: candidate.fit(value) for name, value in kwargs.items()}
+        try:
+            result = inner(*args, **kwargs)
+        except PartNotImplemented as exc:
+            if _running is not None:
+                _running.skipped += 1
+                _running.reasons[exc.fields.get("reason") or exc.message] = True
+            reject()
+        if _running is not None:
+            _running.ran += 1
+        return result
+
+    run_example._conformance_per_example = True
+    return run_example
+
+
+def _wrap_property_check(item) -> None:
+    handle = getattr(getattr(item, "obj", None), "hypothesis", None)
+    if handle is not None:
+        handle.inner_test = per_example(handle.inner_test)
+
+
 def pytest_collection_modifyitems(config, items):
     # Prerequisites (depends_on) live in the same module, and the CLI runs xdist with --dist loadfile,
     # which keeps a module on one worker in order: a parallel run blocks exactly what a serial run does.
     if config.getoption("no_training"):
         items[:] = [item for item in items if not item.get_closest_marker("training")]
+    for item in items:
+        _wrap_property_check(item)
     expression = config.getoption("conformance_select")
     if expression:
         selected, deselected = select_by_check_id(items, expression)
@@ -272,13 +327,16 @@ def pytest_runtest_call(item):
         return
     from conformance import published
 
+    global _running
     seed_torch(item)
     outer, published.accessed = published.accessed, set()
+    _running = item.stash[_examples_key] = Examples()
     try:
         yield
     finally:
         item.stash[_facts_key] = sorted(published.accessed)
         published.accessed = outer
+        _running = None
 
 
 _facts_key = pytest.StashKey[list]()
@@ -338,9 +396,14 @@ def _classify(item, call, candidate) -> CheckResult:
         margins = [m["margin"] for m in recorder.measurements if m.get("margin") is not None]
         result.margin = max(margins) if margins else None
         result.data = recorder.data or None
+    examples = item.stash.get(_examples_key, None)
+    result.examples = examples.as_dict() if examples else None
     if call.excinfo is None:
         return result
     exc = _unwrap(call.excinfo.value)
+    if examples and examples.skipped and not examples.ran:  # every drawn configuration was unsupported
+        exc = PartNotImplemented(f"{candidate.name} could build none of the {examples.skipped} configurations"
+                                 f" this check drew: {'; '.join(sorted(examples.reasons))}")
     if isinstance(exc, ConformanceOutcome):
         result.status = exc.status
         for name, value in exc.as_fields().items():

@@ -66,6 +66,19 @@ class CheckResult:
         return cls(**known)
 
 
+def unsupported(results: list[CheckResult]) -> list[dict]:
+    """The configurations the candidate could not build, in its own words: [{reason, checks, examples_skipped}],
+    gathered from the examples each check skipped."""
+    found: dict[str, dict] = {}
+    for result in results:
+        examples = result.examples or {}
+        for reason in examples.get("reasons", []):
+            entry = found.setdefault(reason, {"reason": reason, "checks": 0, "examples_skipped": 0})
+            entry["checks"] += 1
+            entry["examples_skipped"] += examples.get("skipped", 0) // max(1, len(examples["reasons"]))
+    return sorted(found.values(), key=lambda entry: -entry["checks"])
+
+
 def count_statuses(results: list[CheckResult]) -> dict[str, int]:
     counts = dict.fromkeys(STATUSES, 0)
     for result in results:

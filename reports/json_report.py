@@ -21,6 +21,7 @@ from conformance.results import (
     fixtures_sha256,
     git_sha,
     suite_version,
+    unsupported,
 )
 
 
@@ -54,5 +55,6 @@ def build_report(results: list[CheckResult], metadata: dict) -> dict:
         "summary": {name: count_statuses(rs) for name, rs in by_impl.items()},
         "verdict": {name: verdict(rs) for name, rs in by_impl.items()},
         "published_numbers": {name: published_line(rs) for name, rs in by_impl.items()},
+        "unsupported": {name: unsupported(rs) for name, rs in by_impl.items()},
         "checks": [r.as_dict() for r in results],
     }

@@ -2,7 +2,8 @@
 
 from __future__ import annotations
 
-from conformance.results import FAILING, CheckResult, count_statuses
+from conformance.results import FAILING, CheckResult, count_statuses, unsupported
+from conformance.supports import describe as describe_supports
 
 LABELS = {
     "passed": "PASS",
@@ -19,11 +20,11 @@ def render(results: list[CheckResult], metadata: dict) -> str:
     lines = []
     for impl in metadata.get("implementations", []):
         mine = [r for r in results if r.impl == impl["name"]]
-        lines += _header(impl) + _by_section(mine) + _details(mine) + [_summary(mine), ""]
+        lines += _header(impl, mine) + _by_section(mine) + _details(mine) + [_summary(mine), ""]
     return "\n".join(lines) + "\n"
 
 
-def _header(impl: dict) -> list[str]:
+def _header(impl: dict, results: list[CheckResult]) -> list[str]:
     conv = impl["conventions"]
     lines = [
         "",
@@ -31,6 +32,14 @@ def _header(impl: dict) -> list[str]:
         f"conventions: mask={conv['mask']} batch_first={conv['batch_first']} dtype={conv['dtype']}"
         f" framework={conv['framework']}",
     ]
+    declared = describe_supports(conv.get("supports") or {}, conv.get("reasons") or {})
+    if declared:
+        lines.append("supports only: " + "; ".join(declared))
+    for entry in unsupported(results):
+        lines.append(f"could not build: {entry['reason']} ({entry['examples_skipped']} examples skipped in"
+                     f" {entry['checks']} checks)")
+    if conv.get("ties_embeddings") is False:
+        lines.append("tying not verified: load_weights copies E into separate tables (the parameter count decides)")
     return lines + [f"warning: {w}" for w in impl.get("load_warnings", [])]
 
 
@@ -40,9 +49,16 @@ def _by_section(results: list[CheckResult]) -> list[str]:
         if r.section != current:
             current = r.section
             lines.append(f"\n{current or '(no section)'}")
-        margin = f"  [margin {r.margin:.2g}]" if r.status == "passed" and r.margin is not None else ""
-        lines.append(f"  {LABELS[r.status]:<7} {r.id:<52} {r.title}{margin}")
+        lines.append(f"  {LABELS[r.status]:<7} {r.id:<52} {r.title}{_annotation(r)}")
     return lines
+
+
+def _annotation(r: CheckResult) -> str:
+    """"[margin 0.0027]", and "15 examples, 4 skipped" where the candidate could not build some examples."""
+    notes = [f"margin {r.margin:.2g}"] if r.status == "passed" and r.margin is not None else []
+    if r.examples and r.examples.get("skipped"):
+        notes.append(f"{r.examples['ran']} examples, {r.examples['skipped']} skipped")
+    return f"  [{'; '.join(notes)}]" if notes else ""
 
 
 def _details(results: list[CheckResult]) -> list[str]:
@@ -50,12 +66,23 @@ def _details(results: list[CheckResult]) -> list[str]:
     for r in results:
         if r.status in FAILING:
             lines += _detail(r)
+    why_not = {}
+    for r in results:
+        if r.status == "not_implemented" and r.message:
+            why_not.setdefault(r.message.splitlines()[0], []).append(r.id)
+    if why_not:
+        lines += ["", "Not implemented, and why:"]
+        lines += [f"  {reason} ({_count(ids)})" for reason, ids in why_not.items()]
     apart = [r for r in results if r.status in ("advisory", "deviation")]
     if apart:
         lines += ["", "Not counted against conformance (advisory conventions, declared deviations):"]
         for r in apart:
             lines += _detail(r)
     return lines
+
+
+def _count(ids: list[str]) -> str:
+    return ids[0] if len(ids) == 1 else f"{len(ids)} checks"
 
 
 def _detail(r: CheckResult) -> list[str]:

@@ -18,7 +18,6 @@ from hypothesis import given
 
 from conformance import claims, diagnose, diagnosis, oracle
 from conformance.scenarios import (
-    EPS,
     MODEL_PARTS,
     LayerSizes,
     activations,
@@ -46,18 +45,18 @@ def layer_problem(sizes: LayerSizes):
 
 def assert_layer_matches_oracle(candidate, check, sizes: LayerSizes, *, what: str):
     weights, y, memory, tgt_keep, src_keep = layer_problem(sizes)
-    got = candidate.decoder_layer(y, memory, weights, sizes.h, EPS, tgt_keep, src_keep)
+    got = candidate.decoder_layer(y, memory, weights, sizes.h, sizes.eps, tgt_keep, src_keep)
 
     def run(variant=None):
-        return oracle.decoder_layer(y, memory, weights, sizes.h, EPS, tgt_keep, src_keep, variant=variant)
+        return oracle.decoder_layer(y, memory, weights, sizes.h, sizes.eps, tgt_keep, src_keep, variant=variant)
 
     diagnose.close(
         check, got, run(), for_dtype(LAYER, candidate.conventions.dtype),
         what=f"{what} (y{y.shape}, memory{memory.shape}, h={sizes.h})",
         alternatives=lambda: diagnose.variant_outputs("decoder_layer", run),
-        explain=lambda: diagnose.suspect_in_decoder_layer(candidate, y, memory, weights, sizes.h, EPS, tgt_keep,
+        explain=lambda: diagnose.suspect_in_decoder_layer(candidate, y, memory, weights, sizes.h, sizes.eps, tgt_keep,
                                                           src_keep),
-        rerun=lambda other: other.decoder_layer(y, memory, weights, sizes.h, EPS, tgt_keep, src_keep),
+        rerun=lambda other: other.decoder_layer(y, memory, weights, sizes.h, sizes.eps, tgt_keep, src_keep),
     )
 
 

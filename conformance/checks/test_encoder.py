@@ -15,7 +15,6 @@ from hypothesis import given
 
 from conformance import claims, diagnose, diagnosis, oracle
 from conformance.scenarios import (
-    EPS,
     MODEL_PARTS,
     LayerSizes,
     activations,
@@ -37,16 +36,16 @@ def assert_layer_matches_oracle(candidate, check, sizes: LayerSizes, *, what: st
     rng = sizes.rng()
     weights = layer_weights(sizes, "encoder", rng)
     x, keep = activations(rng, sizes.B, sizes.S, sizes.d_model), trailing_keep(rng, sizes.B, sizes.S)
-    got = candidate.encoder_layer(x, weights, sizes.h, EPS, keep)
+    got = candidate.encoder_layer(x, weights, sizes.h, sizes.eps, keep)
 
     def run(variant=None):
-        return oracle.encoder_layer(x, weights, sizes.h, EPS, keep, variant=variant)
+        return oracle.encoder_layer(x, weights, sizes.h, sizes.eps, keep, variant=variant)
 
     diagnose.close(
         check, got, run(), for_dtype(LAYER, candidate.conventions.dtype), what=f"{what} (x{x.shape}, h={sizes.h})",
         alternatives=lambda: diagnose.variant_outputs("encoder_layer", run),
-        explain=lambda: diagnose.suspect_in_encoder_layer(candidate, x, weights, sizes.h, EPS, keep),
-        rerun=lambda other: other.encoder_layer(x, weights, sizes.h, EPS, keep),
+        explain=lambda: diagnose.suspect_in_encoder_layer(candidate, x, weights, sizes.h, sizes.eps, keep),
+        rerun=lambda other: other.encoder_layer(x, weights, sizes.h, sizes.eps, keep),
     )
 
 

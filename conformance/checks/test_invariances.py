@@ -16,7 +16,6 @@ from hypothesis import strategies as st
 from conformance import claims, diagnose
 from conformance.compare import assert_true
 from conformance.scenarios import (
-    EPS,
     MODEL_PARTS,
     activations,
     fast_failure,
@@ -127,8 +126,8 @@ def test_encoder_layer_is_permutation_equivariant(candidate, check, sizes, data)
     weights = layer_weights(sizes, "encoder", rng)
     x, keep = activations(rng, sizes.B, sizes.S, sizes.d_model), trailing_keep(rng, sizes.B, sizes.S)
     order = np.asarray(data.draw(st.permutations(range(sizes.S)), label="permutation"))
-    out = candidate.encoder_layer(x, weights, sizes.h, EPS, keep)
-    permuted = candidate.encoder_layer(x[:, order], weights, sizes.h, EPS, keep[:, order])
+    out = candidate.encoder_layer(x, weights, sizes.h, sizes.eps, keep)
+    permuted = candidate.encoder_layer(x[:, order], weights, sizes.h, sizes.eps, keep[:, order])
     diagnose.close(check, permuted, out[:, order], tol(candidate, LAYER),
                    what=f"encoder_layer(x[:, {order.tolist()}]) vs encoder_layer(x)[:, {order.tolist()}]",
                    likely="the encoder layer depends on positions: a causal mask in the encoder, or positions"

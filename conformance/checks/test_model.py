@@ -115,7 +115,7 @@ def test_changing_an_unused_embedding_row_changes_only_its_logit(candidate, chec
 # Greedy decoding
 # --------------------------------------------------------------------------------------------------
 
-GREEDY = ModelConfig(src_vocab=8, tgt_vocab=8, d_model=16, h=2, d_ff=32, N=2)
+GREEDY = ModelConfig(src_vocab=8, tgt_vocab=8, d_model=16, h=2, d_ff=64, N=2)  # the paper's shape, d_ff = 4 d_model
 MAX_LEN = 8
 
 

@@ -78,7 +78,7 @@ configs = st.builds(
         tgt_vocab=V if share else V2,
         d_model=h * d_k,
         h=h,
-        d_ff=d_ff,
+        d_ff=d_ff or 4 * h * d_k,  # 0: the paper's 4 d_model
         N=N,
         tie_output=tie,
         attention_bias=bias,
@@ -86,7 +86,7 @@ configs = st.builds(
     ),
     h=st.integers(1, 8),
     d_k=st.integers(1, 16).map(lambda k: 2 * k),
-    d_ff=st.integers(1, 300),
+    d_ff=st.one_of(st.integers(1, 300), st.just(0)),
     N=st.integers(1, 4),
     V=st.integers(4, 500),
     tie=st.booleans(),
