@@ -252,18 +252,25 @@ def per_example(inner):
         if candidate is not None:
             kwargs = {name: candidate.fit(value) for name, value in kwargs.items()}
         try:
-            result = inner(*args, **kwargs)
+            outcome = inner(*args, **kwargs)
         except PartNotImplemented as exc:
             if _running is not None:
                 _running.skipped += 1
                 _running.reasons[exc.fields.get("reason") or exc.message] = True
             reject()
-        if _running is not None:
-            _running.ran += 1
-        return result
+        except BaseException:
+            _count_ran()
+            raise
+        _count_ran()
+        return outcome
 
     run_example._conformance_per_example = True
     return run_example
+
+
+def _count_ran() -> None:
+    if _running is not None:
+        _running.ran += 1
 
 
 def _wrap_property_check(item) -> None:

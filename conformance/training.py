@@ -386,7 +386,7 @@ def train(
     progress: Progress | None = None,
 ) -> TrainingRun:
     """Train a fresh model of ``candidate`` on the reversal task until the verdict is certain."""
-    config = config or toy_config()
+    config = config or candidate.fit(toy_config())  # in the configurations the candidate declares
     run = TrainingRun(candidate=candidate.name, seed=seed, plan=plan, config=config)
     progress = progress or Progress(f"training {candidate.name} seed {seed}", plan.deadline)
     started = time.perf_counter()

@@ -17,3 +17,15 @@ def test_decoder_wiring_suspects_name_the_padding_masks(certify):
     run = certify("mutant:padding_on_queries", "-k", "decoder_layer_matches_reference and not base", "--no-training")
     message = run.report["checks"][0]["message"]
     assert "layer's wiring is suspected" in message and "the padding masks" in message
+
+
+def test_the_structural_probe_also_looks_at_bias_free_implementations(certify):
+    """The probe batch used attention biases (torch.nn's fast path needs them); a bias-free implementation
+    refused it and got no structural explanation. It now gets the probe without biases."""
+    from conftest import adapter_path
+
+    run = certify(f"{adapter_path('views')}:bias_free_extra_final_norm", "-k", "encode_matches_reference",
+                  "--no-training")
+    check = run.report["checks"][0]
+    assert check["status"] == "failed" and check["examples"]["ran"] >= 1
+    assert "likely cause (structure): an extra LayerNorm after the stack" in check["message"]

@@ -73,7 +73,7 @@ def test_decoder_layer_matches_reference(candidate, check, sizes):
 @pytest.mark.requires("decoder_layer")
 def test_decoder_layer_matches_reference_at_base_size(candidate, check):
     """At the paper's base size (d_model 512, h 8, d_ff 2048) a decoder layer equals the reference."""
-    sizes = LayerSizes(B=2, S=7, T=9, h=8, d_k=64, d_ff=2048, bias=True, seed=6)
+    sizes = candidate.fit(LayerSizes(B=2, S=7, T=9, h=8, d_k=64, d_ff=2048, bias=True, seed=6))
     assert_layer_matches_oracle(candidate, check, sizes, what="base-size decoder layer")
 
 

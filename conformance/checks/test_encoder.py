@@ -62,7 +62,7 @@ def test_encoder_layer_matches_reference(candidate, check, sizes):
 @pytest.mark.requires("encoder_layer")
 def test_encoder_layer_matches_reference_at_base_size(candidate, check):
     """At the paper's base size (d_model 512, h 8, d_ff 2048) an encoder layer equals the reference."""
-    sizes = LayerSizes(B=2, S=9, T=9, h=8, d_k=64, d_ff=2048, bias=True, seed=6)
+    sizes = candidate.fit(LayerSizes(B=2, S=9, T=9, h=8, d_k=64, d_ff=2048, bias=True, seed=6))
     assert_layer_matches_oracle(candidate, check, sizes, what="base-size encoder layer")
 
 

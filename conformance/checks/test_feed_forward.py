@@ -48,7 +48,7 @@ def test_feed_forward_matches_reference(candidate, check, sizes):
 @claims.FEED_FORWARD
 def test_feed_forward_matches_reference_at_base_size(candidate, check):
     """At the paper's base size, 512 -> 2048 -> 512, the FFN equals the reference."""
-    weights, x, _ = problem(LayerSizes(B=2, S=6, T=6, h=8, d_k=64, d_ff=2048, bias=True, seed=2048), 6)
+    weights, x, _ = problem(candidate.fit(LayerSizes(B=2, S=6, T=6, h=8, d_k=64, d_ff=2048, bias=True, seed=2048)), 6)
     assert_matches_oracle(candidate, check, x, weights, what="base-size FFN(x(2, 6, 512)), d_ff=2048")
 
 

@@ -231,7 +231,7 @@ def test_cross_attention_reads_every_real_source_position(candidate, check, size
 
 
 def mha_problem(sizes, rng, Lq, Lk):
-    weights = random_weights(attention_shapes(sizes.d_model, bias=True), rng)
+    weights = random_weights(attention_shapes(sizes.d_model, bias=sizes.bias), rng)
     return weights, activations(rng, sizes.B, Lq, sizes.d_model), activations(rng, sizes.B, Lk, sizes.d_model)
 
 
@@ -301,7 +301,8 @@ def test_fully_masked_row_gives_zero_weights_and_only_b_O(candidate, check, size
     out, attn = candidate.multi_head_attention(query, memory, memory, weights, sizes.h, keep)
     check.close(attn[0, :, 0], np.zeros((sizes.h, sizes.S)), tol(candidate, ELEMENTWISE),
                 what="weights of the fully masked row")
-    diagnose.close(check, out[0, 0], weights["b_O"], tol(candidate), what="output of the fully masked row",
+    b_O = weights.get("b_O", np.zeros(sizes.d_model))  # 0 @ W_O + b_O; no bias: 0
+    diagnose.close(check, out[0, 0], b_O, tol(candidate), what="output of the fully masked row",
                    likely="softmax over a row of -inf replaced by uniform weights (a finite fill value)")
     want_out, _ = oracle.multi_head_attention(query, memory, memory, weights, sizes.h, keep)
     check.close(out, want_out, tol(candidate), what="output of every row")

@@ -71,7 +71,7 @@ def test_logits_match_reference_at_base_size(candidate, check, rng):
 
     One encoder and one decoder layer and a 1,000-token vocabulary keep it under a second or two; six
     layers each would only repeat them."""
-    config = base_config(N=1).replace(src_vocab=1000, tgt_vocab=1000)
+    config = candidate.fit(base_config(N=1).replace(src_vocab=1000, tgt_vocab=1000))
     sizes = ModelSizes(config, B=2, S=9, T=7, seed=int(rng.integers(2**31)))
     weights = model_weights(config, sizes.rng())
     src, tgt_in = source_and_target(sizes, rng)
@@ -151,7 +151,7 @@ def test_greedy_decoding_picks_the_argmax_at_every_step(candidate, request):
     "Most likely" by the candidate's own forward(), so that this isolates the decoding loop; whether the
     logits themselves are right is logits_match_reference's claim."""
     weights, src = greedy_problem(request.config.getoption("conformance_seed"))
-    model = loaded_model(candidate, GREEDY, weights)
+    model = loaded_model(candidate, candidate.fit(GREEDY), weights)
     got = model.greedy_decode(src, MAX_LEN)
     tgt_in = np.concatenate([np.full((len(src), 1), GREEDY.bos_id), got[:, :-1]], axis=1)
     logits = model.forward(src, tgt_in).astype(np.float64)  # causal: one pass scores every step
@@ -174,7 +174,7 @@ def test_greedy_decoding_picks_the_argmax_at_every_step(candidate, request):
 def test_greedy_decoding_stops_at_the_end_token_then_pads(candidate, request):
     """A row ends at its first </s> and holds only padding after it; a row without </s> runs to max_len."""
     weights, src = greedy_problem(request.config.getoption("conformance_seed"))
-    got = loaded_model(candidate, GREEDY, weights).greedy_decode(src, MAX_LEN)
+    got = loaded_model(candidate, candidate.fit(GREEDY), weights).greedy_decode(src, MAX_LEN)
     for b, row in enumerate(got):
         end = end_of_row(row)
         tail = row[end:]

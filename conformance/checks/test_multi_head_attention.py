@@ -80,7 +80,7 @@ def test_cross_attention_matches_reference(candidate, check, sizes):
 @claims.MULTI_HEAD
 def test_multi_head_attention_matches_reference_at_base_size(candidate, check):
     """At the paper's base size (d_model 512, h 8, d_k 64) cross-attention equals the reference."""
-    sizes = LayerSizes(B=2, S=7, T=10, h=8, d_k=64, d_ff=1, bias=True, seed=512)
+    sizes = candidate.fit(LayerSizes(B=2, S=7, T=10, h=8, d_k=64, d_ff=2048, bias=True, seed=512))
     weights, query, memory, keep = problem(sizes, cross=True)
     assert_matches_oracle(candidate, check, query, memory, weights, 8, keep, what="base-size cross-attention")
 

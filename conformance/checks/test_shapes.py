@@ -95,7 +95,7 @@ MHA = pytest.mark.requires("multi_head_attention")
 
 
 def observe(candidate, what: str, config, src, tgt_in):
-    S, T = len(src[0]), len(tgt_in[0])
+    S, T, config = len(src[0]), len(tgt_in[0]), candidate.fit(config)
     if what == "memory":
         return raw_memory(candidate, config, src)
     if what == "logits":

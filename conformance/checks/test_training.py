@@ -72,7 +72,7 @@ def test_rate_used_at_each_step_is_lrate(candidate, check, rng, seed):
     got, want, steps, warmups = [], [], [], []
     # The toy's warmup 400 (steps 1-8 of the ramp), then warmup 4, whose steps 5-10 are on the 1/sqrt decay.
     for warmup, n_steps in ((400, 8), (4, 10)):
-        config = toy_config(recipe=Recipe(warmup=warmup))
+        config = candidate.fit(toy_config(recipe=Recipe(warmup=warmup)))
         model = candidate.build_model(config, seed=seed)
         for step in range(1, n_steps + 1):
             got.append(model.train_step(*batch_for(rng, config, 16).arrays())["lr"])
@@ -98,7 +98,7 @@ def test_rate_used_at_each_step_is_lrate(candidate, check, rng, seed):
 def test_reported_loss_is_label_smoothed_cross_entropy(candidate, check, rng, seed):
     """§5.4: train_step's loss is the eps = 0.1 smoothed cross-entropy (eps/V on every token), padding ignored."""
     recipe = toy_config().recipe
-    config = toy_config(dropout=0.0, recipe=Recipe(warmup=recipe.warmup, dropout=0.0))  # train = eval forward
+    config = candidate.fit(toy_config(dropout=0.0, recipe=Recipe(warmup=recipe.warmup, dropout=0.0)))  # train = eval
     model = candidate.build_model(config, seed=seed)
     batch = batch_for(rng, config)
     logits = model.forward(batch.src, batch.tgt_in)
@@ -172,7 +172,7 @@ def test_adam_steps_match_reference(candidate, check, rng, seed):
 
     # Dropout 0: the updates are deterministic. Warmup 4: rates 0.016, 0.031, 0.047, so that each update
     # is far above float32 rounding, and "no warmup" (0.125, 0.088, 0.072) differs from the schedule.
-    config = toy_config(dropout=0.0, recipe=Recipe(warmup=4, dropout=0.0))
+    config = candidate.fit(toy_config(dropout=0.0, recipe=Recipe(warmup=4, dropout=0.0)))
     w0 = random_weights(model_shapes(config), rng)
     batches = [batch_for(rng, config) for _ in range(3)]
 
@@ -241,7 +241,7 @@ def test_adam_steps_match_reference(candidate, check, rng, seed):
 @pytest.mark.requires(*TRAINS, "model.forward", "model.dump_weights", "model.load_weights")
 def test_evaluation_mode_has_no_dropout(candidate, check, rng, seed):
     """§5.4: dropout acts in training only: forward is deterministic and equals a dropout-0 model's."""
-    config = toy_config()  # dropout 0.1
+    config = candidate.fit(toy_config())  # dropout 0.1
     model = candidate.build_model(config, seed=seed)
     batch = batch_for(rng, config, 16)
     model.train_step(*batch.arrays())  # a training step leaves many models in training mode
@@ -262,7 +262,7 @@ def test_evaluation_mode_has_no_dropout(candidate, check, rng, seed):
             likely="dropout active at evaluation (model.eval() missing in greedy decoding)",
             expected="identical outputs", actual="different outputs",
         )
-    twin = candidate.build_model(toy_config(dropout=0.0, recipe=Recipe(warmup=400, dropout=0.0)), seed=seed)
+    twin = candidate.build_model(config.replace(dropout=0.0, recipe=Recipe(warmup=400, dropout=0.0)), seed=seed)
     twin.load_weights(model.dump_weights())
     check.close(first, twin.forward(batch.src, batch.tgt_in), for_dtype(MODEL, candidate.conventions.dtype),
                 what="logits at dropout 0.1 vs the same weights at dropout 0 (evaluation mode)")

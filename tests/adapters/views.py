@@ -96,6 +96,26 @@ class Limited:
         return {}
 
 
+class BiasFree(Limited):
+    """Refuses attention biases, and only them, without declaring it (raises NotImplementedError), as an
+    implementation of the paper's formulas (which have none) does."""
+
+    def __init__(self, inner):
+        super().__init__(inner, declare=False)
+
+    def __getattr__(self, part):
+        method = getattr(self.inner, part)
+
+        def bias_free(*args, **kwargs):
+            asked = self._asked(part, args)
+            config, weights = asked.get("config"), asked.get("weights") or {}
+            if (config and config["attention_bias"]) or any(name.endswith("b_Q") for name in weights):
+                raise NotImplementedError("the projections have no biases, as in the paper's formulas")
+            return method(*args, **kwargs)
+
+        return bias_free
+
+
 model_only_reference = ModelOnly(builtin("reference"))
 model_only_numpy = ModelOnly(builtin("numpy"))
 model_only_fused_qkv = ModelOnly(builtin("torch-fused-qkv"))
@@ -105,3 +125,4 @@ paper_only_numpy = Limited(builtin("numpy"), declare=True)
 paper_only_fused_qkv = Limited(builtin("torch-fused-qkv"), declare=True)
 paper_only_torch_nn_fixed = Limited(builtin("torch-nn-transformer-fixed"), declare=True)
 undeclared_reference = Limited(builtin("reference"), declare=False)
+bias_free_extra_final_norm = BiasFree(builtin("mutant:extra_final_layer_norm"))
