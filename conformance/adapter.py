@@ -92,6 +92,12 @@ class Model(Protocol):
         ``"encoder.{l}.self_attn"`` (B, h, S, S), ``"decoder.{l}.self_attn"`` (B, h, T, T),
         ``"decoder.{l}.cross_attn"`` (B, h, T, S). Used by the learned-behaviour checks."""
 
+    def unmapped_parameters(self) -> dict[str, int]:
+        """Parameters the model has that no canonical name covers (an output bias, a final LayerNorm, a
+        LayerNorm on the embeddings, learned positions), by the model's own name -> number of values.
+        ``load_weights`` leaves them at their identity values (bias 0, gamma 1, beta 0), never random, so
+        that they change nothing the paper's weights decide; the report lists them. Empty for the paper's model."""
+
     def train_step(self, src: np.ndarray, tgt_in: np.ndarray, tgt_out: np.ndarray) -> dict:
         """One optimisation step with the paper's recipe (config["recipe"]): Adam, lrate schedule,
         dropout, label-smoothed loss ignoring padding. Returns ``{"loss": float, "lr": float}``:
@@ -188,6 +194,7 @@ MODEL_PARTS = (
     "decode",
     "greedy_decode",
     "attention_weights",
+    "unmapped_parameters",
     "train_step",
 )
 PARTS = ADAPTER_PARTS + tuple(f"model.{name}" for name in MODEL_PARTS)

@@ -430,6 +430,21 @@ class CandidateModel:
             for name, value in weights.items()
         }
 
+    def unmapped_parameters(self) -> dict[str, int]:
+        found = self._call("unmapped_parameters")
+        ok = isinstance(found, dict) and all(
+            isinstance(k, str) and isinstance(v, int | np.integer) and not isinstance(v, bool)
+            for k, v in found.items())
+        if not ok:
+            raise BadOutput(
+                f"model.unmapped_parameters returned {describe(found)}; expected dict[str, int]: the model's own"
+                " name of each parameter without a canonical name -> its number of values",
+                part="model.unmapped_parameters",
+                expected="dict[str, int]",
+                actual=describe(found),
+            )
+        return {name: int(count) for name, count in found.items()}
+
     def train_step(self, src, tgt_in, tgt_out) -> dict:
         result = self._call("train_step", self._ids(src), self._ids(tgt_in), self._ids(tgt_out))
         if not isinstance(result, dict) or not {"loss", "lr"} <= set(result):

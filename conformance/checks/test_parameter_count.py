@@ -101,3 +101,18 @@ configs = st.builds(
 def test_parameter_count_matches_formula_for_any_config(candidate, config):
     """For any size, tied or untied, shared or separate vocabularies, with or without attention biases."""
     assert_count(candidate, config, parameter_count(config), f"parameter_count({config})")
+
+
+@claims.PARAMETER_COUNT
+@pytest.mark.requires("build_model", "model.unmapped_parameters")
+def test_model_has_no_parameters_beyond_the_paper(candidate, check):
+    """Every parameter of the model has a canonical name: no output bias, final LayerNorm or learned position.
+
+    The adapter lists what has none (``model.unmapped_parameters``); ``load_weights`` leaves them at
+    their identity values, so the other checks see the paper's numbers, and this check sees the extras."""
+    model = candidate.build_model(candidate.fit(toy_config()), seed=0)
+    extra = model.unmapped_parameters()
+    check.record("unmapped_parameters", extra)
+    listed = ", ".join(f"{name} ({count:,})" for name, count in extra.items())
+    assert_true(not extra, f"the model has {sum(extra.values()):,} parameters the paper's model has not: {listed}",
+                expected="no parameter without a canonical name", actual=listed or "none")
