@@ -42,6 +42,8 @@ def build_parser() -> argparse.ArgumentParser:
                          help="torch intra-op threads (default 1, fastest on the checks' tiny tensors; 0: torch's)")
     certify.add_argument("--strict", action="store_true",
                          help="count the suite's own conventions (advisory checks: a fully masked row) as failures")
+    certify.add_argument("--deviations", metavar="FILE",
+                         help="the implementation's known deviations (TOML, docs/deviations.md): reported apart")
     certify.add_argument("-v", "--verbose", action="store_true", help="also show pytest's own output")
     listing = sub.add_parser("list", help="list the checks with their section and claim")
     listing.add_argument("impl", nargs="?", default="reference")
@@ -85,6 +87,8 @@ def pytest_args(args) -> list[str]:
         argv.append("--no-training")
     if getattr(args, "strict", False):
         argv.append("--conformance-strict")
+    if getattr(args, "deviations", None):
+        argv += ["--conformance-deviations", args.deviations]
     if args.workers > 1:
         argv += ["-n", str(args.workers), "--dist", "loadfile"]
     return argv + (["-v"] if args.verbose else ["-q", "--tb=no", "--no-header"])
@@ -102,6 +106,14 @@ def certify(args) -> int:
     except LoadError as exc:
         print(f"transformer-conformance: cannot load {args.impl!r}: {exc}", file=sys.stderr)
         return EXIT_USAGE
+    if args.deviations:
+        from conformance import deviations
+
+        try:
+            deviations.load(args.deviations)
+        except LoadError as exc:
+            print(f"transformer-conformance: {exc}", file=sys.stderr)
+            return EXIT_USAGE
     from conformance.plugin import COLLECTORS
 
     COLLECTORS.clear()
@@ -112,9 +124,13 @@ def certify(args) -> int:
     if collector is None or code in (pytest.ExitCode.INTERNAL_ERROR, pytest.ExitCode.USAGE_ERROR):
         sys.stderr.write(captured.getvalue())
         return EXIT_USAGE if code == pytest.ExitCode.USAGE_ERROR else EXIT_INTERNAL
-    print(render(collector.results, collector.metadata()), end="")
+    metadata = collector.metadata()
+    print(render(collector.results, metadata), end="")
     if args.json:
         print(f"JSON report written to {args.json}")
+    unobserved = [d for d in metadata["declared_deviations"] if not d["observed"]]
+    if args.strict and unobserved:
+        return EXIT_FAILED  # a declared deviation the suite does not see: the declaration is wrong
     return exit_code(code, collector.results)
 
 

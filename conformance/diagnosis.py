@@ -186,6 +186,6 @@ def fmt_structural(found: list[str]) -> str | None:
     return "likely cause (structure): " + "; and ".join(PATTERNS[name] for name in found) if found else None
 
 
-def explain_structure(candidate, *stacks: str) -> str | None:
-    found = list(dict.fromkeys(name for stack in stacks for name in structural_probe(candidate, stack)))
-    return fmt_structural(found)
+def find_structure(candidate, *stacks: str) -> list[str]:
+    """The structural patterns (``PATTERNS``) the candidate's model shows on the probe, for these stacks."""
+    return list(dict.fromkeys(name for stack in stacks for name in structural_probe(candidate, stack)))

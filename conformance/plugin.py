@@ -21,7 +21,7 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from conformance import claims
+from conformance import claims, deviations
 from conformance.errors import Blocked, ConformanceOutcome, LoadError, PartNotImplemented
 from conformance.results import FAILING, CheckResult
 
@@ -61,6 +61,11 @@ def pytest_addoption(parser):
         help="count the suite's own conventions (advisory checks) against conformance, like the paper's claims",
     )
     group.addoption(
+        "--conformance-deviations", metavar="FILE",
+        help="a TOML file of the implementation's known deviations (docs/deviations.md): failures they explain are"
+             " reported as 'deviation', apart, and not counted",
+    )
+    group.addoption(
         "--conformance-threads", type=int, default=1, metavar="N",
         help="torch intra-op threads while the checks run (default 1; 0 leaves torch's default)",
     )
@@ -87,6 +92,8 @@ def pytest_configure(config):
     limit_torch_threads(config.getoption("conformance_threads"))
     try:
         candidates = {spec: load(spec, timeout_s=config.getoption("check_timeout")) for spec in specs}
+        path = config.getoption("conformance_deviations")
+        config.stash[_deviations_key] = deviations.load(path) if path else []
     except LoadError as exc:
         raise pytest.UsageError(str(exc)) from exc
     config.stash[_candidates_key] = candidates
@@ -120,6 +127,7 @@ def limit_torch_threads(threads: int) -> None:
 
 
 _candidates_key = pytest.StashKey[dict]()
+_deviations_key = pytest.StashKey[list]()
 _outcomes_key = pytest.StashKey[dict]()
 
 
@@ -427,6 +435,10 @@ def _classify(item, call, candidate) -> CheckResult:
         result.message += "\n" + "\n".join(notes)
     if result.status in FAILING and claims.is_convention(item) and not item.config.getoption("conformance_strict"):
         result.status = "advisory"  # the paper is silent here: the suite's convention advises, never decides
+    declared = deviations.attribute(result, item.config.stash.get(_deviations_key, [])) \
+        if result.status in FAILING else None
+    if declared:
+        result.status, result.deviation = "deviation", declared
     return result
 
 
@@ -466,7 +478,10 @@ class ResultCollector:
                 self.results.append(CheckResult.from_dict(value))
 
     def metadata(self) -> dict:
+        declared = self.config.stash.get(_deviations_key, [])
         return {
+            "strict": self.config.getoption("conformance_strict"),
+            "declared_deviations": deviations.summary(self.results, declared) if declared else [],
             "seed": self.config.getoption("conformance_seed"),
             "hypothesis_profile": self.config.getoption("conformance_profile"),
             "torch_threads": self.config.getoption("conformance_threads"),

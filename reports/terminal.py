@@ -20,7 +20,7 @@ def render(results: list[CheckResult], metadata: dict) -> str:
     lines = []
     for impl in metadata.get("implementations", []):
         mine = [r for r in results if r.impl == impl["name"]]
-        lines += _header(impl, mine) + _by_section(mine) + _details(mine) + [_summary(mine), ""]
+        lines += _header(impl, mine) + _by_section(mine) + _details(mine) + _declared(metadata) + [_summary(mine), ""]
     return "\n".join(lines) + "\n"
 
 
@@ -78,6 +78,21 @@ def _details(results: list[CheckResult]) -> list[str]:
         lines += ["", "Not counted against conformance (advisory conventions, declared deviations):"]
         for r in apart:
             lines += _detail(r)
+    return lines
+
+
+def _declared(metadata: dict) -> list[str]:
+    rows = metadata.get("declared_deviations") or []
+    if not rows:
+        return []
+    lines = ["", "Declared deviations:"]
+    for row in rows:
+        if not row["observed"]:
+            lines.append(f"  NOT OBSERVED {row['name']}: no failure shows it; is the declaration still true?")
+            continue
+        confirmed = f", confirmed by the diagnosis in {len(row['confirmed_by'])}" if row["confirmed_by"] else \
+            ", not confirmed by the diagnosis"
+        lines.append(f"  observed {row['name']}: explains {len(row['checks'])} checks{confirmed}")
     return lines
 
 

@@ -9,7 +9,7 @@ transformer, step by step", Step 4; "Vanilla Transformer" §4). ``decode`` embed
 Compared with the reference run in float64 on random canonical weights, target and source padded and
 of different lengths. When ``decode`` fails, the message names the first decoder layer, and the
 sublayer, that diverges on the oracle's own inputs, and whether the decoder states read back from the
-logits of a padded probe batch show an extra LayerNorm after the stack (``diagnosis.explain_structure``).
+logits of a padded probe batch show an extra LayerNorm after the stack (``diagnosis.find_structure``).
 """
 
 import numpy as np
@@ -95,6 +95,6 @@ def test_decode_matches_reference(candidate, check, sizes):
         alternatives=lambda: diagnose.variant_outputs(
             "model", lambda v: oracle.OracleModel(cfg, weights, variant=v).decode(tgt_in, memory, src)),
         explain=lambda: diagnose.explain_decode(candidate, cfg, weights, tgt_in, memory, src),
-        structure=lambda: diagnosis.explain_structure(candidate, "decoder"),
+        structure=lambda: diagnosis.find_structure(candidate, "decoder"),
         rerun=lambda other: loaded_model(other, cfg, weights).decode(tgt_in, memory, src),
     )

@@ -6,7 +6,7 @@ memory, (B, S, d_model) ("The original transformer, step by step", Steps 1-3; "V
 Compared with the reference run in float64 on random canonical weights with gamma and beta far from
 1 and 0 (so an extra or a missing LayerNorm shows), and padded sources. When ``encode`` fails, the
 message names the first encoder layer, and the sublayer, that diverges on the oracle's own inputs, and
-whether the model shows a structural pattern on a padded probe batch (``diagnosis.explain_structure``:
+whether the model shows a structural pattern on a padded probe batch (``diagnosis.find_structure``:
 an extra LayerNorm after the stack, padded positions replaced by a constant).
 """
 
@@ -83,6 +83,6 @@ def test_encode_matches_reference(candidate, check, sizes):
         alternatives=lambda: diagnose.variant_outputs(
             "model", lambda v: oracle.OracleModel(cfg, weights, variant=v).encode(src)),
         explain=lambda: diagnose.explain_encode(candidate, cfg, weights, src, got),
-        structure=lambda: diagnosis.explain_structure(candidate, "encoder"),
+        structure=lambda: diagnosis.find_structure(candidate, "encoder"),
         rerun=lambda other: loaded_model(other, cfg, weights).encode(src),
     )

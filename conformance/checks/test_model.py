@@ -49,7 +49,7 @@ def assert_logits_match_oracle(candidate, check, config: ModelConfig, weights, s
         oracle.OracleModel(config, weights).forward(src, tgt_in), tol(candidate),
         what=f"logits = forward(src{src.shape}, tgt_in{tgt_in.shape}) (N={config.N}, d_model={config.d_model},"
              f" h={config.h}, vocab={config.tgt_vocab})",
-        structure=lambda: diagnosis.explain_structure(candidate, "encoder", "decoder"),
+        structure=lambda: diagnosis.find_structure(candidate, "encoder", "decoder"),
     )
 
 
