@@ -85,7 +85,7 @@ def test_masked_weights_are_exactly_zero(candidate, size):
 
 @claims.FULLY_MASKED_ROW
 def test_fully_masked_row_gives_zero_weights_and_output(candidate, check, rng):
-    """A query whose keys are all masked gets finite weights 0 and output 0, never NaN."""
+    """A query whose keys are all masked gets finite weights 0 and output 0, never NaN (a convention)."""
     q, k, v, _ = qkv(2, 3, 4, 8, 5, seed=int(rng.integers(2**31)), dtype=candidate.conventions.dtype)
     keep = np.ones((2, 3, 4), dtype=bool)
     keep[0, 1, :] = False
@@ -97,5 +97,4 @@ def test_fully_masked_row_gives_zero_weights_and_output(candidate, check, rng):
                 expected="finite values", actual="NaN/inf")
     check.close(weights[0, 1], np.zeros(4), tol(candidate), what="weights of the fully masked row")
     check.close(out[0, 1], np.zeros(5), tol(candidate), what="output of the fully masked row")
-    want_out, want_weights = formulas.attention(q, k, v, keep)
-    check.close(weights, want_weights, tol(candidate, LAYER), what="weights of the other rows")
+    # The other rows are attention_matches_formula's claim (the paper's); this convention judges this row only.

@@ -292,8 +292,8 @@ def test_causal_mask_hides_the_future_and_keeps_the_diagonal(candidate, check, s
 def test_fully_masked_row_gives_zero_weights_and_only_b_O(candidate, check, sizes):
     """A query with every key masked gets weights 0 and output b_O (= 0 @ W_O + b_O), never NaN.
 
-    The suite's specification for a row with no visible key: weights 0 and attention output 0, before
-    W_O and b_O; the other rows are unaffected."""
+    The suite's convention for a row with no visible key (docs/claims.md): weights 0 and attention output
+    0, before W_O and b_O. Only that row is judged here."""
     rng = sizes.rng()
     weights, query, memory = mha_problem(sizes, rng, sizes.T, sizes.S)
     keep = keep_masks(rng, (sizes.B, sizes.T, sizes.S))
@@ -304,8 +304,7 @@ def test_fully_masked_row_gives_zero_weights_and_only_b_O(candidate, check, size
     b_O = weights.get("b_O", np.zeros(sizes.d_model))  # 0 @ W_O + b_O; no bias: 0
     diagnose.close(check, out[0, 0], b_O, tol(candidate), what="output of the fully masked row",
                    likely="softmax over a row of -inf replaced by uniform weights (a finite fill value)")
-    want_out, _ = oracle.multi_head_attention(query, memory, memory, weights, sizes.h, keep)
-    check.close(out, want_out, tol(candidate), what="output of every row")
+    # The other rows are the multi-head checks' claim (the lessons'); this convention judges this row only.
 
 
 @claims.MASKED_WEIGHTS_ZERO

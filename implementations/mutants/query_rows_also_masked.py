@@ -50,8 +50,6 @@ CAUGHT_BY = {
     "encode_matches_reference",
     "encoder_layer_matches_reference",
     "encoder_layer_matches_reference_at_base_size",
-    "fully_masked_row_gives_zero_weights_and_only_b_O",
-    "fully_masked_row_gives_zero_weights_and_output",
     "logits_match_reference",
     "logits_match_reference_at_base_size",
     "padded_query_rows_still_follow_the_formula",
@@ -59,3 +57,7 @@ CAUGHT_BY = {
     "trained_checkpoint_outputs_match_golden",
 }
 ERRORED = set()
+ADVISORY = {
+    "fully_masked_row_gives_zero_weights_and_only_b_O",
+    "fully_masked_row_gives_zero_weights_and_output",
+}
