@@ -27,9 +27,9 @@ from conformance.reports.view import (
 
 CSS = """
 :root { font-family: system-ui, -apple-system, "Segoe UI", Roboto, sans-serif; color: #212121; }
-body { margin: 0 auto; max-width: 1100px; padding: 12px; line-height: 1.4; }
+body { margin: 0 auto; max-width: 1100px; padding: 12px; line-height: 1.4; overflow-wrap: anywhere; }
 h1 { font-size: 1.5rem; margin: 0.2em 0; } h2 { font-size: 1.25rem; margin-top: 1.6em; border-bottom: 1px solid #ddd; }
-h3 { font-size: 1.05rem; margin: 1.2em 0 0.4em; }
+h3 { font-size: 1.05rem; margin: 1.2em 0 0.4em; overflow-wrap: anywhere; }
 .pill { display: inline-block; color: #fff; border-radius: 4px; padding: 0 6px; font-size: 0.8rem;
         font-weight: 600; white-space: nowrap; }
 .verdict { font-size: 1.1rem; padding: 2px 10px; }
@@ -46,7 +46,7 @@ table { border-collapse: collapse; width: 100%; font-size: 0.88rem; }
 td, th { border-bottom: 1px solid #eee; padding: 3px 6px; text-align: left; vertical-align: top; }
 td.id { overflow-wrap: anywhere; }
 .check-row details summary { cursor: pointer; }
-.muted { color: #616161; }
+.muted { color: #616161; overflow-wrap: anywhere; }
 figure { margin: 12px 0; } figcaption { font-size: 0.85rem; color: #424242; }
 .pair { display: flex; flex-wrap: wrap; gap: 12px; }
 .panel { flex: 1 1 280px; max-width: 560px; }
