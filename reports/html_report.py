@@ -44,7 +44,8 @@ pre { background: #f5f5f5; padding: 8px; white-space: pre-wrap; overflow-wrap: a
 code { overflow-wrap: anywhere; }
 table { border-collapse: collapse; width: 100%; font-size: 0.88rem; }
 td, th { border-bottom: 1px solid #eee; padding: 3px 6px; text-align: left; vertical-align: top; }
-td.id { overflow-wrap: anywhere; }
+td.id { overflow-wrap: anywhere; width: 100%; }
+th, td.margin, tr.check-row td:first-child { overflow-wrap: normal; white-space: nowrap; }
 .check-row details summary { cursor: pointer; }
 .muted { color: #616161; overflow-wrap: anywhere; }
 figure { margin: 12px 0; } figcaption { font-size: 0.85rem; color: #424242; }
