@@ -45,6 +45,13 @@ def build_parser() -> argparse.ArgumentParser:
     certify.add_argument("--deviations", metavar="FILE",
                          help="the implementation's known deviations (TOML, docs/deviations.md): reported apart")
     certify.add_argument("-v", "--verbose", action="store_true", help="also show pytest's own output")
+    certify.add_argument("--progress", choices=("auto", "live", "plain", "off"), default="auto",
+                         help="progress on stderr while checks run: a live line on a terminal, plain lines"
+                              " otherwise or under CI (auto, the default)")
+    add_report_flags(certify)
+    rendering = sub.add_parser("report", help="render a saved JSON report as HTML, JUnit XML, Markdown or a badge")
+    rendering.add_argument("report", metavar="REPORT.json", help="a report written by certify --json")
+    add_report_flags(rendering)
     listing = sub.add_parser("list", help="list the checks with their section and claim")
     listing.add_argument("impl", nargs="?", default="reference")
     sub.add_parser("template", help="print an adapter template to copy and fill")
@@ -54,6 +61,12 @@ def build_parser() -> argparse.ArgumentParser:
     kill.add_argument("--training", action="store_true", help="all training checks for all mutants (slow)")
     kill.add_argument("--json", metavar="PATH", help="write the per-check results of every mutant to PATH")
     return parser
+
+
+def add_report_flags(parser) -> None:
+    from conformance.reports.formats import add_flags
+
+    add_flags(parser)
 
 
 def pytest_args(args) -> list[str]:
@@ -115,11 +128,13 @@ def certify(args) -> int:
             print(f"transformer-conformance: {exc}", file=sys.stderr)
             return EXIT_USAGE
     from conformance.plugin import COLLECTORS
+    from conformance.reports.progress import ProgressDisplay
 
     COLLECTORS.clear()
     captured = io.StringIO()
-    with contextlib.redirect_stdout(sys.stdout if args.verbose else captured):
-        code = pytest.main(pytest_args(args), plugins=[])
+    with ProgressDisplay.for_terminal(getattr(args, "progress", "off")) as progress, \
+            contextlib.redirect_stdout(sys.stdout if args.verbose else captured):
+        code = pytest.main(pytest_args(args), plugins=[progress])
     collector = _collector()
     if collector is None or code in (pytest.ExitCode.INTERNAL_ERROR, pytest.ExitCode.USAGE_ERROR):
         sys.stderr.write(captured.getvalue())
@@ -128,10 +143,43 @@ def certify(args) -> int:
     print(render(collector.results, metadata), end="")
     if args.json:
         print(f"JSON report written to {args.json}")
+    write_renderings(args, collector)
     unobserved = [d for d in metadata["declared_deviations"] if not d["observed"]]
     if args.strict and unobserved:
         return EXIT_FAILED  # a declared deviation the suite does not see: the declaration is wrong
     return exit_code(code, collector.results)
+
+
+def write_renderings(args, collector) -> None:
+    """--html, --junit, --markdown, --badge: rendered from the JSON report just written (or built)."""
+    from conformance.reports import formats, view
+    from conformance.reports.json_report import build_report
+
+    paths = formats.requested(args)
+    if not paths:
+        return
+    report = view.load(args.json) if args.json else build_report(collector.results, collector.metadata())
+    for written in formats.write(report, paths):
+        print(written.line())
+
+
+def render_report(args) -> int:
+    """``report REPORT.json [--html ...]``: every rendering of a saved report; with no flag, the terminal's."""
+    from conformance.reports import formats, view
+    from conformance.reports.terminal import render
+    from conformance.results import CheckResult
+
+    try:
+        report = view.load(args.report)
+    except view.ReportError as exc:
+        print(f"transformer-conformance report: {exc}", file=sys.stderr)
+        return EXIT_USAGE
+    paths = formats.requested(args)
+    if not paths:
+        print(render([CheckResult.from_dict(c) for c in report["checks"]], report), end="")
+    for written in formats.write(report, paths):
+        print(written.line())
+    return EXIT_OK
 
 
 def _collector():
@@ -209,7 +257,8 @@ def facts_read_by_checks(impl: str) -> set[str]:
 
     with tempfile.TemporaryDirectory() as tmp:
         report = Path(tmp) / "report.json"
-        args = build_parser().parse_args(["certify", impl, "--no-training", "--json", str(report)])
+        args = build_parser().parse_args(["certify", impl, "--no-training", "--json", str(report),
+                                           "--progress", "off"])
         with contextlib.redirect_stdout(io.StringIO()):
             certify(args)
         checks = json.loads(report.read_text())["checks"]
@@ -289,6 +338,7 @@ def main(argv: list[str] | None = None) -> int:
         "template": template,
         "fixtures": fixtures,
         "mutants": kill_matrix,
+        "report": render_report,
     }
     return commands[args.command](args)
 

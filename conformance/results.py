@@ -56,6 +56,7 @@ class CheckResult:
     claim: dict | None = None  # {source: paper | lesson | convention, text, where}: what the verdict rests on
     examples: dict | None = None  # property checks: {ran, skipped, reasons}: examples run, and skipped as unsupported
     deviation: dict | None = None  # {name, reason, confirmed}: the declared deviation a non-passing check matches
+    difference: dict | None = None  # a failing tensor's actual - expected around the worst index (compare.py)
     data: dict | None = None  # what a check recorded beyond comparisons (check.record): curves, tables
 
     def as_dict(self) -> dict:

@@ -2,18 +2,9 @@
 
 from __future__ import annotations
 
+from conformance.reports.view import section_key, style
 from conformance.results import FAILING, CheckResult, count_statuses, unsupported
 from conformance.supports import describe as describe_supports
-
-LABELS = {
-    "passed": "PASS",
-    "failed": "FAIL",
-    "error": "ERROR",
-    "advisory": "ADVISORY",
-    "deviation": "DEVIANT",
-    "not_implemented": "N/I",
-    "blocked": "BLOCKED",
-}
 
 
 def render(results: list[CheckResult], metadata: dict) -> str:
@@ -45,11 +36,11 @@ def _header(impl: dict, results: list[CheckResult]) -> list[str]:
 
 def _by_section(results: list[CheckResult]) -> list[str]:
     lines, current = [], None
-    for r in sorted(results, key=lambda r: r.section):
+    for r in sorted(results, key=lambda r: section_key(r.section)):
         if r.section != current:
             current = r.section
             lines.append(f"\n{current or '(no section)'}")
-        lines.append(f"  {LABELS[r.status]:<7} {r.id:<52} {r.title}{_annotation(r)}")
+        lines.append(f"  {style(r.status).label:<7} {r.id:<52} {r.title}{_annotation(r)}")
     return lines
 
 
@@ -101,7 +92,7 @@ def _count(ids: list[str]) -> str:
 
 
 def _detail(r: CheckResult) -> list[str]:
-    lines = ["", f"--- {LABELS[r.status]} {r.id} ({r.section})", *r.message.splitlines()]
+    lines = ["", f"--- {style(r.status).label} {r.id} ({r.section})", *r.message.splitlines()]
     if r.status == "advisory" and r.claim:
         lines.append(f"  advisory: {r.claim.get('text', '')} (a convention of this suite; --strict counts it)")
     if r.deviation:

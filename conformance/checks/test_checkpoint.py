@@ -96,6 +96,21 @@ def test_trained_checkpoint_decodes_like_the_reference(candidate, check):
                 EXACT, what=f"greedy token ids of the stored batch {stored['batch_src'].shape}")
 
 
+def record_attention(check, got: dict, stored: dict) -> None:
+    """Every layer's weights (heads, queries, keys) beside the reference's, for the report's maps; a
+    layer of the wrong shape is left out (the comparison below says why)."""
+    names = T.token_names(CONFIG)
+    layers = {}
+    for key in sorted(k for k in stored if k.startswith("example_attention.")):
+        layer, reference = key.removeprefix("example_attention."), stored[key][0]
+        weights = np.asarray(got.get(layer, ()), dtype=np.float64)
+        if weights.shape == stored[key].shape:
+            layers[layer] = {"candidate": weights[0].round(4), "reference": reference.astype(np.float64).round(4)}
+    check.record("attention", {"source": [names[int(i)] for i in stored["example_src"][0]],
+                               "target": [names[int(i)] for i in stored["example_tgt_in"][0]],
+                               "anti_diagonal": f"decoder.{CONFIG.N - 1}.cross_attn", "layers": layers})
+
+
 @claims.MIRRORED_ATTENTION
 @pytest.mark.requires(*MODEL_PARTS, "model.attention_weights")
 def test_trained_checkpoint_attention_matches_golden(candidate, check):
@@ -103,6 +118,7 @@ def test_trained_checkpoint_attention_matches_golden(candidate, check):
     cross-attention reads the source back to front (the lesson's anti-diagonal)."""
     stored = outputs()
     got = trained_model(candidate).attention_weights(stored["example_src"], stored["example_tgt_in"])
+    record_attention(check, got, stored)
     layers = sorted(key.removeprefix("example_attention.") for key in stored if key.startswith("example_attention."))
     missing = [layer for layer in layers if layer not in got]
     assert_true(not missing, f"model.attention_weights gave no {missing} (names: encoder.{{l}}.self_attn,"

@@ -26,11 +26,21 @@ def tol(candidate):
 
 
 @claims.POSITIONS_ADDED
-def test_pe_has_one_row_per_position(candidate):
+def test_pe_has_one_row_per_position(candidate, check):
     """PE(n, d_model) has shape (n, d_model): added to the embeddings, not concatenated."""
     n, d_model = published.value("pe.table.shape")
     raw = candidate.call("positional_encoding", candidate.adapter, n, d_model)
     assert_shape(raw, (n, d_model), what=f"positional_encoding(n={n}, d_model={d_model})")
+    record_table(check, raw, n, d_model)
+
+
+def record_table(check, raw, n: int, d_model: int) -> None:
+    """The lesson's table (positions.py) beside the formula's, for the report's heatmap; a table that
+    is not a float array is left to the checks that read it through the candidate's validation."""
+    if isinstance(raw, np.ndarray) and raw.dtype.kind == "f":
+        check.record("pe", {"n": n, "d_model": d_model, "where": published.cite("pe.table.shape"),
+                            "candidate": raw.astype(np.float64).round(4),
+                            "golden": formulas.positional_encoding(n, d_model).round(4)})
 
 
 @claims.POSITIONAL_ENCODING_BY_HAND

@@ -5,11 +5,13 @@ warmup 4,000) and the toy's values (d_model 64, warmup 400); the toy's training 
 of the *next* step, lrate(step + 1), because it reads the optimizer after sched.step().
 """
 
+import numpy as np
 import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
 from conformance import claims, published
+from conformance.errors import ConformanceOutcome
 from conformance.tolerances import Tolerance
 
 SECTION = "§5.3 Optimizer: learning-rate schedule"
@@ -68,8 +70,28 @@ def assert_rates(candidate, check, table, d_model, warmup, *, shift=0):
 @claims.LEARNING_RATE
 def test_lrate_matches_published_paper_table(candidate, check):
     """d_model 512, warmup 4,000: 1.747e-07 at step 1 ... 6.988e-04 at 4,000 ... 1.398e-04 at 100,000."""
+    record_curve(candidate, check, 512, 4000, {**PAPER_TABLE, **PAPER_CHART})
     assert_rates(candidate, check, PAPER_TABLE, 512, 4000)
     assert_rates(candidate, check, PAPER_CHART, 512, 4000)
+
+
+# The report's picture of the schedule: dense over the warmup, sparser over the decay (reports/figures.py).
+CURVE_STEPS = sorted({*np.linspace(1, 8000, 81).astype(int).tolist(), *range(8000, 100001, 1000)})
+
+
+def record_curve(candidate, check, d_model: int, warmup: int, published_points: dict[int, str]) -> None:
+    """The candidate's rate at CURVE_STEPS beside the formula's and the published points, recorded before
+    any comparison so that a failing schedule has its picture; an adapter error leaves it out (the
+    comparisons that follow report it)."""
+    try:
+        rates = [float(candidate.learning_rate(s, d_model, warmup)) for s in CURVE_STEPS]
+    except (ConformanceOutcome, TypeError, ValueError):
+        return
+    check.record("schedule", {
+        "d_model": d_model, "warmup": warmup, "step": CURVE_STEPS, "candidate": rates,
+        "formula": [lrate(s, d_model, warmup) for s in CURVE_STEPS],
+        "published": [{"step": s, "value": published.fact(f)["value"], "fact": f} for s, f in published_points.items()],
+    })
 
 
 @claims.LEARNING_RATE
