@@ -1,4 +1,4 @@
-"""Building blocks for the catalogue's mutants: the reference with one bug, wherever that bug shows.
+"""Building blocks for the catalogue's torch mutants: the reference with one bug, wherever that bug shows.
 
 ``with_formulas`` swaps formulas (``dataclasses.replace(REFERENCE, ...)``); ``with_attention`` swaps the
 attention formula for ``attention`` with one keyword changed (the scale, the softmax axis, the fill of
@@ -6,12 +6,7 @@ masked scores, the mask after the softmax), so each attention mutant is one line
 encoder or decoder layer class, in the layer parts and inside the models it builds; ``ModelSwap`` swaps
 the model class. The leading underscore keeps this module out of ``mutants.names()``.
 
-Every mutant module declares, for ``tests/test_mutant_catalogue.py`` and the kill matrix:
-
-* ``CAUGHT_BY``: the exact set of check ids that fail when the mutant is certified (``--no-training``;
-  with training for a module that sets ``TRAINING = True``);
-* ``ERRORED``: the exact set that end with an error (a part returning the wrong kind of value);
-* ``MESSAGES`` (optional): {check id: text its failure message must contain}.
+What certifying each mutant gives is declared apart, in ``expected.toml`` (``mutants.expected()``).
 """
 
 from __future__ import annotations

@@ -16,9 +16,5 @@ def smoothed_with_padding(logits, targets, epsilon, pad_id):
     return torch.nn.functional.cross_entropy(logits, targets.clamp(min=0), label_smoothing=epsilon)
 
 
-CAUGHT_BY = {
-    "smoothed_loss_matches_formula_with_padding",
-}
-ERRORED = set()
 adapter = ReferenceAdapter(formulas=dataclasses.replace(REFERENCE, smoothed_loss=smoothed_with_padding),
                            name="mutant:label_smoothing_counts_padding")

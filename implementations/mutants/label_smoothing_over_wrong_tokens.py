@@ -22,12 +22,5 @@ def smoothed_over_wrong_tokens(logits, targets, epsilon, pad_id):
     return -(q * log_p).sum(-1)[real].mean()
 
 
-CAUGHT_BY = {
-    "published_label_smoothing_values",
-    "smoothed_loss_matches_formula_with_padding",
-    "smoothed_loss_matches_published_floor_and_sure_model",
-    "smoothed_target_matches_published_values",
-}
-ERRORED = set()
 adapter = ReferenceAdapter(formulas=dataclasses.replace(REFERENCE, smoothed_loss=smoothed_over_wrong_tokens),
                            name="mutant:label_smoothing_over_wrong_tokens")

@@ -17,9 +17,3 @@ def layer_norm_eps_outside(x, gamma, beta, eps):
 
 
 adapter = with_formulas("layer_norm_eps_outside_root", layer_norm=layer_norm_eps_outside)
-
-CAUGHT_BY = {
-    "layer_norm_matches_formula",
-    "layer_norm_normalises_each_row_over_its_own_features",
-}
-ERRORED = set()

@@ -20,26 +20,3 @@ def positional_encoding_i_over_d(n, d_model):
 
 
 adapter = with_formulas("pe_exponent_i_over_d", positional_encoding=positional_encoding_i_over_d)
-
-CAUGHT_BY = {
-    "base_size_forward_matches_golden",
-    "decode_matches_reference",
-    "encode_matches_reference",
-    "logits_match_reference",
-    "logits_match_reference_at_base_size",
-    "pe_matches_formula_for_any_size",
-    "pe_matches_published_values",
-    "pe_shift_by_k_is_a_rotation",
-    "pe_shift_is_published_rotation",
-    "pe_wavelengths_are_geometric_for_any_d_model",
-    "pe_wavelengths_match_published_values[d_model=512]",
-    "pe_wavelengths_match_published_values[d_model=64]",
-    "published_positional_encoding_values",
-    "published_rotation_pairs",
-    "published_wavelengths",
-    "trained_checkpoint_attention_matches_golden",
-    "trained_checkpoint_decodes_like_the_reference",
-    "trained_checkpoint_matches_reference_on_fresh_inputs",
-    "trained_checkpoint_outputs_match_golden",
-}
-ERRORED = set()

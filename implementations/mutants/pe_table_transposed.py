@@ -14,12 +14,3 @@ class TransposedTable(ReferenceAdapter):
 
 
 adapter = TransposedTable(name="mutant:pe_table_transposed")
-
-CAUGHT_BY = {
-    "pe_has_one_row_per_position",
-}
-ERRORED = {
-    "published_positional_encoding_values",
-    "published_rotation_pairs",
-    "published_wavelengths",
-}

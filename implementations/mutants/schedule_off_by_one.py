@@ -15,14 +15,5 @@ def lrate_next_step(step, d_model, warmup):
     return noam_learning_rate(step + 1, d_model, warmup)
 
 
-CAUGHT_BY = {
-    "lrate_matches_formula_for_any_step",
-    "lrate_matches_published_paper_table",
-    "lrate_matches_published_toy_values",
-    "lrate_matches_the_toy_training_log",
-    "lrate_rises_linearly_then_decays_from_the_peak_at_warmup",
-    "published_learning_rates",
-}
-ERRORED = set()
 adapter = ReferenceAdapter(formulas=dataclasses.replace(REFERENCE, learning_rate=lrate_next_step),
                            name="mutant:schedule_off_by_one")

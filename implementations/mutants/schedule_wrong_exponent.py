@@ -14,13 +14,3 @@ def lrate_with_positive_exponent(step, d_model, warmup):
 
 
 adapter = with_formulas("schedule_wrong_exponent", learning_rate=lrate_with_positive_exponent)
-
-CAUGHT_BY = {
-    "lrate_matches_formula_for_any_step",
-    "lrate_matches_published_paper_table",
-    "lrate_matches_published_toy_values",
-    "lrate_matches_the_toy_training_log",
-    "lrate_rises_linearly_then_decays_from_the_peak_at_warmup",
-    "published_learning_rates",
-}
-ERRORED = set()
