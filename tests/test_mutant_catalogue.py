@@ -5,13 +5,16 @@
   training for a mutant whose table says ``training = true``, marked slow), fails exactly the checks its
   ``caught_by`` names, errors on exactly those in ``errored``, is advised on exactly those in ``advisory``
   (the suite's conventions, docs/claims.md), and its failure messages contain what ``messages`` pins (the
-  likely cause, the diagnosis, the first divergence); all of it declared in ``implementations/mutants/expected.toml``.
+  likely cause, the diagnosis, the first divergence); all of it declared in ``implementations/mutants/expected.toml``;
+* the NumPy mutants import without torch.
 
 The declarations and the bugs are read without importing the mutants, so collection needs no torch.
 ``transformer-conformance mutants`` prints the same facts as a kill matrix.
 """
 
 import ast
+import subprocess
+import sys
 
 import pytest
 
@@ -107,6 +110,36 @@ def test_mutant_fails_exactly_the_checks_it_declares(certify, name):
 @pytest.mark.parametrize("name", TRAINING)
 def test_training_mutant_fails_exactly_the_checks_it_declares(certify, name):
     assert_exactly_as_declared(certify(f"mutant:{name}"), MUTANTS[name])
+
+
+# Run with torch blocked: "import torch" raises ImportError when sys.modules["torch"] is None.
+WITHOUT_TORCH = """
+import importlib, sys
+sys.modules["torch"] = None
+from conformance.implementations import mutants
+from conformance.implementations.numpy_impl.adapter import NumpyAdapter
+for name in mutants.names():
+    try:
+        module = importlib.import_module("conformance.implementations.mutants." + name)
+    except ImportError:
+        continue
+    print(name, isinstance(module.adapter, NumpyAdapter), module.adapter.conventions.dtype)
+"""
+
+
+def numpy_based(name: str) -> bool:
+    """A mutant built on the NumPy implementation (it imports it), as opposed to the torch reference."""
+    return "conformance.implementations.numpy_impl" in source(name)
+
+
+def test_numpy_mutants_import_without_torch():
+    """A NumPy or JAX candidate is diagnosed without torch: every NumPy mutant imports with torch blocked,
+    and is a NumpyAdapter in float64; a torch mutant does not import."""
+    out = subprocess.run([sys.executable, "-c", WITHOUT_TORCH], capture_output=True, text=True, check=True).stdout
+    imported = {name: rest for name, *rest in (line.split() for line in out.splitlines())}
+    assert set(imported) == {name for name in mutants_package.names() if numpy_based(name)}
+    assert all(rest == ["True", "float64"] for rest in imported.values()), imported
+    assert len(imported) >= 20
 
 
 def test_kill_matrix_marks_declared_missed_and_extra_catches_and_names_survivors():

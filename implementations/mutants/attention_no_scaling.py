@@ -6,6 +6,12 @@ this effect, we scale the dot products by 1/sqrt(d_k)." The softmax saturates as
 comparison with the reference that runs attention catches it, and the attention checks name the cause.
 """
 
-from conformance.implementations.mutants._build import with_attention
+from conformance.implementations.numpy_impl.adapter import NumpyAdapter
 
-adapter = with_attention("attention_no_scaling", scale=lambda q: 1.0)
+
+class Unscaled(NumpyAdapter):
+    def scale_scores(self, scores, d_k, h):
+        return scores  # the bug: no / sqrt(d_k)
+
+
+adapter = Unscaled()

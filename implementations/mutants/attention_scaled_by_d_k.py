@@ -5,6 +5,12 @@ Violates §3.2.1: Attention(Q, K, V) = softmax(Q K^T / sqrt(d_k)) V, "we scale t
 two agree, so only checks with d_k > 1 can see it.
 """
 
-from conformance.implementations.mutants._build import with_attention
+from conformance.implementations.numpy_impl.adapter import NumpyAdapter
 
-adapter = with_attention("attention_scaled_by_d_k", scale=lambda q: 1.0 / q.shape[-1])
+
+class ScaledByD_k(NumpyAdapter):
+    def scale_scores(self, scores, d_k, h):
+        return scores / d_k  # the bug: d_k, not sqrt(d_k)
+
+
+adapter = ScaledByD_k()

@@ -5,13 +5,15 @@ network, which is applied to each position separately and identically ... Anothe
 this is as two convolutions with kernel size 1."
 """
 
-import torch
+import numpy as np
 
-from conformance.implementations.mutants._build import with_formulas
-
-
-def relu_with_neighbours(z):  # z (B, L, d_ff): x W1 + b1 at every position
-    return torch.relu(z + 0.5 * (torch.roll(z, 1, dims=-2) + torch.roll(z, -1, dims=-2)))
+from conformance.implementations.numpy_impl.adapter import NumpyAdapter
 
 
-adapter = with_formulas("ffn_kernel_size_3", activation=relu_with_neighbours)
+class KernelSize3(NumpyAdapter):
+    def activation(self, z):  # z (B, L, d_ff): x W1 + b1 at every position
+        neighbours = np.roll(z, 1, axis=-2) + np.roll(z, -1, axis=-2)  # the bug: positions i - 1 and i + 1
+        return np.maximum(0.0, z + 0.5 * neighbours)
+
+
+adapter = KernelSize3()

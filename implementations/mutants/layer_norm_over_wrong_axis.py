@@ -5,15 +5,15 @@ position's d_model features, so every position is normalised alone. On a single 
 two agree; on a batch, rows are normalised against each other.
 """
 
-import torch
+import numpy as np
 
-from conformance.implementations.mutants._build import with_formulas
-
-
-def layer_norm_over_first_axis(x, gamma, beta, eps):
-    mu = x.mean(0, keepdim=True)  # the bug: axis 0, not -1
-    var = ((x - mu) ** 2).mean(0, keepdim=True)
-    return gamma * (x - mu) / torch.sqrt(var + eps) + beta
+from conformance.implementations.numpy_impl.adapter import NumpyAdapter
 
 
-adapter = with_formulas("layer_norm_over_wrong_axis", layer_norm=layer_norm_over_first_axis)
+class OverFirstAxis(NumpyAdapter):
+    def layer_norm(self, x, gamma, beta, eps):
+        centred = x - x.mean(0, keepdims=True)  # the bug: axis 0, not -1
+        return gamma * centred / np.sqrt((centred**2).mean(0, keepdims=True) + eps) + beta
+
+
+adapter = OverFirstAxis()

@@ -4,6 +4,15 @@ Violates §3.2.3: masking happens inside the softmax, "by masking out (setting t
 the input of the softmax which correspond to illegal connections", so the visible weights still sum to 1.
 """
 
-from conformance.implementations.mutants._build import with_attention
+import numpy as np
 
-adapter = with_attention("mask_after_softmax", mask_after_softmax=True)
+from conformance.implementations.numpy_impl.adapter import NumpyAdapter
+
+
+class MaskAfterSoftmax(NumpyAdapter):
+    def attention_weights(self, scores, additive):
+        weights = self.softmax(scores)  # the bug: the softmax sees every key ...
+        return weights if additive is None else np.where(np.isneginf(additive), 0.0, weights)  # ... then zeroes
+
+
+adapter = MaskAfterSoftmax()

@@ -6,6 +6,14 @@ is an ordinary score: exp(0) gives a masked key a weight that is not exactly 0. 
 ``scores * keep`` or ``scores.masked_fill(~keep, 0)``.
 """
 
-from conformance.implementations.mutants._build import with_attention
+import numpy as np
 
-adapter = with_attention("masked_scores_filled_with_zero", fill=0.0)
+from conformance.implementations.numpy_impl.adapter import NumpyAdapter
+
+
+class FilledWithZero(NumpyAdapter):
+    def mask_scores(self, scores, additive):
+        return scores if additive is None else np.where(np.isneginf(additive), 0.0, scores)  # the bug: 0, not -inf
+
+
+adapter = FilledWithZero()

@@ -5,18 +5,16 @@ Violates §3.5: PE(pos, 2i) = sin(pos / 10000^(2i/d_model)), PE(pos, 2i+1) = cos
 index) the longest wavelength is only 100 * 2 pi.
 """
 
-import torch
+import math
 
-from conformance.implementations.mutants._build import with_formulas
+import numpy as np
 
-
-def positional_encoding_i_over_d(n, d_model):
-    pos = torch.arange(n, dtype=torch.float64).unsqueeze(1)
-    i = torch.arange(d_model // 2, dtype=torch.float64)
-    angle = pos / torch.pow(10000.0, i / d_model)  # the bug: i, not 2i
-    pe = torch.zeros(n, d_model, dtype=torch.float64)
-    pe[:, 0::2], pe[:, 1::2] = torch.sin(angle), torch.cos(angle)
-    return pe
+from conformance.implementations.numpy_impl.adapter import NumpyAdapter
 
 
-adapter = with_formulas("pe_exponent_i_over_d", positional_encoding=positional_encoding_i_over_d)
+class ExponentIOverD(NumpyAdapter):
+    def pe_frequencies(self, d_model):
+        return np.exp(np.arange(d_model // 2) * (-math.log(10000.0) / d_model))  # the bug: i, not 2i
+
+
+adapter = ExponentIOverD()

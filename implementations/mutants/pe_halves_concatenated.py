@@ -4,21 +4,14 @@ Violates §3.5: PE(pos, 2i) = sin and PE(pos, 2i+1) = cos interleave within each
 lesson's hand check at position 1 reads (0.841, 0.540, 0.682, 0.732); this gives (0.841, 0.750, ...).
 """
 
-import dataclasses
+import numpy as np
 
-import torch
-
-from conformance.implementations.reference.adapter import ReferenceAdapter
-from conformance.implementations.reference.model import REFERENCE
+from conformance.implementations.numpy_impl.adapter import NumpyAdapter
 
 
-def concatenated_positional_encoding(n, d_model):
-    pos = torch.arange(n, dtype=torch.float64).unsqueeze(1)
-    angle = pos / torch.pow(10000.0, torch.arange(0, d_model, 2, dtype=torch.float64) / d_model)
-    return torch.cat([torch.sin(angle), torch.cos(angle)], dim=1).to(torch.float32)
+class HalvesConcatenated(NumpyAdapter):
+    def pe_interleave(self, angles):
+        return np.concatenate([np.sin(angles), np.cos(angles)], axis=1)  # the bug: [sin ... | cos ...]
 
 
-adapter = ReferenceAdapter(
-    formulas=dataclasses.replace(REFERENCE, positional_encoding=concatenated_positional_encoding),
-    name="mutant:pe_halves_concatenated",
-)
+adapter = HalvesConcatenated()

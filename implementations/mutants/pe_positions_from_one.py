@@ -4,12 +4,14 @@ Violates §3.5 as the lesson's Step 2 applies it: positions are 0, 1, 2, ... ("p
 so the first token's encoding is (0, 1, 0, 1, ...).
 """
 
-from conformance.implementations.mutants._build import with_formulas
-from conformance.implementations.reference.model import sinusoidal_positional_encoding
+import numpy as np
+
+from conformance.implementations.numpy_impl.adapter import NumpyAdapter
 
 
-def positional_encoding_from_one(n, d_model):
-    return sinusoidal_positional_encoding(n + 1, d_model)[1:]  # rows for positions 1..n
+class PositionsFromOne(NumpyAdapter):
+    def pe_positions(self, n):
+        return np.arange(1, n + 1, dtype=np.float64)  # the bug: 1..n, not 0..n-1
 
 
-adapter = with_formulas("pe_positions_from_one", positional_encoding=positional_encoding_from_one)
+adapter = PositionsFromOne()

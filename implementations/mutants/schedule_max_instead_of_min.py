@@ -4,15 +4,12 @@ Violates §5.3: lrate = d_model^-0.5 * min(step^-0.5, step * warmup^-1.5). With 
 its largest (d_model^-0.5 at step 1) and grows without bound after warmup: no warmup, no decay.
 """
 
-import dataclasses
-
-from conformance.implementations.reference.adapter import ReferenceAdapter
-from conformance.implementations.reference.model import REFERENCE
+from conformance.implementations.numpy_impl.adapter import NumpyAdapter
 
 
-def lrate_with_max(step, d_model, warmup):
-    return d_model**-0.5 * max(step**-0.5, step * warmup**-1.5)
+class MaxInsteadOfMin(NumpyAdapter):
+    def learning_rate(self, step, d_model, warmup):
+        return d_model**-0.5 * max(step**-0.5, step * warmup**-1.5)  # the bug: max
 
 
-adapter = ReferenceAdapter(formulas=dataclasses.replace(REFERENCE, learning_rate=lrate_with_max),
-                           name="mutant:schedule_max_instead_of_min")
+adapter = MaxInsteadOfMin()

@@ -6,11 +6,12 @@ to the inverse square root of the step number". A lost minus sign: min(sqrt(step
 is the linear term until step = warmup^1.5 (252,982 for warmup 4,000).
 """
 
-from conformance.implementations.mutants._build import with_formulas
+from conformance.implementations.numpy_impl.adapter import NumpyAdapter
 
 
-def lrate_with_positive_exponent(step, d_model, warmup):
-    return d_model**-0.5 * min(step**0.5, step * warmup**-1.5)
+class PositiveExponent(NumpyAdapter):
+    def learning_rate(self, step, d_model, warmup):
+        return d_model**-0.5 * min(step**0.5, step * warmup**-1.5)  # the bug: step^0.5
 
 
-adapter = with_formulas("schedule_wrong_exponent", learning_rate=lrate_with_positive_exponent)
+adapter = PositiveExponent()

@@ -5,6 +5,15 @@ each output is a weighted average of the values. Over the query axis, the column
 and later positions change the weights of earlier ones through the column sums.
 """
 
-from conformance.implementations.mutants._build import with_attention
+import numpy as np
 
-adapter = with_attention("softmax_over_queries", softmax_dim=-2)
+from conformance.implementations.numpy_impl.adapter import NumpyAdapter
+
+
+class SoftmaxOverQueries(NumpyAdapter):
+    def softmax(self, masked):
+        e = np.exp(masked - masked.max(-2, keepdims=True))  # the bug: axis -2, the queries
+        return e / e.sum(-2, keepdims=True)
+
+
+adapter = SoftmaxOverQueries()
