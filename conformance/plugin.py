@@ -154,58 +154,16 @@ def rng(request) -> np.random.Generator:
 
 
 @pytest.fixture
-def check(request) -> Recorder:
-    recorder = Recorder()
+def check(request, candidate):
+    """The check's recorder and explainer (``conformance.check.Check``): comparisons, claims, data."""
+    from conformance.check import Check
+
+    recorder = Check(candidate)
     request.node.stash[_recorder_key] = recorder
     return recorder
 
 
-_recorder_key = pytest.StashKey["Recorder"]()
-
-
-class Recorder:
-    """Collects every comparison a check makes, so the report shows margins of passing checks too."""
-
-    def __init__(self):
-        self.measurements: list[dict] = []
-        self.data: dict = {}
-
-    def __repr__(self) -> str:  # hypothesis prints the arguments of a failing example
-        return f"check({len(self.measurements)} comparisons so far)"
-
-    def record(self, name: str, data) -> None:
-        """Keep ``data`` (plain numbers, lists, dicts) in the report under the check's ``data[name]``:
-        curves and tables that are not one comparison, e.g. the training check's loss curve."""
-        self.data[name] = _plain(data)
-
-    def close(self, actual, expected, tol, *, what: str, alternatives=None, rerun=None):
-        """``assert_close`` that records the margin. ``rerun(candidate)`` recomputes ``actual`` for any
-        candidate on the same input: on failure, the mutants whose output matches are named."""
-        from conformance.compare import assert_close
-
-        __tracebackhide__ = True
-        try:
-            m = assert_close(actual, expected, tol, what=what, alternatives=alternatives)
-        except ConformanceOutcome as exc:
-            self.measurements.append({"what": what, **{k: exc.fields.get(k) for k in ("max_abs", "max_rel", "margin")}})
-            if rerun is not None:
-                self.diagnose(exc, actual, rerun, tol)
-            raise
-        self.measurements.append({"what": what, "max_abs": m.max_abs, "max_rel": m.max_rel, "margin": m.margin})
-        return m
-
-    @staticmethod
-    def diagnose(failure, actual, rerun, tol) -> None:
-        from conformance.diagnose import reporting
-        from conformance.diagnosis import fmt_matches, matching_mutants
-
-        if not reporting():  # inside hypothesis: only on the final replay, not while it shrinks
-            return
-        matches = matching_mutants(actual, rerun, tol)
-        failure.fields["diagnosis"] = matches
-        if matches:
-            failure.message += "\n  " + fmt_matches(matches)
-            failure.args = (failure.message,)
+_recorder_key = pytest.StashKey["Check"]()
 
 
 def check_id(item) -> str:

@@ -294,13 +294,12 @@ CHEAP_CATCHES = {
 }
 
 
-# The check each mutant's likely cause must be named by, and how the cause begins.
+# The check whose diagnosis must name each mutant (the catalogue's confirmed match names the mutant itself).
 LIKELY = {
-    "train_no_warmup": ("rate_used_at_each_step_is_lrate", "no warmup"),
-    "train_adam_default_betas": ("adam_steps_match_reference", "Adam with torch's defaults"),
-    "train_gradient_cut_at_residual": ("adam_steps_match_reference", "no gradient through the residual"),
-    "train_loss_counts_padding": ("reported_loss_is_label_smoothed_cross_entropy", "padding targets counted"),
-    "dropout_at_evaluation": ("evaluation_mode_has_no_dropout", "dropout active at evaluation"),
+    "train_no_warmup": "rate_used_at_each_step_is_lrate",
+    "train_adam_default_betas": "adam_steps_match_reference",
+    "train_gradient_cut_at_residual": "adam_steps_match_reference",
+    "train_loss_counts_padding": "reported_loss_is_label_smoothed_cross_entropy",
 }
 
 
@@ -321,16 +320,16 @@ def test_cheap_checks_catch_each_training_mutant(certify, name):
     assert failed == CHEAP_CATCHES[name], run.out
     assert run.with_status("passed") == set(CHEAP) - failed
     by_id = {c["id"]: c for c in run.report["checks"]}
-    for check_id in failed:
-        assert by_id[check_id]["likely_cause"], f"{check_id} names no likely cause:\n{by_id[check_id]['message']}"
-    check_id, cause = LIKELY[name]
-    assert by_id[check_id]["likely_cause"].startswith(cause), by_id[check_id]["message"]
+    if name in LIKELY:  # dropout at evaluation gives random outputs: no known bug's answer can match them
+        check = by_id[LIKELY[name]]
+        assert [m["mutant"] for m in check["diagnosis"]][:1] == [name], check["message"]
+        assert check["likely_cause"].endswith(f"(mutant:{name})")
 
 
 def test_no_warmup_fails_the_convergence_check_at_its_first_step(certify):
     run = certify("mutant:train_no_warmup", "-k", "reversal_task_is_learned")
     (result,) = run.report["checks"]
-    assert result["status"] == "failed" and result["likely_cause"].startswith("no warmup")
+    assert result["status"] == "failed" and "does not follow §5.3's schedule" in result["message"]
     assert result["data"]["training"]["stopped_at"] == 1
 
 

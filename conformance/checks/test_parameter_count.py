@@ -12,8 +12,9 @@ from hypothesis import given
 from hypothesis import strategies as st
 
 from conformance import claims, published
-from conformance.compare import assert_true
 from conformance.config import ModelConfig, base_config, german_config, toy_config
+from conformance.diagnosis import Question
+from conformance.tolerances import Tolerance
 from conformance.weights import parameter_count
 
 SECTION = "Table 3 Model size: parameter count"
@@ -27,49 +28,40 @@ PUBLISHED = {
 }
 
 
-def count_alternatives(config: ModelConfig) -> dict[str, int]:
-    d, V = config.d_model, config.tgt_vocab
-    attention_biases = 4 * d * 3 * config.N
-    alternatives = {
-        "a bias on the output projection": parameter_count(config) + V,
-        "decoder layers counted without their cross-attention": parameter_count(config)
-        - config.N * (4 * d * d + 6 * d),
-    }
-    if config.tie_output:
-        alternatives["a separate output matrix (output not tied to the embedding)"] = parameter_count(config) + d * V
-    if config.attention_bias:
-        alternatives["attention without biases"] = parameter_count(config) - attention_biases
-    else:
-        alternatives["attention biases counted although the config has none"] = (
-            parameter_count(config) + 12 * d * config.N
-        )
-    return alternatives
+EXACT = Tolerance(0, 0, "parameter counts are exact")
 
 
-def assert_count(candidate, config: ModelConfig, expected: int, what: str):
-    got = candidate.parameter_count(config)
-    causes = [cause for cause, n in count_alternatives(config).items() if n == got]
-    assert_true(
-        got == expected,
-        f"{what}: got {got:,}, expected {expected:,} (difference {got - expected:+,})",
-        likely=causes[0] if causes else None,
-        expected=expected,
-        actual=got,
-    )
+def count(candidate, config: ModelConfig) -> int:
+    """The candidate's parameter count for ``config``: the question every check here asks."""
+    return candidate.parameter_count(config)
+
+
+def probe(config: ModelConfig) -> ModelConfig:
+    """A second configuration of the same kind (tied or not, shared or not, biases or not), other sizes, so
+    that a difference of one size's worth (V, d, d_ff) shows as what it is."""
+    return config.replace(src_vocab=53, tgt_vocab=53 if config.share_embeddings else 61, d_model=24, h=3,
+                          d_ff=40, N=3)
+
+
+def assert_count(candidate, check, config: ModelConfig, expected: int, what: str):
+    got = count(candidate, config)
+    check.claim(got == expected, f"{what}: got {got:,}, expected {expected:,} (difference {got - expected:+,})",
+                ask=Question(count, config, probe=probe(config), tol=EXACT), expected=expected, actual=got)
 
 
 @claims.PARAMETER_COUNT
 @pytest.mark.parametrize("fact_id", list(PUBLISHED))
-def test_parameter_count_matches_published_value(candidate, fact_id):
+def test_parameter_count_matches_published_value(candidate, check, fact_id):
     """Base 63,082,496; untied 82,026,496; toy 234,304; German 76,906,496."""
-    assert_count(candidate, PUBLISHED[fact_id], published.value(fact_id), f"parameter_count [{fact_id}]")
+    assert_count(candidate, check, PUBLISHED[fact_id], published.value(fact_id), f"parameter_count [{fact_id}]")
 
 
 @claims.PARAMETER_COUNT_WITHOUT_BIASES
-def test_parameter_count_without_attention_biases(candidate):
+def test_parameter_count_without_attention_biases(candidate, check):
     """The paper's attention formulas have no biases: 36,864 fewer for the base model."""
     expected = published.value("params.total") - published.value("params.attention_biases")
-    assert_count(candidate, base_config(attention_bias=False), expected, "parameter_count without attention biases")
+    assert_count(candidate, check, base_config(attention_bias=False), expected,
+                 "parameter_count without attention biases")
 
 
 configs = st.builds(
@@ -98,9 +90,9 @@ configs = st.builds(
 
 @claims.PARAMETER_COUNT
 @given(config=configs)
-def test_parameter_count_matches_formula_for_any_config(candidate, config):
+def test_parameter_count_matches_formula_for_any_config(candidate, check, config):
     """For any size, tied or untied, shared or separate vocabularies, with or without attention biases."""
-    assert_count(candidate, config, parameter_count(config), f"parameter_count({config})")
+    assert_count(candidate, check, config, parameter_count(config), f"parameter_count({config})")
 
 
 @claims.PARAMETER_COUNT
@@ -113,6 +105,6 @@ def test_model_has_no_parameters_beyond_the_paper(candidate, check):
     model = candidate.build_model(candidate.fit(toy_config()), seed=0)
     extra = model.unmapped_parameters()
     check.record("unmapped_parameters", extra)
-    listed = ", ".join(f"{name} ({count:,})" for name, count in extra.items())
-    assert_true(not extra, f"the model has {sum(extra.values()):,} parameters the paper's model has not: {listed}",
+    listed = ", ".join(f"{name} ({n:,})" for name, n in extra.items())
+    check.claim(not extra, f"the model has {sum(extra.values()):,} parameters the paper's model has not: {listed}",
                 expected="no parameter without a canonical name", actual=listed or "none")

@@ -182,8 +182,8 @@ def test_guided_practice_masked_self_attention_hides_28_cells_per_head(candidate
     above = np.triu(np.ones((T, T), bool), 1)
     assert_true(bool((hidden == cells).all() and (weights[..., above] == 0).all()),
                 f"hidden cells per head: {hidden.ravel().tolist()}, expected {cells} ({T} * {T - 1} / 2) above the"
-                " diagonal", likely=f"the causal mask blocks the diagonal too ({cells + T} hidden) or leaks (fewer"
-                f" than {cells})", expected=f"{cells} per head", actual=str(hidden.ravel().tolist()))
+                f" diagonal ({cells + T} would hide the diagonal too; fewer than {cells} leak the future)",
+                expected=f"{cells} per head", actual=str(hidden.ravel().tolist()))
 
 
 VANILLA_SHAPES = {
