@@ -15,6 +15,7 @@ from collections.abc import Callable
 
 from conformance.compare import Measurement, assert_close
 from conformance.errors import CheckFailure, ConformanceOutcome
+from conformance.results import plain
 from conformance.tolerances import MODEL, Tolerance, for_dtype
 
 
@@ -39,9 +40,7 @@ class Check:
 
     def record(self, name: str, data) -> None:
         """Keep ``data`` (plain numbers, lists, dicts) in the report under the check's ``data[name]``."""
-        from conformance.plugin import _plain
-
-        self.data[name] = _plain(data)
+        self.data[name] = plain(data)
 
     def close(self, actual, expected, tol: Tolerance, *, what: str, ask=None, locate: Callable | None = None,
               structure: Callable | None = None) -> Measurement:

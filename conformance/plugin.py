@@ -23,7 +23,7 @@ import pytest
 
 from conformance import claims, deviations
 from conformance.errors import Blocked, ConformanceOutcome, LoadError, PartNotImplemented
-from conformance.results import FAILING, CheckResult
+from conformance.results import FAILING, CheckResult, plain
 
 RESULTS_KEY = "conformance"
 COLLECTORS: list[ResultCollector] = []  # the CLI reads the results of the run it started here
@@ -381,7 +381,7 @@ def _classify(item, call, candidate) -> CheckResult:
         result.status = exc.status
         for name, value in exc.as_fields().items():
             if name in CheckResult.__dataclass_fields__ and value is not None:
-                setattr(result, name, _plain(value))
+                setattr(result, name, plain(value))
     elif isinstance(exc, pytest.skip.Exception):
         result.status, result.message = "not_implemented", str(exc)
     elif isinstance(exc, AssertionError):
@@ -407,17 +407,6 @@ def _unwrap(exc: BaseException) -> BaseException:
     return exc
 
 
-def _plain(value):
-    """Make a value JSON- and xdist-serialisable."""
-    if isinstance(value, np.generic):
-        return value.item()
-    if isinstance(value, np.ndarray):
-        return value.tolist()
-    if isinstance(value, dict):
-        return {k: _plain(v) for k, v in value.items()}
-    if isinstance(value, list | tuple):
-        return [_plain(v) for v in value]
-    return value
 
 
 class ResultCollector:
