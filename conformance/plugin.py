@@ -428,6 +428,7 @@ class ResultCollector:
         declared = self.config.stash.get(_deviations_key, [])
         return {
             "strict": self.config.getoption("conformance_strict"),
+            "selection": self.config.getoption("conformance_select"),
             "declared_deviations": deviations.summary(self.results, declared) if declared else [],
             "seed": self.config.getoption("conformance_seed"),
             "hypothesis_profile": self.config.getoption("conformance_profile"),

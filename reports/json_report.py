@@ -36,10 +36,10 @@ def verdict(results: list[CheckResult]) -> str:
     return "conformant"
 
 
-def published_line(results: list[CheckResult]) -> dict:
+def published_line(results: list[CheckResult], *, selected: bool = False) -> dict:
     from conformance.coverage import REPRODUCED_LINE, reproduced
 
-    k, n = reproduced(results)
+    k, n = reproduced(results, selected=selected)
     return {"reproduced": k, "reproducible": n, "line": REPRODUCED_LINE.format(k=k, n=n)}
 
 
@@ -66,7 +66,8 @@ def build_report(results: list[CheckResult], metadata: dict) -> dict:
         **metadata,
         "summary": {name: count_statuses(rs) for name, rs in by_impl.items()},
         "verdict": {name: verdict(rs) for name, rs in by_impl.items()},
-        "published_numbers": {name: published_line(rs) for name, rs in by_impl.items()},
+        "published_numbers": {name: published_line(rs, selected=bool(metadata.get("selection")))
+                              for name, rs in by_impl.items()},
         "unsupported": {name: unsupported(rs) for name, rs in by_impl.items()},
         "facts": fact_sources(results),
         "checks": [r.as_dict() for r in results],

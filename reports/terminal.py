@@ -11,7 +11,9 @@ def render(results: list[CheckResult], metadata: dict) -> str:
     lines = []
     for impl in metadata.get("implementations", []):
         mine = [r for r in results if r.impl == impl["name"]]
-        lines += _header(impl, mine) + _by_section(mine) + _details(mine) + _declared(metadata) + [_summary(mine), ""]
+        selected = bool(metadata.get("selection"))
+        lines += _header(impl, mine) + _by_section(mine) + _details(mine) + _declared(metadata)
+        lines += [_summary(mine, selected=selected), ""]
     return "\n".join(lines) + "\n"
 
 
@@ -103,10 +105,10 @@ def _detail(r: CheckResult) -> list[str]:
     return lines
 
 
-def _summary(results: list[CheckResult]) -> str:
+def _summary(results: list[CheckResult], *, selected: bool = False) -> str:
     from conformance.coverage import REPRODUCED_LINE, reproduced
 
     counts = count_statuses(results)
     parts = [f"{counts[s]} {s.replace('_', ' ')}" for s in counts]
-    k, n = reproduced(results)
+    k, n = reproduced(results, selected=selected)
     return "\n" + ", ".join(parts) + "\n" + REPRODUCED_LINE.format(k=k, n=n)

@@ -12,7 +12,7 @@ from hypothesis import strategies as st
 from conformance import claims, formulas, published
 from conformance.diagnosis import PROBE_SEED, Question
 from conformance.strategies import arrays, seeds
-from conformance.tolerances import ELEMENTWISE, for_dtype
+from conformance.tolerances import ELEMENTWISE, Tolerance, for_dtype
 
 SECTION = "§3.1 Layer normalization (Add & Norm)"
 pytestmark = pytest.mark.requires("layer_norm")
@@ -80,3 +80,31 @@ def test_layer_norm_normalises_each_row_over_its_own_features(candidate, check, 
     ask = Question(normalised, problem, probe(seed))
     check.close(got.mean(-1), np.zeros(rows), tol, what="row means of LayerNorm(x)", ask=ask)
     check.close(got.var(-1), var / (var + 1e-5), tol, what="row variances of LayerNorm(x)", ask=ask)
+
+
+# -- Every other printed number of the example: its two ends, the listing, the mean and variance it used
+@claims.LAYER_NORM_BY_HAND
+@pytest.mark.requires("layer_norm")
+def test_published_layer_norm_example(candidate, check):
+    """LayerNorm(1, 2, 3, 6) = (-1.069, -0.535, 0, 1.604), and its two hand-checked ends."""
+    x = np.asarray(published.fact("layernorm.example.x")["value"], dtype=np.float64)  # the input, not a claim
+    got = candidate.layer_norm(x, np.ones(4), np.zeros(4), 1e-5)
+    # The mean and spread the candidate used, read back from its output: y = (x - mean) / sqrt(var + eps).
+    y = np.asarray(got, dtype=np.float64)
+    sigma = (x[-1] - x[0]) / (y[-1] - y[0])
+    mean = float(np.mean(x - sigma * y))
+    implied = {"mean": mean, "std": sigma, "variance": sigma**2 - 1e-5, "squared_deviations": (sigma * y) ** 2}
+    statistics = [(fact_id, implied[published.fact(fact_id)["args"]["quantity"]], IMPLIED)
+                  for fact_id in ("layernorm.example.mean", "layernorm.example.variance", "layernorm.example.std",
+                                  "layernorm.example.squared_deviations")]
+    means_line, *output_lines = published.listing_lines("layer norm")  # "3.0 3.5", then the normalised row twice
+    check.published_values(
+        [("layernorm.example.x1", got[0]), ("layernorm.example.x4", got[3]),
+         *((line, got) for line in output_lines), *statistics, (means_line, [mean, sigma**2 - 1e-5], IMPLIED)],
+        what="LayerNorm(1, 2, 3, 6), and the mean and variance it used",
+    )
+
+
+# Statistics read back from a float32 LayerNorm through a difference quotient: y's relative error
+# ~1e-7 grows to ~1e-6 in sigma^2; 1e-5 keeps a margin of 10 and is far below the unbiased variance's 33 %.
+IMPLIED = Tolerance(1e-5, 1e-6, "read back from float32 outputs through (x4 - x1) / (y4 - y1)")

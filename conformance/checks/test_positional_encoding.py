@@ -121,6 +121,11 @@ def test_pe_wavelengths_are_geometric_for_any_d_model(candidate, check, d_model)
     check.close(got, expected, READ_BACK, what=f"wavelengths (d_model={d_model})", ask=pe_question(2, d_model))
 
 
+PUBLISHED_ROTATION = ((0, "rotation.pos0.turned", "rotation.pos0.shifted"),
+                      (10, "rotation.pos10.turned", "rotation.pos10.shifted"),
+                      (40, "rotation.pos40.turned", "rotation.pos40.shifted"))
+
+
 @claims.POSITIONAL_ENCODING
 @pytest.mark.depends_on("pe_has_one_row_per_position")
 def test_pe_shift_is_published_rotation(candidate, check):
@@ -128,10 +133,7 @@ def test_pe_shift_is_published_rotation(candidate, check):
     pe = candidate.positional_encoding(50, 64)
     k, i = 3, 5
     turn = formulas.rotation(formulas.frequencies(64)[i] * k)
-    published_pairs = ((0, "rotation.pos0.turned", "rotation.pos0.shifted"),
-                       (10, "rotation.pos10.turned", "rotation.pos10.shifted"),
-                       (40, "rotation.pos40.turned", "rotation.pos40.shifted"))
-    for pos, turned, shifted in published_pairs:
+    for pos, turned, shifted in PUBLISHED_ROTATION:
         check.close(turn @ pe[pos, 2 * i: 2 * i + 2], published.value(turned), published.tolerance(turned),
                     what=f"R(omega_5 * 3) @ PE[{pos}, 10:12] [{turned}]", ask=pe_question(50, 64))
         check.close(pe[pos + k, 2 * i: 2 * i + 2], published.value(shifted), published.tolerance(shifted),
@@ -150,3 +152,86 @@ def test_pe_shift_by_k_is_a_rotation(candidate, check, d_model, pos, k, data):
                 for_dtype(ELEMENTWISE, candidate.conventions.dtype),
                 what=f"PE[{pos}+{k}, pair {i}] vs R(omega_{i} * {k}) @ PE[{pos}, pair {i}] (d_model={d_model})",
                 ask=pe_question(pos + k + 1, d_model))
+
+
+def unowned(entries: list[dict]) -> list[dict]:
+    """The facts no other check of this module compares against (each published number has one home)."""
+    return [entry for entry in entries if entry["id"] not in OWNED]
+
+
+OWNED = {"pe.table.shape", "pe.d64.pos1.first4", "practice.pe.2.0", "practice.pe.2.1", "pe.pos0.pattern",
+         *(fact for facts in PUBLISHED_WAVELENGTHS.values() for fact in facts),
+         *(fact for _, *facts in PUBLISHED_ROTATION for fact in facts)}
+
+
+# -- Every other printed number of §3.5: each fact has one home, the checks above own theirs
+@claims.POSITIONAL_ENCODING_BY_HAND
+@pytest.mark.requires("positional_encoding")
+def test_published_positional_encoding_values(candidate, check):
+    """Every printed PE value (0.841, 0.540, 0.682, 0.732, 0.909, -0.416, the (0, 1, 0, 1) of position 0)."""
+    pairs = []
+    for entry in unowned(published.of_kind("pe")):
+        a = entry["args"]
+        cols = a.get("cols", a.get("col"))
+        pairs.append((entry["id"], candidate.positional_encoding(a["pos"] + 1, a["d"])[a["pos"], cols]))
+    pe = candidate.positional_encoding(50, 64).astype(np.float64)  # positions.py: sinusoidal_positions(50, 64)
+    shape, row1, first3 = published.listing_lines("positions.py")
+    pairs += [(shape, pe.shape), (row1, pe[1, :4]), (first3, pe[1, :3])]
+    for verify in ("pe_divisor", "pe_angle"):  # 10000^(2i/d) and pos / 10000^(2i/d), read off the candidate's PE
+        for entry in unowned(published.of_kind(verify)):
+            a = entry["args"]
+            angle = pair_angle(candidate, a["i"], a["d"])
+            pairs.append((entry["id"], 1 / angle if verify == "pe_divisor" else a["pos"] * angle))
+    check.published_values(pairs, what="PE", floor=ANGLE_READ_BACK)
+
+
+# An angle read off float32 PE values through arctan2: a few float32 ulp (1e-7 relative); 1e-5 leaves a
+# factor 100 and is far below any wrong exponent (10000^(2/64) vs 10000^(1/64): 33 %).
+ANGLE_READ_BACK = Tolerance(1e-5, 1e-7, "read back from float32 PE values through arctan2")
+
+
+def pair_angle(candidate, i: int, d: int) -> float:
+    """omega_i = 1 / 10000^(2i/d), the angle pair i turns per position, read off the candidate's PE[1]."""
+    pe = candidate.positional_encoding(2, d).astype(np.float64)
+    return float(np.arctan2(pe[1, 2 * i], pe[1, 2 * i + 1]))
+
+
+@claims.POSITIONAL_ENCODING
+@pytest.mark.requires("positional_encoding")
+def test_published_wavelengths(candidate, check):
+    """Every printed wavelength (6.3 ... 47,117.2 for d_model 64; 6.3 ... 60,611.5 for 512; columns 0, 8, 20)."""
+    pairs = []
+    for entry in unowned(published.of_kind("wavelength")):
+        a = entry["args"]
+        pair = a["i"] if "i" in a else a["col"] // 2
+        pairs.append((entry["id"], 2 * np.pi / pair_angle(candidate, pair, a["d"])))
+    # "for d in (64, 512): ... for i in (0, 1, d // 4, d // 2 - 1)"
+    for fact_id in published.listing_lines("wavelengths"):
+        d = published.fact(fact_id)["value"][0]
+        pairs.append((fact_id, [d, *(2 * np.pi / pair_angle(candidate, i, d) for i in (0, 1, d // 4, d // 2 - 1))]))
+    check.published_values(pairs, what="wavelength 2*pi/omega read off PE[1]")
+
+
+@claims.POSITIONAL_ENCODING
+@pytest.mark.requires("positional_encoding")
+def test_published_rotation_pairs(candidate, check):
+    """The rotation check's pairs: PE[pos + 3, 10:12] at positions 0, 10 and 40 (and R @ PE[pos])."""
+    pairs = []
+    for entry in unowned(published.of_kind("rotation")):
+        a = entry["args"]
+        pairs.append((entry["id"], rotation_pair(candidate, a["pos"], a["which"], a["k"], a["i"], a["d"])))
+    k, i, d = (published.fact("rotation.pos0.turned")["args"][key] for key in ("k", "i", "d"))
+    for fact_id in published.listing_lines("rotation check"):  # each line: pos, PE[pos + k] pair, R(k) @ PE[pos] pair
+        pos = published.fact(fact_id)["value"][0]
+        shifted, turned = (rotation_pair(candidate, pos, which, k, i, d) for which in ("shifted", "turned"))
+        pairs.append((fact_id, [pos, *shifted, *turned]))
+    check.published_values(pairs, what="rotated PE pair")
+
+
+def rotation_pair(candidate, pos: int, which: str, k: int, i: int, d: int) -> np.ndarray:
+    """The rotation check's pair i at pos: PE[pos + k] ("shifted") or R(omega_i k) @ PE[pos] ("turned")."""
+    pe = candidate.positional_encoding(pos + k + 1, d).astype(np.float64)
+    if which == "shifted":
+        return pe[pos + k, 2 * i : 2 * i + 2]
+    w = k / 10000 ** (2 * i / d)
+    return np.array([[np.cos(w), np.sin(w)], [-np.sin(w), np.cos(w)]]) @ pe[pos, 2 * i : 2 * i + 2]
