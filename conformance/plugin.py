@@ -382,8 +382,9 @@ def _classify(item, call, candidate) -> CheckResult:
         for name, value in exc.as_fields().items():
             if name in CheckResult.__dataclass_fields__ and value is not None:
                 setattr(result, name, plain(value))
-    elif isinstance(exc, pytest.skip.Exception):
-        result.status, result.message = "not_implemented", str(exc)
+    elif isinstance(exc, pytest.skip.Exception):  # the suite could not run it (torch missing): not the candidate's
+        result.status, result.message, result.blocked_by = "blocked", f"the suite could not run this check: {exc}", \
+            "the suite"
     elif isinstance(exc, AssertionError):
         result.status, result.message = "failed", str(exc)
     else:  # a bug in the check itself, not in the candidate: still an error, and still reported

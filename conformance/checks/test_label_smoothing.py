@@ -14,8 +14,7 @@ from hypothesis import strategies as st
 
 from conformance import claims, formulas, published
 from conformance.diagnosis import PROBE_SEED, Question
-from conformance.scenarios import no_padding
-from conformance.strategies import seeds
+from conformance.scenarios import no_padding, seeds
 from conformance.tolerances import Tolerance
 
 SECTION = "§5.4 Regularization: label smoothing"

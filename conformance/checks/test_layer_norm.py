@@ -11,8 +11,8 @@ from hypothesis import strategies as st
 
 from conformance import claims, formulas, published
 from conformance.diagnosis import PROBE_SEED, Question
-from conformance.strategies import arrays, seeds
-from conformance.tolerances import ELEMENTWISE, Tolerance, for_dtype
+from conformance.scenarios import arrays, seeds
+from conformance.tolerances import ELEMENTWISE, Tolerance, for_candidate
 
 SECTION = "§3.1 Layer normalization (Add & Norm)"
 pytestmark = pytest.mark.requires("layer_norm")
@@ -65,7 +65,7 @@ def test_layer_norm_matches_formula(candidate, check, shape, seed, scale, eps):
     x32 = x.astype(candidate.conventions.dtype)  # compare against the formula on the inputs it saw
     check.close(normalised(candidate, problem),
                 formulas.layer_norm(x32, gamma.astype(x32.dtype), beta.astype(x32.dtype), eps),
-                for_dtype(ELEMENTWISE, candidate.conventions.dtype), what=f"LayerNorm(x{shape}, eps={eps:g})",
+                for_candidate(ELEMENTWISE, candidate), what=f"LayerNorm(x{shape}, eps={eps:g})",
                 ask=Question(normalised, problem, probe(seed, eps)))
 
 
@@ -76,7 +76,7 @@ def test_layer_norm_normalises_each_row_over_its_own_features(candidate, check, 
     problem = (arrays(seed, (rows, d), scale=2.0), np.ones(d), np.zeros(d), 1e-5)
     got = normalised(candidate, problem).astype(np.float64)
     var = problem[0].astype(candidate.conventions.dtype).astype(np.float64).var(-1)
-    tol = for_dtype(ELEMENTWISE, candidate.conventions.dtype)
+    tol = for_candidate(ELEMENTWISE, candidate)
     ask = Question(normalised, problem, probe(seed))
     check.close(got.mean(-1), np.zeros(rows), tol, what="row means of LayerNorm(x)", ask=ask)
     check.close(got.var(-1), var / (var + 1e-5), tol, what="row variances of LayerNorm(x)", ask=ask)

@@ -12,7 +12,7 @@ from hypothesis import strategies as st
 from conformance import claims, formulas, published
 from conformance.compare import assert_shape
 from conformance.diagnosis import Question
-from conformance.tolerances import ELEMENTWISE, Tolerance, for_dtype
+from conformance.tolerances import ELEMENTWISE, Tolerance, for_candidate
 
 SECTION = "§3.5 Positional encoding"
 pytestmark = pytest.mark.requires("positional_encoding")
@@ -21,9 +21,6 @@ pytestmark = pytest.mark.requires("positional_encoding")
 READ_BACK = Tolerance(1e-3, 0.0, "wavelength read back from float sin/cos values")
 even_d_model = st.integers(1, 64).map(lambda half: 2 * half)
 
-
-def tol(candidate):
-    return for_dtype(ELEMENTWISE, candidate.conventions.dtype)
 
 
 def table(candidate, size):
@@ -71,7 +68,8 @@ def test_pe_position_0_is_sin_0_and_cos_0(candidate, check):
     """At position 0 every sine is 0 and every cosine is 1: (0, 1, 0, 1, ...)."""
     pe = candidate.positional_encoding(1, 64)
     expected = np.tile(published.value("pe.pos0.pattern"), 32)
-    check.close(pe[0], expected, tol(candidate), what="PE[0] (d_model=64)", ask=pe_question(1, 64))
+    check.close(pe[0], expected, for_candidate(ELEMENTWISE, candidate),
+                what="PE[0] (d_model=64)", ask=pe_question(1, 64))
 
 
 @claims.POSITIONAL_ENCODING
@@ -80,7 +78,8 @@ def test_pe_position_0_is_sin_0_and_cos_0(candidate, check):
 def test_pe_matches_formula_for_any_size(candidate, check, n, d_model):
     """For any n and even d_model, PE equals the formula (interleaved sine/cosine from position 0)."""
     pe = candidate.positional_encoding(n, d_model)
-    check.close(pe, formulas.positional_encoding(n, d_model), tol(candidate), what=f"PE(n={n}, d_model={d_model})",
+    check.close(pe, formulas.positional_encoding(n, d_model), for_candidate(ELEMENTWISE, candidate),
+                what=f"PE(n={n}, d_model={d_model})",
                 ask=pe_question(n, d_model))
 
 
@@ -149,7 +148,7 @@ def test_pe_shift_by_k_is_a_rotation(candidate, check, d_model, pos, k, data):
     pe = candidate.positional_encoding(pos + k + 1, d_model)
     turn = formulas.rotation(formulas.frequencies(d_model)[i] * k)
     check.close(pe[pos + k, 2 * i: 2 * i + 2], turn @ pe[pos, 2 * i: 2 * i + 2].astype(np.float64),
-                for_dtype(ELEMENTWISE, candidate.conventions.dtype),
+                for_candidate(ELEMENTWISE, candidate),
                 what=f"PE[{pos}+{k}, pair {i}] vs R(omega_{i} * {k}) @ PE[{pos}, pair {i}] (d_model={d_model})",
                 ask=pe_question(pos + k + 1, d_model))
 

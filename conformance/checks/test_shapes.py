@@ -17,7 +17,7 @@ import pytest
 from conformance import claims, oracle, published
 from conformance.compare import assert_shape, assert_true
 from conformance.config import ModelConfig, base_config, toy_config
-from conformance.scenarios import MODEL_PARTS, activations, layer_weight_shapes
+from conformance.scenarios import LOADED_MODEL, activations, layer_weight_shapes
 from conformance.weights import attention_shapes, random_weights
 
 SECTION = "Shapes (explorer, guided practice, base model)"
@@ -90,7 +90,7 @@ def causal(T: int) -> np.ndarray:
 # The checks: one per printed shape
 # --------------------------------------------------------------------------------------------------
 
-MODEL = pytest.mark.requires(*MODEL_PARTS[:1])  # build_model only: the shapes need no loaded weights
+MODEL = pytest.mark.requires(*LOADED_MODEL[:1])  # build_model only: the shapes need no loaded weights
 MHA = pytest.mark.requires("multi_head_attention")
 
 
