@@ -3,7 +3,7 @@
 import json
 import xml.etree.ElementTree as ET
 
-from conftest import FAILING_RUN, adapter_path
+from conftest import FAILING_RUN
 
 from conformance.cli import EXIT_FAILED, EXIT_OK, EXIT_USAGE, main
 
