@@ -14,6 +14,7 @@ import argparse
 import contextlib
 import io
 import json
+import os
 import sys
 from pathlib import Path
 
@@ -41,6 +42,7 @@ def build_parser() -> argparse.ArgumentParser:
     certify.add_argument("--threads", type=int, default=1, metavar="N",
                          help="torch intra-op threads (default 1, fastest on the checks' tiny tensors; 0: torch's)")
     certify.add_argument("-v", "--verbose", action="store_true", help="also show pytest's own output")
+    add_isolation_arguments(certify)
     listing = sub.add_parser("list", help="list the checks with their section and claim")
     listing.add_argument("impl", nargs="?", default="reference")
     sub.add_parser("template", help="print an adapter template to copy and fill")
@@ -50,6 +52,35 @@ def build_parser() -> argparse.ArgumentParser:
     kill.add_argument("--training", action="store_true", help="all training checks for all mutants (slow)")
     kill.add_argument("--json", metavar="PATH", help="write the per-check results of every mutant to PATH")
     return parser
+
+
+def add_isolation_arguments(parser, *, default: bool | None = None) -> None:
+    from conformance.isolation.proxy import Limits
+
+    group = parser.add_mutually_exclusive_group()
+    group.add_argument("--isolate", dest="isolate", action="store_const", const=True, default=default,
+                       help="run the implementation in a sandboxed worker process (default for a path to a .py file)")
+    group.add_argument("--no-isolate", dest="isolate", action="store_const", const=False,
+                       help="run it in this process (default for built-ins and module:attribute)")
+    parser.add_argument("--worker-memory", type=int, default=Limits.memory_mib, metavar="MIB",
+                        help=f"address-space limit of the isolated worker (default {Limits.memory_mib})")
+    parser.add_argument("--worker-total-timeout", type=float, default=Limits.total_s, metavar="S",
+                        help="wall-clock seconds the isolated implementation may use in all"
+                             f" (default {Limits.total_s:g})")
+
+
+def isolation_args(args) -> list[str]:
+    flags = {True: ["--isolate"], False: ["--no-isolate"], None: []}[args.isolate]
+    return flags + ["--worker-memory", str(args.worker_memory),
+                    "--worker-total-timeout", str(args.worker_total_timeout)]
+
+
+def load_options(args) -> dict:
+    from conformance.isolation.proxy import Limits
+
+    total = args.worker_total_timeout
+    limits = Limits(memory_mib=args.worker_memory, total_s=total, cpu_s=int(total))
+    return {"timeout_s": args.timeout, "isolate": args.isolate, "limits": limits, "threads": args.threads}
 
 
 def pytest_args(args) -> list[str]:
@@ -83,22 +114,50 @@ def pytest_args(args) -> list[str]:
         argv.append("--no-training")
     if args.workers > 1:
         argv += ["-n", str(args.workers), "--dist", "loadfile"]
+    argv += isolation_args(args)
     return argv + (["-v"] if args.verbose else ["-q", "--tb=no", "--no-header"])
 
 
 def certify(args) -> int:
-    import pytest
-
     from conformance.errors import LoadError
-    from conformance.loading import load
-    from conformance.reports.terminal import render
+    from conformance.isolation.proxy import stop_all_workers
+    from conformance.loading import discard_preloaded, load, preload
 
     try:
-        load(args.impl)  # fail fast, with the fix, before pytest starts
+        candidate = load(args.impl, **load_options(args))  # fail fast, with the fix, before pytest starts
     except LoadError as exc:
         print(f"transformer-conformance: cannot load {args.impl!r}: {exc}", file=sys.stderr)
+        if args.json:
+            write_load_error_report(args, str(exc))
+            print(f"JSON report written to {args.json}")
         return EXIT_USAGE
+    preload(args.impl, candidate)  # the plugin's load gets it: one worker (one import) per run
+    try:
+        return run_checks(args)
+    finally:
+        discard_preloaded()
+        stop_all_workers()
+
+
+def write_load_error_report(args, message: str) -> None:
+    """The report of a run whose implementation could not be loaded: one error, not conformant."""
+    from conformance.reports.json_report import build_report
+    from conformance.results import CheckResult
+
+    result = CheckResult(id="implementation_loads", impl=args.impl, section="Loading", status="error",
+                         title="The implementation imports, declares its conventions and provides a part",
+                         message=f"cannot load {args.impl!r}: {message}", part="import",
+                         expected="an adapter", actual="no adapter")
+    metadata = {"seed": args.seed, "implementations": [{"name": args.impl, "conventions": None, "provided_parts": [],
+                                                         "load_warnings": [], "isolation": None}]}
+    Path(args.json).write_text(json.dumps(build_report([result], metadata), indent=2) + "\n")
+
+
+def run_checks(args) -> int:
+    import pytest
+
     from conformance.plugin import COLLECTORS
+    from conformance.reports.terminal import render
 
     COLLECTORS.clear()
     captured = io.StringIO()
@@ -110,6 +169,9 @@ def certify(args) -> int:
         return EXIT_USAGE if code == pytest.ExitCode.USAGE_ERROR else EXIT_INTERNAL
     print(render(collector.results, collector.metadata()), end="")
     if args.json:
+        if not Path(args.json).is_file():  # fail closed: no report, no pass
+            print(f"transformer-conformance: the JSON report {args.json} was not written", file=sys.stderr)
+            return EXIT_INTERNAL
         print(f"JSON report written to {args.json}")
     return exit_code(code, collector.results)
 
@@ -259,6 +321,16 @@ def _mutant_session(args, names: list[str], extra: list[str]) -> list:
     if not COLLECTORS:
         raise RuntimeError("the kill-matrix session collected no results")
     return list(COLLECTORS[-1].results)
+
+
+def run() -> None:
+    """The console script: ``main``, then exit with its code at once, so that nothing an implementation
+    registered (an ``atexit`` handler calling ``os._exit(0)``) can replace the verdict's exit status."""
+    code = main()
+    for stream in (sys.stdout, sys.stderr):
+        with contextlib.suppress(Exception):
+            stream.flush()
+    os._exit(code)
 
 
 def main(argv: list[str] | None = None) -> int:
