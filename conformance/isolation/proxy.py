@@ -95,7 +95,7 @@ class Worker:
         self.status_r, status_w = os.pipe()
         with open(self.log_path, "wb") as log:
             self.process = subprocess.Popen(
-                [sys.executable, "-I", "-B", "-c", BOOTSTRAP, str(request_r), str(response_w), str(control_r),
+                [sys.executable, "-I", "-B", "-u", "-c", BOOTSTRAP, str(request_r), str(response_w), str(control_r),
                  str(status_w), str(limits.total_s)],
                 stdin=subprocess.DEVNULL, stdout=log, stderr=subprocess.STDOUT, cwd=work,
                 env=minimal_env(work, self.temp_dir, threads), pass_fds=(request_r, response_w, control_r, status_w),

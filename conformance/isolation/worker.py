@@ -16,6 +16,7 @@ exit status as one JSON line on STATUS, and exits.
 from __future__ import annotations
 
 import ctypes
+import errno
 import json
 import os
 import select
@@ -244,6 +245,8 @@ class Server:
             message = f"the implementation called sys.exit({exc.code!r})"
         elif isinstance(exc, MemoryError):
             message = (message + " " if message else "") + "(the worker ran into its memory limit)"
+        elif isinstance(exc, OSError) and exc.errno == errno.EFBIG:
+            message += " (the worker's file-size limit: its stdout and stderr count; it wrote too much)"
         return {"type": type(exc).__name__, "message": message}
 
 
