@@ -47,11 +47,65 @@ def build_parser() -> argparse.ArgumentParser:
     listing.add_argument("impl", nargs="?", default="reference")
     sub.add_parser("template", help="print an adapter template to copy and fill")
     sub.add_parser("fixtures", help="verify the golden facts and print how many are encoded, verified and used")
+    add_grade_parser(sub)
     kill = sub.add_parser("mutants", help="run the suite over every mutant: the kill matrix, kill rate and survivors")
     kill.add_argument("--workers", type=int, default=1, metavar="N", help="run in N processes (pytest-xdist)")
     kill.add_argument("--training", action="store_true", help="all training checks for all mutants (slow)")
     kill.add_argument("--json", metavar="PATH", help="write the per-check results of every mutant to PATH")
     return parser
+
+
+def add_grade_parser(sub) -> None:
+    grade = sub.add_parser(
+        "grade", help="grade a submission (isolated, fresh seed, points, Gradescope), a class folder, or summarise",
+        description="grade SUBMISSION: one submission folder or .py file. grade DIR: every submission folder in"
+                    " DIR (a class). grade --summarise REPORT...: the class summary of JSON reports."
+                    " grade --init-gradescope DIR: the files of a Gradescope autograder.")
+    grade.add_argument("submission", nargs="?", help="a submission folder or .py file, or a folder of submissions")
+    grade.add_argument("--points", metavar="TOML", help="points per check or section (default: 1 point per check)")
+    grade.add_argument("--gradescope", metavar="PATH", help="write Gradescope's results.json to PATH")
+    grade.add_argument("--json", metavar="PATH", help="write the JSON report (with the score) to PATH")
+    grade.add_argument("--adapter-name", default="adapter.py", metavar="FILE",
+                       help="the adapter's file name in a submission folder (default adapter.py)")
+    grade.add_argument("--seed", type=int, default=None, help="seed of the inputs (default: drawn, and recorded)")
+    grade.add_argument("--one", action="store_true", help="SUBMISSION is one submission, even with subfolders")
+    grade.add_argument("--jobs", type=int, default=2, metavar="N", help="a class: submissions graded at a time")
+    grade.add_argument("--out", metavar="DIR", help="a class or --summarise: where reports and the summary go")
+    grade.add_argument("--summarise", nargs="+", metavar="REPORT", help="summarise JSON reports (files or folders)")
+    grade.add_argument("--init-gradescope", metavar="DIR", help="write setup.sh, run_autograder, points.toml to DIR")
+    grade.add_argument("--training", action="store_true", help="with --init-gradescope: run the training checks")
+    grade.add_argument("-k", dest="keyword", metavar="EXPR", help="only checks matching EXPR")
+    grade.add_argument("--no-training", action="store_true", help="skip the training-convergence checks")
+    grade.add_argument("--timeout", type=float, default=60.0, help="seconds one adapter call may take")
+    grade.add_argument("--threads", type=int, default=1, metavar="N", help="torch intra-op threads (default 1)")
+    add_isolation_arguments(grade, default=True)
+
+
+def grade(args) -> int:
+    from conformance.grading.classroom import grade_class, is_class_folder, summarise
+    from conformance.grading.gradescope_setup import init_gradescope
+    from conformance.grading.points import Points, PointsError
+    from conformance.grading.submission import grade_submission
+
+    if args.init_gradescope:
+        for path in init_gradescope(args.init_gradescope, adapter_name=args.adapter_name, points=args.points,
+                                    training=args.training):
+            print(f"wrote {path}")
+        return EXIT_OK
+    if args.summarise:
+        return summarise(args)
+    if not args.submission:
+        print("transformer-conformance grade: give a SUBMISSION, --summarise or --init-gradescope", file=sys.stderr)
+        return EXIT_USAGE
+    try:
+        if args.points:
+            Points.from_toml(args.points)  # a broken points file is the instructor's to fix, before any grading
+    except PointsError as exc:
+        print(f"transformer-conformance: {exc}", file=sys.stderr)
+        return EXIT_USAGE
+    if not args.one and not args.gradescope and is_class_folder(Path(args.submission), args.adapter_name):
+        return grade_class(args)
+    return grade_submission(args)
 
 
 def add_isolation_arguments(parser, *, default: bool | None = None) -> None:
@@ -114,6 +168,8 @@ def pytest_args(args) -> list[str]:
         argv.append("--no-training")
     if args.workers > 1:
         argv += ["-n", str(args.workers), "--dist", "loadfile"]
+    if args.profile == "grade":  # examples drawn from the run's seed: a submission cannot predict them
+        argv.append(f"--hypothesis-seed={args.seed}")
     argv += isolation_args(args)
     return argv + (["-v"] if args.verbose else ["-q", "--tb=no", "--no-header"])
 
@@ -341,6 +397,7 @@ def main(argv: list[str] | None = None) -> int:
         "template": template,
         "fixtures": fixtures,
         "mutants": kill_matrix,
+        "grade": grade,
     }
     return commands[args.command](args)
 

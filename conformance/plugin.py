@@ -42,9 +42,10 @@ def pytest_addoption(parser):
     group.addoption("--conformance-summary", action="store_true", help="print one line per check, grouped by section")
     group.addoption(
         "--conformance-profile",
-        choices=("ci", "thorough"),
+        choices=("ci", "thorough", "grade"),
         default="ci",
-        help="hypothesis profile: ci (deterministic, fast) or thorough (certification)",
+        help="hypothesis profile: ci (deterministic, fast), thorough (certification) or grade (ci's size, examples"
+             " drawn from --hypothesis-seed: inputs a submission cannot predict)",
     )
     group.addoption("--check-timeout", type=float, default=60.0, metavar="S", help="seconds one adapter call may take")
     group.addoption("--no-training", action="store_true", help="skip the training-convergence checks")
