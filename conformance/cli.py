@@ -36,7 +36,8 @@ def build_parser() -> argparse.ArgumentParser:
     certify.add_argument("--workers", type=int, default=1, metavar="N", help="run checks in N processes (pytest-xdist)")
     certify.add_argument("--seed", type=int, default=0, help="seed for random inputs (default 0)")
     certify.add_argument("-k", dest="keyword", metavar="EXPR", help="only checks matching EXPR (pytest -k)")
-    certify.add_argument("--profile", choices=("ci", "thorough"), default="ci", help="hypothesis profile")
+    certify.add_argument("--profile", choices=("ci", "thorough", "grade"), default="ci",
+                         help="hypothesis profile (grade: examples drawn from --seed, as grade runs them)")
     certify.add_argument("--no-training", action="store_true", help="skip the training-convergence checks")
     certify.add_argument("--timeout", type=float, default=60.0, help="seconds one adapter call may take")
     certify.add_argument("--threads", type=int, default=1, metavar="N",

@@ -318,7 +318,9 @@ def _classify(item, call, candidate) -> CheckResult:
         section=check_section(item),
         status="passed",
         duration_s=round(call.duration, 6),
-        reproduction=f"transformer-conformance certify {candidate.name} -k '{check_id(item)}' --seed {seed}",
+        reproduction=f"transformer-conformance certify {candidate.name} -k '{check_id(item)}' --seed {seed}"
+                     + ("" if item.config.getoption("conformance_profile") == "ci" else
+                        f" --profile {item.config.getoption('conformance_profile')}"),
     )
     result.facts = item.stash.get(_facts_key, [])
     recorder = item.stash.get(_recorder_key, None)
