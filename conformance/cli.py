@@ -180,20 +180,51 @@ def certify(args) -> int:
     from conformance.isolation.proxy import stop_all_workers
     from conformance.loading import discard_preloaded, load, preload
 
-    try:
-        candidate = load(args.impl, **load_options(args))  # fail fast, with the fix, before pytest starts
+    try:  # fail fast, with the fix, before pytest starts; an isolated worker imports while pytest starts
+        candidate = load(args.impl, **load_options(args), wait=False)
     except LoadError as exc:
-        print(f"transformer-conformance: cannot load {args.impl!r}: {exc}", file=sys.stderr)
-        if args.json:
-            write_load_error_report(args, str(exc))
-            print(f"JSON report written to {args.json}")
-        return EXIT_USAGE
+        return load_failed(args, str(exc))
     preload(args.impl, candidate)  # the plugin's load gets it: one worker (one import) per run
     try:
-        return run_checks(args)
+        code = run_checks(args, plugins=[AwaitWorker(candidate, on_failure="exit")], quiet_usage=True)
+        error = getattr(candidate.adapter, "reason", None)  # UnloadableAdapter: the worker could not load it
+        return load_failed(args, error) if error else code
     finally:
         discard_preloaded()
         stop_all_workers()
+
+
+def load_failed(args, message: str) -> int:
+    print(f"transformer-conformance: cannot load {args.impl!r}: {message}", file=sys.stderr)
+    if args.json:
+        write_load_error_report(args, message)
+        print(f"JSON report written to {args.json}")
+    return EXIT_USAGE
+
+
+class AwaitWorker:
+    """A pytest plugin of the CLI's run: once the checks are collected (while an isolated worker imported the
+    implementation), wait for the worker's hello. If the implementation could not be loaded: ``exit`` ends
+    the session (certify reports the load error), ``replace`` makes every check an error naming it (grade)."""
+
+    def __init__(self, candidate, *, on_failure: str):
+        self.candidate, self.on_failure = candidate, on_failure
+
+    def pytest_collection_finish(self, session):
+        import pytest
+
+        from conformance.errors import LoadError
+        from conformance.grading.submission import UnloadableAdapter
+
+        wait = getattr(self.candidate.adapter, "wait", None)
+        if wait is None:
+            return
+        try:
+            wait()
+        except LoadError as exc:
+            self.candidate.adapter = UnloadableAdapter(str(exc))  # the session's reports need an adapter
+            if self.on_failure == "exit":
+                pytest.exit(f"cannot load the implementation: {exc}", returncode=pytest.ExitCode.USAGE_ERROR)
 
 
 def write_load_error_report(args, message: str) -> None:
@@ -210,7 +241,7 @@ def write_load_error_report(args, message: str) -> None:
     Path(args.json).write_text(json.dumps(build_report([result], metadata), indent=2) + "\n")
 
 
-def run_checks(args) -> int:
+def run_checks(args, plugins=(), *, quiet_usage: bool = False) -> int:
     import pytest
 
     from conformance.plugin import COLLECTORS
@@ -219,10 +250,11 @@ def run_checks(args) -> int:
     COLLECTORS.clear()
     captured = io.StringIO()
     with contextlib.redirect_stdout(sys.stdout if args.verbose else captured):
-        code = pytest.main(pytest_args(args), plugins=[])
+        code = pytest.main(pytest_args(args), plugins=list(plugins))
     collector = _collector()
     if collector is None or code in (pytest.ExitCode.INTERNAL_ERROR, pytest.ExitCode.USAGE_ERROR):
-        sys.stderr.write(captured.getvalue())
+        if not (quiet_usage and code == pytest.ExitCode.USAGE_ERROR):
+            sys.stderr.write(captured.getvalue())
         return EXIT_USAGE if code == pytest.ExitCode.USAGE_ERROR else EXIT_INTERNAL
     print(render(collector.results, collector.metadata()), end="")
     if args.json:

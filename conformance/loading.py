@@ -162,7 +162,7 @@ def discard_preloaded() -> None:
 
 
 def load(spec: str, *, timeout_s: float | None = None, isolate: bool | None = None, limits=None,
-         threads: int = 1) -> Candidate:
+         threads: int = 1, wait: bool = True) -> Candidate:
     """Load and validate an implementation; the result is what every check receives. Isolated (see
     ``should_isolate``), the adapter lives in a worker process behind ``isolation.proxy.ProxyAdapter``."""
     if spec in _PRELOADED:
@@ -170,7 +170,8 @@ def load(spec: str, *, timeout_s: float | None = None, isolate: bool | None = No
     if should_isolate(spec, isolate):
         from conformance.isolation.proxy import load_isolated
 
-        return load_isolated(spec, timeout_s=timeout_s, limits=limits, threads=threads, builtin=is_builtin(spec))
+        return load_isolated(spec, timeout_s=timeout_s, limits=limits, threads=threads, builtin=is_builtin(spec),
+                             wait=wait)
     target = import_target(spec)
     adapter = target() if inspect.isclass(target) else target
     warnings = validate(adapter, spec)

@@ -46,6 +46,7 @@ class UnloadableAdapter:
 
     def __init__(self, reason: str):
         self.reason = reason
+        self.load_warnings = [f"could not be loaded: {reason}"]
         self.model_class = type("NotLoadedModel", (), {part: self._fail for part in MODEL_PARTS})
 
     def _fail(self, *args, **kwargs):
@@ -77,7 +78,7 @@ def certify_args(args, spec: str, seed: int, report: Path) -> argparse.Namespace
 
 def grade_submission(args) -> int:
     """Grade ``args.submission``; print the report and the score; exit as ``certify`` would."""
-    from conformance.cli import load_options, run_checks
+    from conformance.cli import AwaitWorker, load_options, run_checks
     from conformance.isolation.proxy import stop_all_workers
     from conformance.loading import discard_preloaded, load, preload
 
@@ -94,12 +95,13 @@ def grade_submission(args) -> int:
         report_path = Path(args.json) if args.json else Path(tmp) / "report.json"
         run = certify_args(args, spec, seed, report_path)
         try:
-            candidate = unloadable_candidate(spec, failure) if failure else load(spec, **load_options(run))
+            candidate = (unloadable_candidate(spec, failure) if failure
+                         else load(spec, **load_options(run), wait=False))
         except LoadError as exc:
             candidate = unloadable_candidate(spec, str(exc))
         preload(spec, candidate)
         try:
-            code = run_checks(run)
+            code = run_checks(run, plugins=[AwaitWorker(candidate, on_failure="replace")])
         finally:
             discard_preloaded()
             stop_all_workers()

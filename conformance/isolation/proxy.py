@@ -33,6 +33,7 @@ from pathlib import Path
 from typing import Any
 
 from conformance.adapter import ADAPTER_PARTS, MODEL_PARTS, Conventions
+from conformance.candidate import Candidate
 from conformance.errors import AdapterError, LoadError
 from conformance.isolation.wire import Channel, ChannelClosed, ChannelTimeout, WireError
 
@@ -211,7 +212,8 @@ def remote_exception(name: str, message: str) -> Exception:
 class ProxyAdapter:
     """The candidate's adapter as seen from the grader: conventions and parts, calls over a pipe."""
 
-    def __init__(self, spec: str, *, limits: Limits, timeout_s: float | None, threads: int = 1, builtin: bool):
+    def __init__(self, spec: str, *, limits: Limits, timeout_s: float | None, threads: int = 1, builtin: bool,
+                 wait: bool = True):
         self.spec, self.limits, self.timeout_s, self.threads = spec, limits, timeout_s, threads
         self._start = {
             "spec": spec,
@@ -224,15 +226,40 @@ class ProxyAdapter:
         self._generation, self._restarts, self._seed, self._release = 0, 0, None, []
         self._worker: Worker | None = None
         self._outputs: list[dict] = []
-        hello = self._start_worker()
-        self.conventions = Conventions(**hello["conventions"])
-        self.load_warnings: list[str] = hello["warnings"]
-        self.landlock: int = hello["landlock"]
-        self._parts = [part for part in hello["parts"] if part in ADAPTER_PARTS]
-        if hello["model_class_parts"] is not None:
-            self.model_class = model_class_with(hello["model_class_parts"])
+        self.load_error: str | None = None
+        self._hello: dict | None = None
+        self._worker, self._generation = Worker(self._start, limits, threads), 1  # it imports while we go on
+        if wait:
+            self.wait()
+
+    def wait(self) -> dict:
+        """The worker's hello (waiting for it the first time): conventions, parts; ``LoadError`` if the
+        implementation could not be loaded (kept in ``load_error``)."""
+        if self._hello is None:
+            if self.load_error is not None:
+                raise LoadError(self.load_error)
+            worker, self._worker = self._worker, None
+            try:
+                hello = self._await_hello(worker)
+            except LoadError as exc:
+                self.load_error = str(exc)
+                raise
+            self._worker, self._hello = worker, hello
+            self.conventions = Conventions(**hello["conventions"])
+            self.load_warnings: list[str] = hello["warnings"]
+            self.landlock: int = hello["landlock"]
+            self._parts = [part for part in hello["parts"] if part in ADAPTER_PARTS]
+            if hello["model_class_parts"] is not None:
+                self.model_class = model_class_with(hello["model_class_parts"])
+        return self._hello
 
     def __getattr__(self, name: str):
+        if name.startswith("__") or "_start" not in self.__dict__:
+            raise AttributeError(name)
+        if self.__dict__.get("_hello") is None and (name in ADAPTER_PARTS or name in HELLO_FIELDS):
+            self.wait()
+            if name in self.__dict__:
+                return self.__dict__[name]
         if name in self.__dict__.get("_parts", ()):
             return _Forward(self, 0, name, None)
         raise AttributeError(name)
@@ -244,9 +271,13 @@ class ProxyAdapter:
         return f"ProxyAdapter({self.spec!r})"
 
     # -- the worker's life ----------------------------------------------------------------------
-    def _start_worker(self) -> dict:
-        """Start a worker and wait for its hello; ``LoadError`` saying what went wrong otherwise."""
+    def _start_worker(self) -> None:
+        """Start a fresh worker and wait for its hello; ``LoadError`` saying what went wrong otherwise."""
         worker = Worker(self._start, self.limits, self.threads)
+        self._await_hello(worker)
+        self._worker, self._generation = worker, self._generation + 1
+
+    def _await_hello(self, worker: Worker) -> dict:
         deadline = min(time.monotonic() + self.limits.load_s, self._deadline)
         try:
             reply = worker.receive(deadline)
@@ -266,8 +297,11 @@ class ProxyAdapter:
             output = worker.output()
             worker.cleanup()
             raise LoadError(str(reply["load_error"]) + fmt_output(output))
-        self._worker, self._generation = worker, self._generation + 1
-        return check_hello(reply["hello"])
+        try:
+            return check_hello(reply["hello"])
+        except LoadError:
+            worker.cleanup()
+            raise
 
     def _ensure_worker(self, label: str) -> Worker:
         if self._worker is not None:
@@ -306,6 +340,12 @@ class ProxyAdapter:
     # -- calling --------------------------------------------------------------------------------
     def call(self, target: int, part: str, generation: int | None, args, kwargs) -> Any:
         label = part if target == 0 else f"model.{part}"
+        if self._hello is None:
+            try:
+                self.wait()
+            except LoadError as exc:
+                raise AdapterError(f"{label}: not run: the implementation could not be loaded: {exc}", part=label,
+                                   expected="a loaded implementation", actual="load error") from None
         if generation is not None and generation != self._generation:
             raise AdapterError(f"{label}: the worker that built this model died earlier in this run; the model"
                                " is gone", part=label, expected="a result", actual="no model")
@@ -373,6 +413,9 @@ class ProxyAdapter:
             "output_bytes": sum(o["bytes"] for o in outputs),
             "output_head": (outputs[0]["head"] if outputs else "")[:4096],
         }
+
+
+HELLO_FIELDS = ("conventions", "load_warnings", "landlock", "model_class", "_parts")
 
 
 class _Forward:
@@ -443,15 +486,21 @@ def fmt_output(output: dict, lines: int = 6) -> str:
 
 
 def load_isolated(spec: str, *, timeout_s: float | None, limits: Limits | None = None, threads: int = 1,
-                  builtin: bool = False):
-    """A ``Candidate`` whose adapter runs in a worker process (``LoadError`` if it cannot load)."""
-    from conformance.candidate import Candidate
-
+                  builtin: bool = False, wait: bool = True):
+    """A ``Candidate`` whose adapter runs in a worker process (``LoadError`` if it cannot load). With
+    ``wait=False`` the worker imports the implementation while the caller goes on (pytest's start-up and
+    collection); the first use waits, and ``ProxyAdapter.load_error`` says if it failed."""
     proxy = ProxyAdapter(worker_spec(spec), limits=limits or Limits(), timeout_s=timeout_s, threads=threads,
-                         builtin=builtin)
-    candidate = Candidate(proxy, name=spec, **({"timeout_s": timeout_s} if timeout_s else {}))
-    candidate.load_warnings = proxy.load_warnings
-    return candidate
+                         builtin=builtin, wait=wait)
+    return IsolatedCandidate(proxy, name=spec, **({"timeout_s": timeout_s} if timeout_s else {}))
+
+
+class IsolatedCandidate(Candidate):
+    """A ``Candidate`` whose load warnings come from the worker, when its hello arrives."""
+
+    @property
+    def load_warnings(self) -> list[str]:
+        return self.adapter.load_warnings
 
 
 def worker_spec(spec: str) -> str:
