@@ -322,7 +322,8 @@ class ProxyAdapter:
         if worker is None:
             return {}
         report = worker.stop()
-        self._outputs.append(worker.output())
+        usage = {key: report.get(key) for key in ("cpu_s", "max_rss_mib")}
+        self._outputs.append({**worker.output(), **usage})
         worker.cleanup()
         return report
 
@@ -411,6 +412,8 @@ class ProxyAdapter:
             "restarts": self._restarts,
             "limits": self.limits.as_dict(),
             "output_bytes": sum(o["bytes"] for o in outputs),
+            "worker_cpu_s": round(sum(o.get("cpu_s") or 0 for o in outputs), 3),
+            "worker_max_rss_mib": max((o.get("max_rss_mib") or 0 for o in outputs), default=0),
             "output_head": (outputs[0]["head"] if outputs else "")[:4096],
         }
 

@@ -28,6 +28,7 @@ Everything read is checked (dtype allow-list, sizes, depth) and raises ``WireErr
 
 from __future__ import annotations
 
+import itertools
 import json
 import math
 import os
@@ -42,6 +43,7 @@ HEADER = struct.Struct("<Q")
 MAX_DEPTH = 32
 MAX_NODES = 200_000
 MAX_HEADER_BYTES = 64 * 2**20
+SMALL = 64 * 2**10  # buffers below this travel in the header's write
 DTYPE_KINDS = "biufc"  # bool, signed, unsigned, float, complex: no object, void, datetime, string
 
 
@@ -144,13 +146,10 @@ def _foreign(value, note: str = "") -> list:
 
 
 # -- decoding ------------------------------------------------------------------------------------
-def decode(header: bytes, buffers: list[bytearray], make_model=None) -> Any:
-    """The value ``header`` and ``buffers`` describe; ``make_model(handle, parts)`` builds model
-    stand-ins (the grader's side); without it a model node is refused."""
-    try:
-        tree = json.loads(header)
-    except ValueError as exc:
-        raise WireError(f"header is not JSON: {exc}") from None
+def decode(header: bytes | list, buffers: list, make_model=None) -> Any:
+    """The value ``header`` (bytes, or its parsed tree) and ``buffers`` describe; ``make_model(handle,
+    parts)`` builds model stand-ins (the grader's side); without it a model node is refused."""
+    tree = parse_header(header) if isinstance(header, bytes | bytearray) else header
     counter = [0]
     return _decode(tree, buffers, make_model, 0, counter)
 
@@ -219,10 +218,17 @@ def array_dtype(text) -> np.dtype:
     return dtype
 
 
-def buffer_sizes(header: bytes) -> list[int]:
-    """The byte size of each buffer a header announces, read before the buffers arrive."""
+def parse_header(header: bytes) -> Any:
+    try:
+        return json.loads(header)
+    except ValueError as exc:
+        raise WireError(f"header is not JSON: {exc}") from None
+
+
+def buffer_sizes(tree) -> list[int]:
+    """The byte size of each buffer a header (its parsed tree) announces, read before the buffers arrive."""
     sizes: dict[int, int] = {}
-    _collect_sizes(json.loads(header), sizes, 0)
+    _collect_sizes(tree, sizes, 0)
     if sorted(sizes) != list(range(len(sizes))):
         raise WireError("buffers are not numbered 0..n-1")
     return [sizes[i] for i in range(len(sizes))]
@@ -259,24 +265,33 @@ class Channel:
             _grow_pipe(fd)
 
     def send(self, value: Any, *, deadline: float | None = None, model_handle=None) -> None:
+        """One message; small buffers go out with the header in one write (a call's arrays are small)."""
         header, buffers = encode(value, model_handle)
-        self._write(HEADER.pack(len(header)) + header, deadline)
+        pending = [HEADER.pack(len(header)) + header]
         for buffer in buffers:
-            self._write(buffer, deadline)
+            padding = bytes(padded(len(buffer)) - len(buffer))  # every array starts 16-byte aligned
+            if len(buffer) < SMALL and len(pending[-1]) < SMALL:
+                pending[-1] = bytes(pending[-1]) + bytes(buffer) + padding
+            else:
+                pending += [buffer, padding]
+        for chunk in pending:
+            self._write(chunk, deadline)
 
     def receive(self, *, deadline: float | None = None, make_model=None) -> Any:
+        """One message; its buffers are read as one block and sliced (writable views of a bytearray)."""
         (length,) = HEADER.unpack(self._read(HEADER.size, deadline))
         if length > MAX_HEADER_BYTES:
             raise WireError(f"header of {length} bytes announced (at most {MAX_HEADER_BYTES})")
-        header = bytes(self._read(length, deadline))
+        tree = parse_header(self._read(length, deadline))
         try:
-            sizes = buffer_sizes(header)
+            sizes = buffer_sizes(tree)
         except (ValueError, TypeError, KeyError, IndexError) as exc:
             raise WireError(f"malformed header: {exc}") from None
         if sum(sizes) > self.max_bytes:
             raise WireError(f"message of {sum(sizes)} bytes announced (at most {self.max_bytes})")
-        buffers = [self._read(size, deadline) for size in sizes]
-        return decode(header, buffers, make_model)
+        block = memoryview(self._read(sum(map(padded, sizes)), deadline))
+        starts = [0, *itertools.accumulate(map(padded, sizes))]
+        return decode(tree, [block[start:start + size] for start, size in zip(starts, sizes, strict=False)], make_model)
 
     def _wait(self, fd: int, event: int, deadline: float | None) -> None:
         poller = select.poll()
@@ -289,13 +304,14 @@ class Channel:
                 raise ChannelTimeout("no answer before the deadline")
 
     def _read(self, size: int, deadline: float | None) -> bytearray:
+        """Exactly ``size`` bytes: read while data is there, wait (poll) only when the pipe is empty."""
         out = bytearray(size)
         view, done = memoryview(out), 0
         while done < size:
-            self._wait(self.read_fd, select.POLLIN, deadline)
             try:
                 n = os.readv(self.read_fd, [view[done:]])
             except BlockingIOError:
+                self._wait(self.read_fd, select.POLLIN, deadline)
                 continue
             if n == 0:
                 raise ChannelClosed("the other end closed the pipe")
@@ -305,11 +321,10 @@ class Channel:
     def _write(self, data, deadline: float | None) -> None:
         view, done = memoryview(data).cast("B"), 0
         while done < len(view):
-            self._wait(self.write_fd, select.POLLOUT, deadline)
             try:
                 done += os.write(self.write_fd, view[done:done + 2**20])
             except BlockingIOError:
-                continue
+                self._wait(self.write_fd, select.POLLOUT, deadline)
             except BrokenPipeError:
                 raise ChannelClosed("the other end closed the pipe") from None
 
@@ -319,6 +334,10 @@ class Channel:
                 os.close(fd)
             except OSError:
                 pass
+
+
+def padded(size: int) -> int:
+    return -(-size // 16) * 16
 
 
 def _grow_pipe(fd: int) -> None:

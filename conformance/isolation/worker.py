@@ -47,11 +47,11 @@ def main(argv: list[str]) -> int:
 
 # -- the supervisor ------------------------------------------------------------------------------
 def supervise(child: int, control_fd: int, status_fd: int, total_s: float) -> int:
-    deadline, status, reason = time.monotonic() + total_s, None, None
+    deadline, status, reason, usage = time.monotonic() + total_s, None, None, None
     poller = select.poll()
     poller.register(control_fd, select.POLLIN | select.POLLHUP)
     while status is None:
-        pid, raw = os.waitpid(child, os.WNOHANG)
+        pid, raw, usage = os.wait4(child, os.WNOHANG)
         if pid == child:
             status = raw
             break
@@ -63,7 +63,8 @@ def supervise(child: int, control_fd: int, status_fd: int, total_s: float) -> in
             os.kill(child, signal.SIGKILL)
     killed = kill_descendants()
     report = {"exit": os.WEXITSTATUS(status)} if os.WIFEXITED(status) else {"signal": os.WTERMSIG(status)}
-    report.update(killed_descendants=killed, reason=reason)
+    report.update(killed_descendants=killed, reason=reason,
+                  cpu_s=round(usage.ru_utime + usage.ru_stime, 3), max_rss_mib=round(usage.ru_maxrss / 1024, 1))
     try:
         os.write(status_fd, (json.dumps(report) + "\n").encode())
     except OSError:
