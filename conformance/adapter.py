@@ -17,7 +17,7 @@ Weights follow the canonical naming of ``conformance.weights`` (orientation ``x 
 
 from __future__ import annotations
 
-from dataclasses import asdict, dataclass
+from dataclasses import asdict, dataclass, field
 from typing import Literal, Protocol
 
 import numpy as np
@@ -37,12 +37,24 @@ class Conventions:
     dtype: the floating dtype the implementation computes in, ``"float32"`` or ``"float64"``; the
     suite picks tolerances from it.
     framework: a free-text name shown in reports (``"torch"``, ``"numpy"``, ``"jax"``).
+    supports: the configurations the implementation can build, when it cannot build them all: feature ->
+    the values it supports (``conformance.supports.FEATURES``), e.g. ``{"attention_bias": (True,),
+    "eps": (1e-6,), "d_ff_ratio": (4,)}``. The suite draws its examples within them, and never asks for
+    another value (that would be *not implemented*). Empty: every configuration.
+    reasons: why, per feature, in the adapter's own words (shown in the report), e.g.
+    ``{"attention_bias": "projections always carry biases"}``.
+    ties_embeddings: False when the implementation keeps separate source, target and output tables and its
+    ``load_weights`` copies the shared E into each: it may serve the paper's shared configuration, but the
+    report then says "tying not verified" (the parameter count decides).
     """
 
     mask: MaskKind = "keep"
     batch_first: bool = True
     dtype: Literal["float32", "float64"] = "float32"
     framework: str = "unknown"
+    supports: dict[str, tuple] = field(default_factory=dict)
+    reasons: dict[str, str] = field(default_factory=dict)
+    ties_embeddings: bool = True
 
     def as_dict(self) -> dict:
         return asdict(self)
@@ -79,6 +91,12 @@ class Model(Protocol):
         """The attention weights of an evaluation-mode forward pass on (src, tgt_in), by sublayer name:
         ``"encoder.{l}.self_attn"`` (B, h, S, S), ``"decoder.{l}.self_attn"`` (B, h, T, T),
         ``"decoder.{l}.cross_attn"`` (B, h, T, S). Used by the learned-behaviour checks."""
+
+    def unmapped_parameters(self) -> dict[str, int]:
+        """Parameters the model has that no canonical name covers (an output bias, a final LayerNorm, a
+        LayerNorm on the embeddings, learned positions), by the model's own name -> number of values.
+        ``load_weights`` leaves them at their identity values (bias 0, gamma 1, beta 0), never random, so
+        that they change nothing the paper's weights decide; the report lists them. Empty for the paper's model."""
 
     def train_step(self, src: np.ndarray, tgt_in: np.ndarray, tgt_out: np.ndarray) -> dict:
         """One optimisation step with the paper's recipe (config["recipe"]): Adam, lrate schedule,
@@ -176,6 +194,7 @@ MODEL_PARTS = (
     "decode",
     "greedy_decode",
     "attention_weights",
+    "unmapped_parameters",
     "train_step",
 )
 PARTS = ADAPTER_PARTS + tuple(f"model.{name}" for name in MODEL_PARTS)

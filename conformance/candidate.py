@@ -16,6 +16,7 @@ from typing import Any
 
 import numpy as np
 
+from conformance import supports
 from conformance.adapter import ADAPTER_PARTS, MODEL_PARTS, Conventions
 from conformance.errors import AdapterError, BadOutput, PartNotImplemented
 
@@ -167,7 +168,9 @@ class Candidate:
             with time_limit(self.timeout_s, part):
                 return method(*args, **kwargs)
         except NotImplementedError as exc:
-            raise PartNotImplemented(f"{self.name}.{part} raised NotImplementedError", part=part) from exc
+            reason = f": {exc}" if str(exc) else ""  # the adapter's own words reach the report
+            raise PartNotImplemented(f"{self.name}.{part} raised NotImplementedError{reason}", part=part,
+                                     reason=str(exc) or None) from exc
         except PartTimeout as exc:
             self.hung_parts.add(part)
             raise AdapterError(
@@ -185,6 +188,23 @@ class Candidate:
                 expected="a result",
                 actual=f"{type(exc).__name__}: {exc}",
             ) from exc
+
+    # -- configurations -----------------------------------------------------------------------
+    def require(self, part: str, **features) -> None:
+        """Refuse, as *not implemented*, a call outside the configurations the adapter declares it supports."""
+        conv = self.conventions
+        why = supports.violation(conv.supports, conv.reasons, **features)
+        if why:
+            raise PartNotImplemented(f"{self.name} {why}", part=part, reason=why)
+
+    def fit(self, value):
+        """A drawn problem (``LayerSizes``, ``ModelSizes``, ``ModelConfig``) moved into the declared configurations."""
+        return supports.fit(value, self.conventions.supports)
+
+    def _require_layer(self, part: str, weights: dict, eps: float | None, prefix: str = "self_attn.") -> None:
+        W1 = weights.get("ffn.W1", weights.get("W1"))
+        self.require(part, attention_bias=f"{prefix}b_Q" in weights if f"{prefix}W_Q" in weights else None,
+                     eps=eps, **({"d_ff": np.shape(W1)[1], "d_model": np.shape(W1)[0]} if W1 is not None else {}))
 
     # -- conventions --------------------------------------------------------------------------
     def to_mask(self, keep: np.ndarray | None) -> np.ndarray | None:
@@ -219,6 +239,7 @@ class Candidate:
         return expect_float_array(out, (n, d_model), part=f"positional_encoding(n={n}, d_model={d_model})")
 
     def layer_norm(self, x, gamma, beta, eps: float = 1e-5) -> np.ndarray:
+        self.require("layer_norm", eps=eps)
         out = self.call("layer_norm", self.adapter, self.cast(x), self.cast(gamma), self.cast(beta), eps)
         return expect_float_array(out, np.shape(x), part=f"layer_norm(x{np.shape(x)})")
 
@@ -241,6 +262,7 @@ class Candidate:
 
     def multi_head_attention(self, query, key, value, weights, h: int, mask=None):
         part = f"multi_head_attention(query{query.shape}, key{key.shape}, h={h})"
+        self._require_layer("multi_head_attention", weights, None, prefix="")
         result = self.call(
             "multi_head_attention",
             self.adapter,
@@ -257,10 +279,12 @@ class Candidate:
         return out, expect_float_array(attn, (B, h, Lq, Lk), part=part, name="weights")
 
     def feed_forward(self, x, weights) -> np.ndarray:
+        self._require_layer("feed_forward", weights, None)
         out = self.call("feed_forward", self.adapter, self.to_layout(self.cast(x)), self.cast_weights(weights))
         return expect_float_array(self.from_layout(out), x.shape, part=f"feed_forward(x{x.shape})")
 
     def encoder_layer(self, x, weights, h: int, eps: float, src_keep) -> np.ndarray:
+        self._require_layer("encoder_layer", weights, eps)
         out = self.call(
             "encoder_layer",
             self.adapter,
@@ -273,6 +297,7 @@ class Candidate:
         return expect_float_array(self.from_layout(out), x.shape, part=f"encoder_layer(x{x.shape}, h={h})")
 
     def decoder_layer(self, y, memory, weights, h: int, eps: float, tgt_keep, src_keep) -> np.ndarray:
+        self._require_layer("decoder_layer", weights, eps)
         out = self.call(
             "decoder_layer",
             self.adapter,
@@ -298,10 +323,12 @@ class Candidate:
         return expect_scalar(value, float, part=f"label_smoothed_loss(logits{np.shape(logits)})")
 
     def parameter_count(self, config) -> int:
+        self.require("parameter_count", **supports.config_features(config))
         value = self.call("parameter_count", self.adapter, config.as_dict())
         return expect_scalar(value, int, part="parameter_count")
 
     def build_model(self, config, *, seed: int = 0) -> CandidateModel:
+        self.require("build_model", **supports.config_features(config))
         model = self.call("build_model", self.adapter, config.as_dict(), seed)
         return CandidateModel(self, model, config)
 
@@ -406,6 +433,21 @@ class CandidateModel:
             )
             for name, value in weights.items()
         }
+
+    def unmapped_parameters(self) -> dict[str, int]:
+        found = self._call("unmapped_parameters")
+        ok = isinstance(found, dict) and all(
+            isinstance(k, str) and isinstance(v, int | np.integer) and not isinstance(v, bool)
+            for k, v in found.items())
+        if not ok:
+            raise BadOutput(
+                f"model.unmapped_parameters returned {describe(found)}; expected dict[str, int]: the model's own"
+                " name of each parameter without a canonical name -> its number of values",
+                part="model.unmapped_parameters",
+                expected="dict[str, int]",
+                actual=describe(found),
+            )
+        return {name: int(count) for name, count in found.items()}
 
     def train_step(self, src, tgt_in, tgt_out) -> dict:
         result = self._call("train_step", self._ids(src), self._ids(tgt_in), self._ids(tgt_out))

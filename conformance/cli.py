@@ -42,7 +42,18 @@ def build_parser() -> argparse.ArgumentParser:
     certify.add_argument("--timeout", type=float, default=60.0, help="seconds one adapter call may take")
     certify.add_argument("--threads", type=int, default=1, metavar="N",
                          help="torch intra-op threads (default 1, fastest on the checks' tiny tensors; 0: torch's)")
+    certify.add_argument("--strict", action="store_true",
+                         help="count the suite's own conventions (advisory checks: a fully masked row) as failures")
+    certify.add_argument("--deviations", metavar="FILE",
+                         help="the implementation's known deviations (TOML, docs/deviations.md): reported apart")
     certify.add_argument("-v", "--verbose", action="store_true", help="also show pytest's own output")
+    certify.add_argument("--progress", choices=("auto", "live", "plain", "off"), default="auto",
+                         help="progress on stderr while checks run: a live line on a terminal, plain lines"
+                              " otherwise or under CI (auto, the default)")
+    add_report_flags(certify)
+    rendering = sub.add_parser("report", help="render a saved JSON report as HTML, JUnit XML, Markdown or a badge")
+    rendering.add_argument("report", metavar="REPORT.json", help="a report written by certify --json")
+    add_report_flags(rendering)
     add_isolation_arguments(certify)
     listing = sub.add_parser("list", help="list the checks with their section and claim")
     listing.add_argument("impl", nargs="?", default="reference")
@@ -138,6 +149,12 @@ def load_options(args) -> dict:
     return {"timeout_s": args.timeout, "isolate": args.isolate, "limits": limits, "threads": args.threads}
 
 
+def add_report_flags(parser) -> None:
+    from conformance.reports.formats import add_flags
+
+    add_flags(parser)
+
+
 def pytest_args(args) -> list[str]:
     argv = [
         str(checks_dir()),
@@ -167,6 +184,10 @@ def pytest_args(args) -> list[str]:
         argv += ["--conformance-select", args.keyword]  # pytest's own -k would also match the implementation's name
     if args.no_training:
         argv.append("--no-training")
+    if getattr(args, "strict", False):
+        argv.append("--conformance-strict")
+    if getattr(args, "deviations", None):
+        argv += ["--conformance-deviations", args.deviations]
     if args.workers > 1:
         argv += ["-n", str(args.workers), "--dist", "loadfile"]
     if args.profile == "grade":  # examples drawn from the run's seed: a submission cannot predict them
@@ -180,6 +201,14 @@ def certify(args) -> int:
     from conformance.isolation.proxy import stop_all_workers
     from conformance.loading import discard_preloaded, load, preload
 
+    if args.deviations:
+        from conformance import deviations
+
+        try:
+            deviations.load(args.deviations)
+        except LoadError as exc:
+            print(f"transformer-conformance: {exc}", file=sys.stderr)
+            return EXIT_USAGE
     try:  # fail fast, with the fix, before pytest starts; an isolated worker imports while pytest starts
         candidate = load(args.impl, **load_options(args), wait=False)
     except LoadError as exc:
@@ -245,24 +274,63 @@ def run_checks(args, plugins=(), *, quiet_usage: bool = False) -> int:
     import pytest
 
     from conformance.plugin import COLLECTORS
+    from conformance.reports.progress import ProgressDisplay
     from conformance.reports.terminal import render
 
     COLLECTORS.clear()
     captured = io.StringIO()
-    with contextlib.redirect_stdout(sys.stdout if args.verbose else captured):
-        code = pytest.main(pytest_args(args), plugins=list(plugins))
+    with ProgressDisplay.for_terminal(getattr(args, "progress", "off")) as progress, \
+            contextlib.redirect_stdout(sys.stdout if args.verbose else captured):
+        code = pytest.main(pytest_args(args), plugins=[progress, *plugins])
     collector = _collector()
     if collector is None or code in (pytest.ExitCode.INTERNAL_ERROR, pytest.ExitCode.USAGE_ERROR):
         if not (quiet_usage and code == pytest.ExitCode.USAGE_ERROR):
             sys.stderr.write(captured.getvalue())
         return EXIT_USAGE if code == pytest.ExitCode.USAGE_ERROR else EXIT_INTERNAL
-    print(render(collector.results, collector.metadata()), end="")
+    metadata = collector.metadata()
+    print(render(collector.results, metadata), end="")
     if args.json:
         if not Path(args.json).is_file():  # fail closed: no report, no pass
             print(f"transformer-conformance: the JSON report {args.json} was not written", file=sys.stderr)
             return EXIT_INTERNAL
         print(f"JSON report written to {args.json}")
+    write_renderings(args, collector)
+    unobserved = [d for d in metadata.get("declared_deviations", []) if not d["observed"]]
+    if getattr(args, "strict", False) and unobserved:
+        return EXIT_FAILED  # a declared deviation the suite does not see: the declaration is wrong
     return exit_code(code, collector.results)
+
+
+def write_renderings(args, collector) -> None:
+    """--html, --junit, --markdown, --badge: rendered from the JSON report just written (or built)."""
+    from conformance.reports import formats, view
+    from conformance.reports.json_report import build_report
+
+    paths = formats.requested(args)
+    if not paths:
+        return
+    report = view.load(args.json) if args.json else build_report(collector.results, collector.metadata())
+    for written in formats.write(report, paths):
+        print(written.line())
+
+
+def render_report(args) -> int:
+    """``report REPORT.json [--html ...]``: every rendering of a saved report; with no flag, the terminal's."""
+    from conformance.reports import formats, view
+    from conformance.reports.terminal import render
+    from conformance.results import CheckResult
+
+    try:
+        report = view.load(args.report)
+    except view.ReportError as exc:
+        print(f"transformer-conformance report: {exc}", file=sys.stderr)
+        return EXIT_USAGE
+    paths = formats.requested(args)
+    if not paths:
+        print(render([CheckResult.from_dict(c) for c in report["checks"]], report), end="")
+    for written in formats.write(report, paths):
+        print(written.line())
+    return EXIT_OK
 
 
 def _collector():
@@ -272,14 +340,14 @@ def _collector():
 
 
 def exit_code(pytest_code, results) -> int:
-    from conformance.results import FAILING, count_statuses
+    from conformance.results import FAILING, RAN, count_statuses
 
     counts = count_statuses(results)
     if any(counts[status] for status in FAILING):
         return EXIT_FAILED
     if pytest_code == 2:  # interrupted
         return EXIT_INTERNAL
-    if not counts["passed"]:
+    if not any(counts[status] for status in RAN):
         return EXIT_NOTHING_RAN
     return EXIT_OK
 
@@ -340,7 +408,8 @@ def facts_read_by_checks(impl: str) -> set[str]:
 
     with tempfile.TemporaryDirectory() as tmp:
         report = Path(tmp) / "report.json"
-        args = build_parser().parse_args(["certify", impl, "--no-training", "--json", str(report)])
+        args = build_parser().parse_args(["certify", impl, "--no-training", "--json", str(report),
+                                           "--progress", "off"])
         with contextlib.redirect_stdout(io.StringIO()):
             certify(args)
         checks = json.loads(report.read_text())["checks"]
@@ -431,6 +500,7 @@ def main(argv: list[str] | None = None) -> int:
         "fixtures": fixtures,
         "mutants": kill_matrix,
         "grade": grade,
+        "report": render_report,
     }
     return commands[args.command](args)
 

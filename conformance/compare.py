@@ -39,12 +39,13 @@ class Measurement:
 
 
 def measure(actual, expected, tol: Tolerance, *, what: str = "output") -> Measurement:
-    """Elementwise |actual - expected| against ``tol``; NaN in actual counts as a mismatch."""
+    """Elementwise |actual - expected| against ``tol``. NaN on either side is a mismatch: a NaN expected
+    value (a mutant's NaN output, a broken golden) matches nothing, not everything."""
     actual = np.asarray(actual, dtype=np.float64)
     expected = np.asarray(expected, dtype=np.float64)
     diff = np.abs(actual - expected)
     diff = np.where(np.isnan(diff), np.inf, diff)
-    allowed = tol.allowed(np.abs(expected))
+    allowed = np.where(np.isnan(expected), 0.0, tol.allowed(np.abs(expected)))
     with np.errstate(divide="ignore", invalid="ignore"):  # an exact tolerance: 0/0 is a perfect match
         ratio = np.where(diff == 0, 0.0, diff / allowed) if diff.size else np.zeros(0)
     worst = np.unravel_index(int(np.argmax(ratio)), ratio.shape) if diff.size else ()
@@ -80,6 +81,42 @@ def likely_cause(actual, alternatives: dict[str, np.ndarray] | None, tol: Tolera
         if np.shape(alternative) == np.shape(actual) and measure(actual, alternative, tol).passed:
             return cause
     return None
+
+
+# The report's difference heatmap (reports/figures.py) shows at most this window of a failing tensor.
+DIFFERENCE_WINDOW = (32, 64)
+
+
+def difference_window(actual, expected, index, tol: Tolerance) -> dict | None:
+    """The signed difference actual - expected on the 2-D slice of the last two axes through the worst
+    ``index``, cut to at most ``DIFFERENCE_WINDOW`` around it; None for a single value.
+
+    ``{"shape", "slice", "rows", "cols", "values", "worst", "allowed"}``: ``slice`` is the index of the
+    slice with None on the two axes shown, ``rows``/``cols`` the half-open ranges shown, ``worst`` the
+    worst index within the window, ``allowed`` the tolerance there; a NaN difference is null.
+    """
+    diff = np.asarray(actual, dtype=np.float64) - np.asarray(expected, dtype=np.float64)
+    if diff.size < 2:
+        return None
+    plane = diff.reshape(1, -1) if diff.ndim < 2 else diff[tuple(index[:-2])]
+    worst = (0, index[-1]) if diff.ndim == 1 else (index[-2], index[-1])
+    rows = _around(worst[0], plane.shape[0], DIFFERENCE_WINDOW[0])
+    cols = _around(worst[1], plane.shape[1], DIFFERENCE_WINDOW[1])
+    window = plane[rows[0]:rows[1], cols[0]:cols[1]]
+    return {
+        "shape": list(diff.shape),
+        "slice": [*index[:-2], None, None] if diff.ndim >= 2 else [None],
+        "rows": list(rows),
+        "cols": list(cols),
+        "values": [[float(f"{v:.4g}") if np.isfinite(v) else None for v in row] for row in window],
+        "worst": [worst[0] - rows[0], worst[1] - cols[0]],
+        "allowed": float(tol.allowed(np.abs(np.asarray(expected, dtype=np.float64)[tuple(index)]))),
+    }
+
+
+def _around(center: int, length: int, size: int) -> tuple[int, int]:
+    start = min(max(center - size // 2, 0), max(length - size, 0))
+    return start, min(start + size, length)
 
 
 def assert_shape(actual, expected_shape: tuple[int, ...], *, what: str) -> None:
@@ -133,6 +170,7 @@ def assert_close(
         tolerance=tol.as_dict(),
         margin=m.margin,
         likely_cause=cause,
+        difference=difference_window(got, want, m.index, tol),
     )
 
 

@@ -16,8 +16,8 @@ from collections.abc import Callable
 
 import numpy as np
 
+from conformance import diagnosis, oracle
 from conformance import formulas as np_formulas
-from conformance import oracle
 from conformance.compare import measure
 from conformance.errors import CheckFailure, ConformanceOutcome
 from conformance.scenarios import key_padding, loaded_model
@@ -57,7 +57,7 @@ def close(check, actual, expected, tol: Tolerance, *, what: str,
     ``alternatives()`` returns {cause: what a known bug outputs}; ``explain()`` a line such as
     "first divergence: encoder.1 (...)". Both land in the failure message and its fields. ``likely``
     is a fixed likely cause, for a claim whose failure has one known explanation. ``structure()`` names
-    structural patterns (``diagnosis.explain_structure``: an extra final LayerNorm, padded positions
+    structural patterns (``diagnosis.find_structure``: an extra final LayerNorm, padded positions
     replaced by a constant) on a line of its own. ``rerun(other)`` computes ``actual`` with another
     candidate on the same input: the mutants whose output the candidate's matches are named.
     """
@@ -74,7 +74,10 @@ def _annotate(failure: CheckFailure, actual, tol, alternatives, explain, likely,
     cause = _quietly(lambda: likely_cause(actual, alternatives(), tol)) if alternatives else None
     cause = cause or likely
     where = _safely(explain) if explain else None
-    shape = _quietly(structure) if structure else None
+    patterns = (_quietly(structure) or []) if structure else []
+    shape = diagnosis.fmt_structural(patterns)
+    if patterns:
+        failure.fields["patterns"] = patterns
     lines = [f"  {line}" for line in (f"likely cause: {cause}" if cause else None, where, shape) if line]
     if lines:
         failure.fields["likely_cause"] = cause or shape or where
@@ -154,7 +157,8 @@ def suspect_in_decoder_layer(candidate, y, memory, w, h, eps, tgt_keep, src_keep
     if candidate.provides("feed_forward") and not agrees(
             candidate.feed_forward(want["norm2"], sub_weights(w, "ffn.")), want["ffn"], tol):
         return "feed-forward sublayer suspected"
-    return _wiring(candidate, "the causal mask, which states feed the cross-attention")
+    return _wiring(candidate, "the causal mask, the padding masks of the self- and the cross-attention, which"
+                              " states feed the cross-attention")
 
 
 def _wiring(candidate, extra: str) -> str:

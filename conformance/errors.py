@@ -28,7 +28,7 @@ class CheckFailure(ConformanceOutcome, AssertionError):
     """The implementation answered, and the answer violates the paper's claim the check tests.
 
     Fields (all optional): expected, actual (excerpts), index (worst), max_abs, max_rel, tolerance,
-    margin (error / allowed), likely_cause.
+    margin (error / allowed), likely_cause, difference (compare.difference_window: the heatmap's values).
     """
 
     status = "failed"

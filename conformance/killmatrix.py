@@ -1,7 +1,8 @@
 """The suite's power, measured: run every check against every mutant and tabulate what is caught.
 
 A mutant is *killed* when at least one check fails or errors on it. Its module declares the exact
-checks that must (``CAUGHT_BY`` failed, ``ERRORED`` errored; see ``implementations/mutants/_build.py``).
+checks that must (``CAUGHT_BY`` failed, ``ERRORED`` errored, ``ADVISORY`` advisory: a convention of the
+suite it breaks, which does not count as a kill; see ``implementations/mutants/_build.py``).
 The matrix shows, per mutant and check, a catch it declares (``x``), a declared catch that did not
 happen (``!``), an undeclared catch (``+``), a pass (``.``), and a check that did not run (blank).
 
@@ -17,8 +18,9 @@ import importlib
 from dataclasses import dataclass, field
 
 from conformance.implementations import mutants
+from conformance.results import FAILING
 
-CAUGHT = ("failed", "error")
+CAUGHT = ("failed", "error", "advisory")  # advisory: a suite convention the mutant breaks (docs/claims.md)
 # The checks that need the full convergence run (minutes per mutant): only with --training.
 CONVERGENCE = (
     "reversal_task_is_learned",
@@ -39,9 +41,11 @@ class MutantRow:
     caught: set[str] = field(default_factory=set)
     ran: set[str] = field(default_factory=set)
 
+    killing: set[str] = field(default_factory=set)  # the catches that count against conformance (failed, error)
+
     @property
     def killed(self) -> bool:
-        return bool(self.caught)
+        return bool(self.killing)
 
     @property
     def missed(self) -> set[str]:
@@ -62,7 +66,7 @@ def catalogue() -> list[MutantRow]:
     rows = []
     for name in mutants.names():
         module = importlib.import_module(f"conformance.implementations.mutants.{name}")
-        expected = set(module.CAUGHT_BY) | set(getattr(module, "ERRORED", ()))
+        expected = set(module.CAUGHT_BY) | set(getattr(module, "ERRORED", ())) | set(getattr(module, "ADVISORY", ()))
         rows.append(MutantRow(name, bug_of(module, name), expected, bool(getattr(module, "TRAINING", False))))
     return rows
 
@@ -76,6 +80,8 @@ def tabulate(rows: list[MutantRow], results) -> list[MutantRow]:
         row.ran.add(result.id)
         if result.status in CAUGHT:
             row.caught.add(result.id)
+        if result.status in FAILING:
+            row.killing.add(result.id)
     return rows
 
 

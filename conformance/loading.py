@@ -14,6 +14,7 @@ import sys
 from pathlib import Path
 from typing import Any
 
+from conformance import supports
 from conformance.adapter import ADAPTER_PARTS, Conventions
 from conformance.candidate import Candidate
 from conformance.errors import LoadError
@@ -119,6 +120,10 @@ def validate(adapter: Any, spec: str) -> list[str]:
             ' `conventions = Conventions(mask="keep", batch_first=True, dtype="float32", framework=...)`'
             " (from conformance import Conventions); see docs/adapter-protocol.md"
         )
+    problems = supports.validate(conventions.supports)
+    if problems:
+        raise LoadError(f"{spec}: Conventions(supports=...) is not usable: {'; '.join(problems)}. Fix the"
+                        " declaration; docs/adapter-protocol.md lists the features")
     public = [name for name in dir(adapter) if not name.startswith("_") and callable(getattr(adapter, name))]
     warnings = []
     for name in public:

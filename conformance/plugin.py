@@ -11,7 +11,9 @@ returns garbage gives an *error* for that one check, and the run goes on.
 
 from __future__ import annotations
 
+import functools
 import json
+import shutil
 import sys
 import time
 from pathlib import Path
@@ -19,8 +21,9 @@ from pathlib import Path
 import numpy as np
 import pytest
 
+from conformance import claims, deviations
 from conformance.errors import Blocked, ConformanceOutcome, LoadError, PartNotImplemented
-from conformance.results import CheckResult
+from conformance.results import FAILING, CheckResult
 
 RESULTS_KEY = "conformance"
 COLLECTORS: list[ResultCollector] = []  # the CLI reads the results of the run it started here
@@ -55,6 +58,15 @@ def pytest_addoption(parser):
              " implementation's name never selects every check)",
     )
     group.addoption(
+        "--conformance-strict", action="store_true",
+        help="count the suite's own conventions (advisory checks) against conformance, like the paper's claims",
+    )
+    group.addoption(
+        "--conformance-deviations", metavar="FILE",
+        help="a TOML file of the implementation's known deviations (docs/deviations.md): failures they explain are"
+             " reported as 'deviation', apart, and not counted",
+    )
+    group.addoption(
         "--conformance-threads", type=int, default=1, metavar="N",
         help="torch intra-op threads while the checks run (default 1; 0 leaves torch's default)",
     )
@@ -69,6 +81,8 @@ def pytest_configure(config):
         "depends_on(check_id): a prerequisite check in the same module; if it did not pass, this one is blocked",
         "section(text): the paper section a check certifies, when it differs from its module's SECTION",
         "training: a training-convergence check (slow); deselect with --no-training",
+        "claim(source, where, text): what the verdict rests on (conformance.claims): the paper, a lesson, or a"
+        " convention of the suite (advisory unless --conformance-strict)",
     ):
         config.addinivalue_line("markers", line)
     specs = config.getoption("impl")
@@ -79,10 +93,13 @@ def pytest_configure(config):
     from conformance.loading import load
 
     load_profile(config.getoption("conformance_profile"))
+    keep_hypothesis_files_out_of_the_working_directory(config)
     limit_torch_threads(config.getoption("conformance_threads"))
     try:
         candidates = {spec: load(spec, timeout_s=config.getoption("check_timeout"), **load_options(config))
                       for spec in specs}
+        path = config.getoption("conformance_deviations")
+        config.stash[_deviations_key] = deviations.load(path) if path else []
     except LoadError as exc:
         raise pytest.UsageError(str(exc)) from exc
     config.stash[_candidates_key] = candidates
@@ -93,6 +110,19 @@ def pytest_unconfigure(config):
     from conformance.isolation.options import close
 
     close(config.stash.get(_candidates_key, {}).values())  # isolated workers end with the session
+
+
+def keep_hypothesis_files_out_of_the_working_directory(config) -> None:
+    """Hypothesis caches constants in ``./.hypothesis`` even without an example database; a certification
+    run must leave nothing in the folder it was started from (often the candidate's), so the cache goes
+    to a temporary folder removed at the end of the run."""
+    import tempfile
+
+    from hypothesis.configuration import set_hypothesis_home_dir
+
+    home = tempfile.mkdtemp(prefix="conformance-hypothesis-")
+    set_hypothesis_home_dir(home)
+    config.add_cleanup(lambda: (set_hypothesis_home_dir(None), shutil.rmtree(home, ignore_errors=True)))
 
 
 def limit_torch_threads(threads: int) -> None:
@@ -109,6 +139,7 @@ def limit_torch_threads(threads: int) -> None:
 
 
 _candidates_key = pytest.StashKey[dict]()
+_deviations_key = pytest.StashKey[list]()
 _outcomes_key = pytest.StashKey[dict]()
 
 
@@ -150,6 +181,9 @@ class Recorder:
     def __init__(self):
         self.measurements: list[dict] = []
         self.data: dict = {}
+
+    def __repr__(self) -> str:  # hypothesis prints the arguments of a failing example
+        return f"check({len(self.measurements)} comparisons so far)"
 
     def record(self, name: str, data) -> None:
         """Keep ``data`` (plain numbers, lists, dicts) in the report under the check's ``data[name]``:
@@ -206,11 +240,72 @@ def check_title(item) -> str:
     return doc.strip().splitlines()[0] if doc.strip() else check_id(item)
 
 
+class Examples:
+    """How many examples of a property check ran, and how many were skipped because the candidate could
+    not build their configuration (declared or raised ``NotImplementedError``), with the reasons."""
+
+    def __init__(self):
+        self.ran, self.skipped, self.reasons = 0, 0, {}
+
+    def as_dict(self) -> dict | None:
+        if not (self.ran or self.skipped):
+            return None
+        return {"ran": self.ran, "skipped": self.skipped, "reasons": sorted(self.reasons)}
+
+
+_examples_key = pytest.StashKey[Examples]()
+_running: Examples | None = None  # the examples of the check running in this process
+
+
+def per_example(inner):
+    """Wrap a property check's inner test (``hypothesis.inner_test``, the documented seam): fit each drawn
+    problem into the candidate's declared configurations, and turn a configuration the candidate cannot
+    build into a skipped example (``hypothesis.reject``) instead of a check ended as not implemented."""
+    if getattr(inner, "_conformance_per_example", False):
+        return inner
+
+    @functools.wraps(inner)
+    def run_example(*args, **kwargs):
+        from hypothesis import reject
+
+        candidate = kwargs.get("candidate")
+        if candidate is not None:
+            kwargs = {name: candidate.fit(value) for name, value in kwargs.items()}
+        try:
+            outcome = inner(*args, **kwargs)
+        except PartNotImplemented as exc:
+            if _running is not None:
+                _running.skipped += 1
+                _running.reasons[exc.fields.get("reason") or exc.message] = True
+            reject()
+        except BaseException:
+            _count_ran()
+            raise
+        _count_ran()
+        return outcome
+
+    run_example._conformance_per_example = True
+    return run_example
+
+
+def _count_ran() -> None:
+    if _running is not None:
+        _running.ran += 1
+
+
+def _wrap_property_check(item) -> None:
+    handle = getattr(getattr(item, "obj", None), "hypothesis", None)
+    if handle is not None:
+        handle.inner_test = per_example(handle.inner_test)
+
+
 def pytest_collection_modifyitems(config, items):
     # Prerequisites (depends_on) live in the same module, and the CLI runs xdist with --dist loadfile,
     # which keeps a module on one worker in order: a parallel run blocks exactly what a serial run does.
     if config.getoption("no_training"):
         items[:] = [item for item in items if not item.get_closest_marker("training")]
+    for item in items:
+        _wrap_property_check(item)
     expression = config.getoption("conformance_select")
     if expression:
         selected, deselected = select_by_check_id(items, expression)
@@ -259,13 +354,16 @@ def pytest_runtest_call(item):
         return
     from conformance import published
 
+    global _running
     seed_torch(item)
     outer, published.accessed = published.accessed, set()
+    _running = item.stash[_examples_key] = Examples()
     try:
         yield
     finally:
         item.stash[_facts_key] = sorted(published.accessed)
         published.accessed = outer
+        _running = None
 
 
 _facts_key = pytest.StashKey[list]()
@@ -300,7 +398,7 @@ def pytest_runtest_makereport(item, call):
     result = _classify(item, call, candidate)
     item.config.stash.setdefault(_outcomes_key, {})[(candidate.name, check_id(item))] = result.status
     report.user_properties.append((RESULTS_KEY, result.as_dict()))
-    if result.status in ("not_implemented", "blocked"):
+    if result.status in ("not_implemented", "blocked", "advisory", "deviation"):
         report.outcome = "skipped"
         report.longrepr = (
             str(item.path),
@@ -323,15 +421,21 @@ def _classify(item, call, candidate) -> CheckResult:
                         f" --profile {item.config.getoption('conformance_profile')}"),
     )
     result.facts = item.stash.get(_facts_key, [])
+    result.claim = claims.of(item)
     recorder = item.stash.get(_recorder_key, None)
     if recorder:
         result.measurements = recorder.measurements
         margins = [m["margin"] for m in recorder.measurements if m.get("margin") is not None]
         result.margin = max(margins) if margins else None
         result.data = recorder.data or None
+    examples = item.stash.get(_examples_key, None)
+    result.examples = examples.as_dict() if examples else None
     if call.excinfo is None:
         return result
     exc = _unwrap(call.excinfo.value)
+    if examples and examples.skipped and not examples.ran:  # every drawn configuration was unsupported
+        exc = PartNotImplemented(f"{candidate.name} could build none of the {examples.skipped} configurations"
+                                 f" this check drew: {'; '.join(sorted(examples.reasons))}")
     if isinstance(exc, ConformanceOutcome):
         result.status = exc.status
         for name, value in exc.as_fields().items():
@@ -346,6 +450,12 @@ def _classify(item, call, candidate) -> CheckResult:
     notes = getattr(exc, "__notes__", None)
     if notes:
         result.message += "\n" + "\n".join(notes)
+    if result.status in FAILING and claims.is_convention(item) and not item.config.getoption("conformance_strict"):
+        result.status = "advisory"  # the paper is silent here: the suite's convention advises, never decides
+    declared = deviations.attribute(result, item.config.stash.get(_deviations_key, [])) \
+        if result.status in FAILING else None
+    if declared:
+        result.status, result.deviation = "deviation", declared
     return result
 
 
@@ -391,7 +501,10 @@ class ResultCollector:
                 self.results.append(CheckResult.from_dict(value))
 
     def metadata(self) -> dict:
+        declared = self.config.stash.get(_deviations_key, [])
         return {
+            "strict": self.config.getoption("conformance_strict"),
+            "declared_deviations": deviations.summary(self.results, declared) if declared else [],
             "seed": self.config.getoption("conformance_seed"),
             "hypothesis_profile": self.config.getoption("conformance_profile"),
             "torch_threads": self.config.getoption("conformance_threads"),

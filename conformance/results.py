@@ -24,6 +24,8 @@ STATUSES = ("passed", "failed", "error", "advisory", "deviation", "not_implement
 """
 FAILING = ("failed", "error")
 """The statuses that make a run "not conformant" (exit code 1)."""
+RAN = ("passed", "advisory", "deviation")
+"""The statuses of a check that ran to a verdict without counting against conformance."""
 SCHEMA_VERSION = 1
 
 
@@ -49,10 +51,12 @@ class CheckResult:
     duration_s: float = 0.0
     measurements: list[dict] = field(default_factory=list)
     diagnosis: list[dict] = field(default_factory=list)  # mutants whose output the failing output matches
+    patterns: list[str] = field(default_factory=list)  # structural patterns the probe found (diagnosis.PATTERNS)
     facts: list[str] = field(default_factory=list)  # ids of the published facts the check compared against
     claim: dict | None = None  # {source: paper | lesson | convention, text, where}: what the verdict rests on
     examples: dict | None = None  # property checks: {ran, skipped, reasons}: examples run, and skipped as unsupported
     deviation: dict | None = None  # {name, reason, confirmed}: the declared deviation a non-passing check matches
+    difference: dict | None = None  # a failing tensor's actual - expected around the worst index (compare.py)
     data: dict | None = None  # what a check recorded beyond comparisons (check.record): curves, tables
 
     def as_dict(self) -> dict:
@@ -62,6 +66,19 @@ class CheckResult:
     def from_dict(cls, data: dict) -> CheckResult:
         known = {name: data[name] for name in cls.__dataclass_fields__ if name in data}
         return cls(**known)
+
+
+def unsupported(results: list[CheckResult]) -> list[dict]:
+    """The configurations the candidate could not build, in its own words: [{reason, checks, examples_skipped}],
+    gathered from the examples each check skipped."""
+    found: dict[str, dict] = {}
+    for result in results:
+        examples = result.examples or {}
+        for reason in examples.get("reasons", []):
+            entry = found.setdefault(reason, {"reason": reason, "checks": 0, "examples_skipped": 0})
+            entry["checks"] += 1
+            entry["examples_skipped"] += examples.get("skipped", 0) // max(1, len(examples["reasons"]))
+    return sorted(found.values(), key=lambda entry: -entry["checks"])
 
 
 def count_statuses(results: list[CheckResult]) -> dict[str, int]:

@@ -45,6 +45,7 @@ class LayerSizes:
     d_ff: int
     bias: bool
     seed: int
+    eps: float = 1e-5  # LayerNorm epsilon (EPS); a candidate that declares another gets its own (supports.fit)
 
     @property
     def d_model(self) -> int:
@@ -61,8 +62,14 @@ def layer_sizes(draw, *, max_len: int = 7) -> LayerSizes:
         d_k = -(-MIN_D_MODEL // h)
     return LayerSizes(
         B=draw(st.integers(1, 3)), S=draw(st.integers(1, max_len)), T=draw(st.integers(1, max_len)),
-        h=h, d_k=d_k, d_ff=draw(st.integers(1, 32)), bias=draw(st.booleans()), seed=draw(seeds),
+        h=h, d_k=d_k, d_ff=draw(d_ff_for(h * d_k, 32)), bias=draw(st.booleans()), seed=draw(seeds),
     )
+
+
+def d_ff_for(d_model: int, most: int) -> st.SearchStrategy[int]:
+    """Any d_ff from 1 (the edge case) to ``most``, or the paper's 4 d_model: an implementation that builds
+    only the paper's shape, and does not say so, still gets examples it can run."""
+    return st.one_of(st.integers(1, most), st.just(4 * d_model))
 
 
 def _shapes_of(kind: str, d_model: int, d_ff: int, bias: bool) -> dict[str, tuple[int, ...]]:
@@ -102,6 +109,13 @@ def key_padding(keep: np.ndarray, Lq: int) -> np.ndarray:
     return np.broadcast_to(np.asarray(keep, bool)[:, None, :], (keep.shape[0], Lq, keep.shape[1])).copy()
 
 
+def no_padding(V: int) -> int:
+    """The pad_id that means "no padding here" for a loss over V tokens whose targets are the listing's
+    right token (5) and whose probed "other" token is 0: a valid id that is none of them. PyTorch's -100
+    would crash an implementation that zeroes or indexes a padding column (the annotated transformer's)."""
+    return V - 1
+
+
 # --------------------------------------------------------------------------------------------------
 # Models
 # --------------------------------------------------------------------------------------------------
@@ -130,7 +144,7 @@ def model_sizes(draw, *, max_len: int = 6, max_layers: int = 2) -> ModelSizes:
         d_k += 1
     vocab = draw(st.integers(4, 16))  # pad 0, <s> 1, </s> 2, and at least one ordinary token
     config = ModelConfig(
-        src_vocab=vocab, tgt_vocab=vocab, d_model=h * d_k, h=h, d_ff=draw(st.integers(1, 16)),
+        src_vocab=vocab, tgt_vocab=vocab, d_model=h * d_k, h=h, d_ff=draw(d_ff_for(h * d_k, 16)),
         N=draw(st.integers(1, max_layers)), attention_bias=draw(st.booleans()),
     )
     return ModelSizes(config, B=draw(st.integers(1, 3)), S=draw(st.integers(1, max_len)),

@@ -21,8 +21,9 @@ import math
 import os
 import sys
 import time
+from collections.abc import Callable
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, ClassVar
 
 import numpy as np
 
@@ -311,8 +312,11 @@ class Progress:
     """One line, rewritten with \\r, on the real stderr (pytest's capture does not hide it).
 
     Shown when stderr is a terminal, or when CONFORMANCE_PROGRESS=1; CONFORMANCE_PROGRESS=0 hides it.
-    Updated at most every ``interval_s`` so that it costs nothing per step.
+    Updated at most every ``interval_s`` so that it costs nothing per step. While ``Progress.sink`` is
+    set (the CLI's display, reports/progress.py), every update goes there instead, and it draws.
     """
+
+    sink: ClassVar[Callable[[dict], None] | None] = None
 
     def __init__(self, label: str, deadline: int, *, stream=None, enabled: bool | None = None, interval_s=0.25):
         self.stream = stream or sys.__stderr__
@@ -330,6 +334,9 @@ class Progress:
         self.width = 0
 
     def update(self, step: int, loss: float, exact: tuple[int, float] | None, *, force: bool = False) -> None:
+        if Progress.sink is not None:
+            Progress.sink({"label": self.label, "step": step, "deadline": self.deadline, "loss": loss, "exact": exact})
+            return
         if not self.enabled:
             return
         now = time.perf_counter()
@@ -345,7 +352,9 @@ class Progress:
         self.width = len(line)
 
     def finish(self, text: str) -> None:
-        if self.enabled:
+        if Progress.sink is not None:
+            Progress.sink({"label": self.label, "done": text})
+        elif self.enabled:
             self._write("\r" + f"[{self.label}] {text}".ljust(self.width) + "\n")
 
     def _write(self, text: str) -> None:
@@ -386,7 +395,7 @@ def train(
     progress: Progress | None = None,
 ) -> TrainingRun:
     """Train a fresh model of ``candidate`` on the reversal task until the verdict is certain."""
-    config = config or toy_config()
+    config = config or candidate.fit(toy_config())  # in the configurations the candidate declares
     run = TrainingRun(candidate=candidate.name, seed=seed, plan=plan, config=config)
     progress = progress or Progress(f"training {candidate.name} seed {seed}", plan.deadline)
     started = time.perf_counter()

@@ -17,6 +17,9 @@ from conformance import Conventions
 class MyAdapter:
     # What your code expects; the suite converts its inputs to match. mask: "keep" (True = may
     # attend), "blocked" (True = hidden, as torch.nn), or "additive" (0 / -inf floats).
+    # If your code builds only some configurations, say which (docs/adapter-protocol.md, "Configurations
+    # you support"), e.g. supports={"attention_bias": (True,), "eps": (1e-6,)}, reasons={...}; or raise
+    # NotImplementedError("why") for the examples you cannot build: they are skipped, not failed.
     conventions = Conventions(mask="keep", batch_first=True, dtype="float32", framework="torch")
 
     def positional_encoding(self, n: int, d_model: int) -> np.ndarray:
@@ -59,7 +62,10 @@ class MyAdapter:
 
     # def build_model(self, config: dict, seed: int):
     #     """Return an object with load_weights, dump_weights, forward, encode, decode,
-    #     greedy_decode and train_step; see conformance.adapter.Model."""
+    #     greedy_decode and train_step; see conformance.adapter.Model. Parameters without a canonical
+    #     name stay at their identity values (bias 0, gamma 1, beta 0) in load_weights and are listed by
+    #     unmapped_parameters() -> {name: count}. The loss is the mean smoothed cross-entropy over the
+    #     non-padding targets (conformance.adapters converts a KL or a sum); steps count from 1."""
 
 
 adapter = MyAdapter()

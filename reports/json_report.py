@@ -4,7 +4,9 @@ Top level: schema, schema_version, suite {version, git_sha}, created (UTC, ISO 8
 environment {python, platform, machine, versions}, seed, hypothesis_profile, torch_threads, duration_s,
 implementations [{name, conventions, provided_parts, load_warnings}], summary {impl: {status: count}},
 verdict {impl: "conformant" | "not conformant" | "nothing implemented"},
-published_numbers {impl: {reproduced, reproducible, line}}, checks [CheckResult].
+published_numbers {impl: {reproduced, reproducible, line}}, facts {id: {document, section, quote, printed}}
+(the provenance of every published fact a check compared against), checks [CheckResult].
+The JSON Schema of this format ships beside this module: ``report.schema.json``.
 """
 
 from __future__ import annotations
@@ -13,6 +15,7 @@ import datetime
 
 from conformance.results import (
     FAILING,
+    RAN,
     SCHEMA_VERSION,
     CheckResult,
     count_statuses,
@@ -20,6 +23,7 @@ from conformance.results import (
     fixtures_sha256,
     git_sha,
     suite_version,
+    unsupported,
 )
 
 
@@ -27,7 +31,7 @@ def verdict(results: list[CheckResult]) -> str:
     counts = count_statuses(results)
     if any(counts[status] for status in FAILING):
         return "not conformant"
-    if not counts["passed"]:
+    if not any(counts[status] for status in RAN):
         return "nothing implemented"
     return "conformant"
 
@@ -37,6 +41,16 @@ def published_line(results: list[CheckResult]) -> dict:
 
     k, n = reproduced(results)
     return {"reproduced": k, "reproducible": n, "line": REPRODUCED_LINE.format(k=k, n=n)}
+
+
+def fact_sources(results: list[CheckResult]) -> dict[str, dict]:
+    """Where each published number a check read was printed, so every rendering can cite it."""
+    from conformance.published import facts
+
+    known = facts()
+    used = sorted({fact_id for r in results for fact_id in r.facts if fact_id in known})
+    fields = ("document", "section", "quote", "printed")
+    return {fact_id: {k: known[fact_id].get(k) for k in fields} for fact_id in used}
 
 
 def build_report(results: list[CheckResult], metadata: dict) -> dict:
@@ -53,5 +67,7 @@ def build_report(results: list[CheckResult], metadata: dict) -> dict:
         "summary": {name: count_statuses(rs) for name, rs in by_impl.items()},
         "verdict": {name: verdict(rs) for name, rs in by_impl.items()},
         "published_numbers": {name: published_line(rs) for name, rs in by_impl.items()},
+        "unsupported": {name: unsupported(rs) for name, rs in by_impl.items()},
+        "facts": fact_sources(results),
         "checks": [r.as_dict() for r in results],
     }

@@ -2,28 +2,20 @@
 
 from __future__ import annotations
 
-from conformance.results import FAILING, CheckResult, count_statuses
-
-LABELS = {
-    "passed": "PASS",
-    "failed": "FAIL",
-    "error": "ERROR",
-    "advisory": "ADVISORY",
-    "deviation": "DEVIANT",
-    "not_implemented": "N/I",
-    "blocked": "BLOCKED",
-}
+from conformance.reports.view import section_key, style
+from conformance.results import FAILING, CheckResult, count_statuses, unsupported
+from conformance.supports import describe as describe_supports
 
 
 def render(results: list[CheckResult], metadata: dict) -> str:
     lines = []
     for impl in metadata.get("implementations", []):
         mine = [r for r in results if r.impl == impl["name"]]
-        lines += _header(impl) + _by_section(mine) + _details(mine) + [_summary(mine), ""]
+        lines += _header(impl, mine) + _by_section(mine) + _details(mine) + _declared(metadata) + [_summary(mine), ""]
     return "\n".join(lines) + "\n"
 
 
-def _header(impl: dict) -> list[str]:
+def _header(impl: dict, results: list[CheckResult]) -> list[str]:
     conv = impl["conventions"]
     lines = [
         "",
@@ -31,18 +23,33 @@ def _header(impl: dict) -> list[str]:
         f"conventions: mask={conv['mask']} batch_first={conv['batch_first']} dtype={conv['dtype']}"
         f" framework={conv['framework']}",
     ]
+    declared = describe_supports(conv.get("supports") or {}, conv.get("reasons") or {})
+    if declared:
+        lines.append("supports only: " + "; ".join(declared))
+    for entry in unsupported(results):
+        lines.append(f"could not build: {entry['reason']} ({entry['examples_skipped']} examples skipped in"
+                     f" {entry['checks']} checks)")
+    if conv.get("ties_embeddings") is False:
+        lines.append("tying not verified: load_weights copies E into separate tables (the parameter count decides)")
     return lines + [f"warning: {w}" for w in impl.get("load_warnings", [])]
 
 
 def _by_section(results: list[CheckResult]) -> list[str]:
     lines, current = [], None
-    for r in sorted(results, key=lambda r: r.section):
+    for r in sorted(results, key=lambda r: section_key(r.section)):
         if r.section != current:
             current = r.section
             lines.append(f"\n{current or '(no section)'}")
-        margin = f"  [margin {r.margin:.2g}]" if r.status == "passed" and r.margin is not None else ""
-        lines.append(f"  {LABELS[r.status]:<7} {r.id:<52} {r.title}{margin}")
+        lines.append(f"  {style(r.status).label:<7} {r.id:<52} {r.title}{_annotation(r)}")
     return lines
+
+
+def _annotation(r: CheckResult) -> str:
+    """"[margin 0.0027]", and "15 examples, 4 skipped" where the candidate could not build some examples."""
+    notes = [f"margin {r.margin:.2g}"] if r.status == "passed" and r.margin is not None else []
+    if r.examples and r.examples.get("skipped"):
+        notes.append(f"{r.examples['ran']} examples, {r.examples['skipped']} skipped")
+    return f"  [{'; '.join(notes)}]" if notes else ""
 
 
 def _details(results: list[CheckResult]) -> list[str]:
@@ -50,6 +57,13 @@ def _details(results: list[CheckResult]) -> list[str]:
     for r in results:
         if r.status in FAILING:
             lines += _detail(r)
+    why_not = {}
+    for r in results:
+        if r.status == "not_implemented" and r.message:
+            why_not.setdefault(r.message.splitlines()[0], []).append(r.id)
+    if why_not:
+        lines += ["", "Not implemented, and why:"]
+        lines += [f"  {reason} ({_count(ids)})" for reason, ids in why_not.items()]
     apart = [r for r in results if r.status in ("advisory", "deviation")]
     if apart:
         lines += ["", "Not counted against conformance (advisory conventions, declared deviations):"]
@@ -58,8 +72,27 @@ def _details(results: list[CheckResult]) -> list[str]:
     return lines
 
 
+def _declared(metadata: dict) -> list[str]:
+    rows = metadata.get("declared_deviations") or []
+    if not rows:
+        return []
+    lines = ["", "Declared deviations:"]
+    for row in rows:
+        if not row["observed"]:
+            lines.append(f"  NOT OBSERVED {row['name']}: no failure shows it; is the declaration still true?")
+            continue
+        confirmed = f", confirmed by the diagnosis in {len(row['confirmed_by'])}" if row["confirmed_by"] else \
+            ", not confirmed by the diagnosis"
+        lines.append(f"  observed {row['name']}: explains {len(row['checks'])} checks{confirmed}")
+    return lines
+
+
+def _count(ids: list[str]) -> str:
+    return ids[0] if len(ids) == 1 else f"{len(ids)} checks"
+
+
 def _detail(r: CheckResult) -> list[str]:
-    lines = ["", f"--- {LABELS[r.status]} {r.id} ({r.section})", *r.message.splitlines()]
+    lines = ["", f"--- {style(r.status).label} {r.id} ({r.section})", *r.message.splitlines()]
     if r.status == "advisory" and r.claim:
         lines.append(f"  advisory: {r.claim.get('text', '')} (a convention of this suite; --strict counts it)")
     if r.deviation:

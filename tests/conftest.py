@@ -1,5 +1,7 @@
 """Helpers for the suite's own tests: run `transformer-conformance certify` in-process and read its report."""
 
+import contextlib
+import io
 import json
 from dataclasses import dataclass
 from pathlib import Path
@@ -44,3 +46,21 @@ def certify(tmp_path, capsys):
 
 def adapter_path(name: str) -> str:
     return str(ADAPTERS / f"{name}.py")
+
+
+def certify_quietly(folder: Path, impl: str, *args: str) -> dict:
+    """Run certify in-process with its output discarded; return the JSON report (for module-scoped fixtures,
+    which cannot use capsys)."""
+    report_path = folder / "report.json"
+    with contextlib.redirect_stdout(io.StringIO()), contextlib.redirect_stderr(io.StringIO()):
+        main(["certify", impl, "--json", str(report_path), "--progress", "off", *args])
+    return json.loads(report_path.read_text())
+
+
+# A failing run that draws every picture but the training curves: the PE table, the checkpoint's attention,
+# the schedule, and difference heatmaps (the mutant fails the attention and checkpoint comparisons).
+PICTURED_RUN = ("--no-training", "-k",
+                "pe_has_one_row or attention or lrate_matches_published_paper or trained_checkpoint")
+
+# nan_attention fails the fully-masked-row checks and passes layer norm: a small run with failures.
+FAILING_RUN = ("--no-training", "-k", "fully_masked or layer_norm")

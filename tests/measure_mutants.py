@@ -1,4 +1,4 @@
-"""Measure what each mutant fails and errors, and (with --write) rewrite its CAUGHT_BY and ERRORED.
+"""Measure what each mutant fails, errors and is advised on; with --write, rewrite CAUGHT_BY, ERRORED, ADVISORY.
 
     python tests/measure_mutants.py                       # every mutant: print the differences
     python tests/measure_mutants.py pre_norm --write      # rewrite pre_norm's declarations
@@ -25,7 +25,7 @@ from pathlib import Path
 import conformance.implementations.mutants as mutants_package
 
 MUTANTS_DIR = Path(mutants_package.__file__).parent
-KEYS = {"CAUGHT_BY": "failed", "ERRORED": "error"}
+KEYS = {"CAUGHT_BY": "failed", "ERRORED": "error", "ADVISORY": "advisory"}
 
 
 def declarations(source: str) -> dict[str, ast.Assign]:
@@ -55,10 +55,16 @@ def rewrite(path: Path, measured: dict[str, set[str]]) -> None:
     source = path.read_text()
     lines = source.splitlines(keepends=True)
     found = declarations(source)
-    for key in sorted(KEYS, key=lambda k: -found[k].lineno):
+    for key in sorted((k for k in KEYS if k in found), key=lambda k: -found[k].lineno):
         node = found[key]
         lines[node.lineno - 1:node.end_lineno] = [literal(key, measured[key])]
     path.write_text("".join(lines))
+    if "ADVISORY" not in found and measured["ADVISORY"]:  # a new declaration goes after ERRORED
+        source = path.read_text()
+        lines = source.splitlines(keepends=True)
+        end = declarations(source)["ERRORED"].end_lineno
+        lines[end:end] = [literal("ADVISORY", measured["ADVISORY"])]
+        path.write_text("".join(lines))
 
 
 def check_mutant(name: str, write: bool) -> str:

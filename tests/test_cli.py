@@ -14,7 +14,7 @@ def test_exit_0_when_every_implemented_check_passes(certify):
 
 
 def test_exit_1_when_a_check_fails(certify):
-    run = certify(adapter_path("nan_attention"))
+    run = certify(adapter_path("lr_doubled"))
     assert run.code == EXIT_FAILED
 
 
@@ -55,3 +55,13 @@ def test_k_selects_by_check_id_not_by_implementation_name(certify):
 
 def test_a_malformed_k_expression_is_a_usage_error(certify):
     assert certify("reference", "-k", "((").code == EXIT_USAGE
+
+
+def test_certify_leaves_nothing_in_the_working_directory(certify, tmp_path, monkeypatch):
+    """Hypothesis caches constants in ./.hypothesis; a grader's or a student's folder stays as it was."""
+    folder = tmp_path / "student"
+    folder.mkdir()
+    monkeypatch.chdir(folder)
+    run = certify("reference", "-k", "attention_rows_sum_to_one", "--no-training")
+    assert run.with_status("passed") == {"attention_rows_sum_to_one"}
+    assert list(folder.iterdir()) == []

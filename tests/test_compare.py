@@ -34,6 +34,13 @@ def test_nan_is_never_close():
     assert not measure(np.array([np.nan]), np.array([0.0]), TOL).passed
 
 
+@pytest.mark.parametrize("actual", [0.0, 1e30, np.nan])
+def test_nan_expected_value_matches_nothing(actual):
+    """A NaN expected value (a mutant's NaN output) used to make ``allowed`` NaN and every comparison pass."""
+    m = measure(np.array([1.0, actual]), np.array([1.0, np.nan]), TOL)
+    assert not m.passed and m.mismatched == 1 and m.index == (1,)
+
+
 def test_likely_cause_names_the_matching_alternative():
     with pytest.raises(CheckFailure, match="likely cause: doubled"):
         assert_close(np.array([2.0]), np.array([1.0]), TOL, what="x", alternatives={"halved": np.array([0.5]),

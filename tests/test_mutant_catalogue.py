@@ -3,7 +3,8 @@
 * the reference passes every check, and every one of those checks is failed by at least one mutant;
 * every mutant of ``implementations/mutants/``, certified over the whole suite (``--no-training``; with
   training for a module that sets ``TRAINING = True``, marked slow), fails exactly the checks its
-  ``CAUGHT_BY`` names, errors on exactly those in ``ERRORED``, and its failure messages contain what
+  ``CAUGHT_BY`` names, errors on exactly those in ``ERRORED``, is advised on exactly those in ``ADVISORY``
+  (the suite's conventions, docs/claims.md), and its failure messages contain what
   ``MESSAGES`` pins (the likely cause, the diagnosis, the first divergence).
 
 The declarations are read from the mutant files without importing them (``ast``), so collection needs
@@ -18,7 +19,7 @@ import pytest
 import conformance.implementations.mutants as mutants_package
 
 MUTANTS_DIR = Path(mutants_package.__file__).parent
-DECLARED = ("CAUGHT_BY", "ERRORED", "MESSAGES", "TRAINING")
+DECLARED = ("CAUGHT_BY", "ERRORED", "ADVISORY", "MESSAGES", "TRAINING")
 
 
 def declared(path: Path) -> dict:
@@ -52,9 +53,11 @@ def describe_difference(got: set, expected: set) -> str:
 
 def assert_exactly_as_declared(run, expected: dict):
     assert run.report is not None, run.err
-    failed, errored = run.with_status("failed"), run.with_status("error")
+    failed, errored, advised = run.with_status("failed"), run.with_status("error"), run.with_status("advisory")
     assert failed == set(expected["CAUGHT_BY"]), describe_difference(failed, set(expected["CAUGHT_BY"]))
     assert errored == set(expected["ERRORED"]), describe_difference(errored, set(expected["ERRORED"]))
+    advisory = set(expected.get("ADVISORY", ()))
+    assert advised == advisory, describe_difference(advised, advisory)
     messages = {check["id"]: check["message"] for check in run.report["checks"]}
     for check_id, text in expected.get("MESSAGES", {}).items():
         assert text in messages[check_id], f"{check_id}: {text!r} not in\n{messages[check_id]}"
@@ -75,7 +78,8 @@ def test_reference_passes_every_check_and_each_check_fails_on_some_mutant(certif
     assert run.report is not None, run.err
     statuses = run.statuses()
     assert {cid: s for cid, s in statuses.items() if s != "passed"} == {}, run.out
-    caught = set().union(*(set(d["CAUGHT_BY"]) | set(d["ERRORED"]) for d in MUTANTS.values()))
+    caught = set().union(*(set(d["CAUGHT_BY"]) | set(d["ERRORED"]) | set(d.get("ADVISORY", ()))
+                           for d in MUTANTS.values()))
     assert set(statuses) <= caught, f"checks no mutant fails: {sorted(set(statuses) - caught)}"
 
 

@@ -29,11 +29,14 @@ def test_misbehaving_adapter_gets_one_error_per_check_and_a_report(certify):
     assert run.with_status("passed") == set()
 
 
-def test_nan_from_a_fully_masked_row_is_an_error_naming_the_likely_cause(certify):
+def test_nan_from_a_fully_masked_row_is_advisory_and_says_why(certify):
+    """The paper is silent on a query with no visible key: NaN there is the suite's convention broken, not
+    the paper's; it is reported (with the cause) but does not fail the run."""
     run = certify(adapter_path("nan_attention"), "-k", "fully_masked")
     check = run.report["checks"][0]
-    assert check["status"] == "failed"
+    assert check["status"] == "advisory" and check["claim"]["source"] == "convention"
     assert "likely cause: softmax over a row of -inf" in check["message"]
+    assert run.code == 0
 
 
 def test_a_hanging_part_is_stopped_and_reported(certify):

@@ -3,7 +3,8 @@
 Lesson "Our code equals PyTorch's nn.Transformer" and its "Common mistake": with the final LayerNorms
 removed and the nested-tensor fast path off, nn.Transformer computes the reference's model; with
 PyTorch's defaults it does not. Weights come from ``random_weights`` (gamma far from 1, beta far from 0),
-and the default configuration's final norms start "trained" (away from 1 and 0), so neither trap hides.
+so the final norms show even at their identity values, where the protocol leaves parameters that have no
+canonical name.
 """
 
 from __future__ import annotations
@@ -102,6 +103,16 @@ def test_default_encoder_takes_the_nested_tensor_fast_path_on_a_padded_batch():
     fixed = built(torch_nn_fixed, cfg, weights).encode(src)
     assert np.abs(fixed[padded]).min() > 0
     assert np.abs(fixed - built(REFERENCE, cfg, weights).encode(src)).max() <= 1e-4
+
+
+def test_default_lists_its_final_norms_as_unmapped_and_leaves_them_at_identity():
+    cfg, weights, _, _ = problem("toy")
+    default = built(torch_nn_default, cfg, weights)
+    assert default.unmapped_parameters() == {f"transformer.{stack}.norm.{p}": cfg.d_model
+                                             for stack in ("encoder", "decoder") for p in ("weight", "bias")}
+    for norm in default.net.final_norms:
+        assert (norm.weight == 1).all() and (norm.bias == 0).all()
+    assert built(torch_nn_fixed, cfg, weights).unmapped_parameters() == {}
 
 
 def test_parameter_count_of_default_has_the_two_final_norms():

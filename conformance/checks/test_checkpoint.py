@@ -14,7 +14,7 @@ import functools
 import numpy as np
 import pytest
 
-from conformance import diagnose, oracle, published
+from conformance import claims, diagnose, oracle, published
 from conformance import training as T
 from conformance.compare import assert_true
 from conformance.config import toy_config
@@ -45,6 +45,7 @@ def trained_model(candidate):
     return loaded_model(candidate, CONFIG, checkpoint())
 
 
+@claims.TRAINED_EXAMPLE
 @pytest.mark.requires(*MODEL_PARTS, "model.encode", "model.forward")
 def test_trained_checkpoint_outputs_match_golden(candidate, check):
     """With the trained weights loaded, memory and logits of "c a b e d" and of a padded batch equal the
@@ -62,6 +63,7 @@ def test_trained_checkpoint_outputs_match_golden(candidate, check):
                               tol(candidate), what=f"logits of {label}, teacher-forced")
 
 
+@claims.TRAINED_EXAMPLE
 @pytest.mark.requires(*MODEL_PARTS, "model.forward")
 def test_trained_checkpoint_matches_reference_on_fresh_inputs(candidate, check, rng):
     """The randomised twin: on reversal sequences drawn for this run, the logits equal the float64
@@ -73,6 +75,7 @@ def test_trained_checkpoint_matches_reference_on_fresh_inputs(candidate, check, 
                           what=f"logits of a fresh padded batch {batch.src.shape}, teacher-forced")
 
 
+@claims.TRAINED_EXAMPLE
 @pytest.mark.requires(*MODEL_PARTS, "model.greedy_decode")
 def test_trained_checkpoint_decodes_like_the_reference(candidate, check):
     """Greedy decoding with the trained weights: "c a b e d" gives "d e b a c </s>" (as in the lesson),
@@ -93,12 +96,29 @@ def test_trained_checkpoint_decodes_like_the_reference(candidate, check):
                 EXACT, what=f"greedy token ids of the stored batch {stored['batch_src'].shape}")
 
 
+def record_attention(check, got: dict, stored: dict) -> None:
+    """Every layer's weights (heads, queries, keys) beside the reference's, for the report's maps; a
+    layer of the wrong shape is left out (the comparison below says why)."""
+    names = T.token_names(CONFIG)
+    layers = {}
+    for key in sorted(k for k in stored if k.startswith("example_attention.")):
+        layer, reference = key.removeprefix("example_attention."), stored[key][0]
+        weights = np.asarray(got.get(layer, ()), dtype=np.float64)
+        if weights.shape == stored[key].shape:
+            layers[layer] = {"candidate": weights[0].round(4), "reference": reference.astype(np.float64).round(4)}
+    check.record("attention", {"source": [names[int(i)] for i in stored["example_src"][0]],
+                               "target": [names[int(i)] for i in stored["example_tgt_in"][0]],
+                               "anti_diagonal": f"decoder.{CONFIG.N - 1}.cross_attn", "layers": layers})
+
+
+@claims.MIRRORED_ATTENTION
 @pytest.mark.requires(*MODEL_PARTS, "model.attention_weights")
 def test_trained_checkpoint_attention_matches_golden(candidate, check):
     """Every attention layer's weights on "c a b e d" equal the reference's, and the last decoder layer's
     cross-attention reads the source back to front (the lesson's anti-diagonal)."""
     stored = outputs()
     got = trained_model(candidate).attention_weights(stored["example_src"], stored["example_tgt_in"])
+    record_attention(check, got, stored)
     layers = sorted(key.removeprefix("example_attention.") for key in stored if key.startswith("example_attention."))
     missing = [layer for layer in layers if layer not in got]
     assert_true(not missing, f"model.attention_weights gave no {missing} (names: encoder.{{l}}.self_attn,"

@@ -9,16 +9,15 @@ transformer, step by step", Step 4; "Vanilla Transformer" §4). ``decode`` embed
 Compared with the reference run in float64 on random canonical weights, target and source padded and
 of different lengths. When ``decode`` fails, the message names the first decoder layer, and the
 sublayer, that diverges on the oracle's own inputs, and whether the decoder states read back from the
-logits of a padded probe batch show an extra LayerNorm after the stack (``diagnosis.explain_structure``).
+logits of a padded probe batch show an extra LayerNorm after the stack (``diagnosis.find_structure``).
 """
 
 import numpy as np
 import pytest
 from hypothesis import given
 
-from conformance import diagnose, diagnosis, oracle
+from conformance import claims, diagnose, diagnosis, oracle
 from conformance.scenarios import (
-    EPS,
     MODEL_PARTS,
     LayerSizes,
     activations,
@@ -46,21 +45,22 @@ def layer_problem(sizes: LayerSizes):
 
 def assert_layer_matches_oracle(candidate, check, sizes: LayerSizes, *, what: str):
     weights, y, memory, tgt_keep, src_keep = layer_problem(sizes)
-    got = candidate.decoder_layer(y, memory, weights, sizes.h, EPS, tgt_keep, src_keep)
+    got = candidate.decoder_layer(y, memory, weights, sizes.h, sizes.eps, tgt_keep, src_keep)
 
     def run(variant=None):
-        return oracle.decoder_layer(y, memory, weights, sizes.h, EPS, tgt_keep, src_keep, variant=variant)
+        return oracle.decoder_layer(y, memory, weights, sizes.h, sizes.eps, tgt_keep, src_keep, variant=variant)
 
     diagnose.close(
         check, got, run(), for_dtype(LAYER, candidate.conventions.dtype),
         what=f"{what} (y{y.shape}, memory{memory.shape}, h={sizes.h})",
         alternatives=lambda: diagnose.variant_outputs("decoder_layer", run),
-        explain=lambda: diagnose.suspect_in_decoder_layer(candidate, y, memory, weights, sizes.h, EPS, tgt_keep,
+        explain=lambda: diagnose.suspect_in_decoder_layer(candidate, y, memory, weights, sizes.h, sizes.eps, tgt_keep,
                                                           src_keep),
-        rerun=lambda other: other.decoder_layer(y, memory, weights, sizes.h, EPS, tgt_keep, src_keep),
+        rerun=lambda other: other.decoder_layer(y, memory, weights, sizes.h, sizes.eps, tgt_keep, src_keep),
     )
 
 
+@claims.DECODER_LAYER
 @pytest.mark.requires("decoder_layer")
 @fast_failure()
 @given(sizes=layer_sizes())
@@ -69,13 +69,15 @@ def test_decoder_layer_matches_reference(candidate, check, sizes):
     assert_layer_matches_oracle(candidate, check, sizes, what="decoder layer")
 
 
+@claims.DECODER_LAYER
 @pytest.mark.requires("decoder_layer")
 def test_decoder_layer_matches_reference_at_base_size(candidate, check):
     """At the paper's base size (d_model 512, h 8, d_ff 2048) a decoder layer equals the reference."""
-    sizes = LayerSizes(B=2, S=7, T=9, h=8, d_k=64, d_ff=2048, bias=True, seed=6)
+    sizes = candidate.fit(LayerSizes(B=2, S=7, T=9, h=8, d_k=64, d_ff=2048, bias=True, seed=6))
     assert_layer_matches_oracle(candidate, check, sizes, what="base-size decoder layer")
 
 
+@claims.OUTPUT_LAYER
 @pytest.mark.requires(*MODEL_PARTS, "model.decode")
 @fast_failure(2 / 3)
 @given(sizes=model_sizes())
@@ -93,6 +95,6 @@ def test_decode_matches_reference(candidate, check, sizes):
         alternatives=lambda: diagnose.variant_outputs(
             "model", lambda v: oracle.OracleModel(cfg, weights, variant=v).decode(tgt_in, memory, src)),
         explain=lambda: diagnose.explain_decode(candidate, cfg, weights, tgt_in, memory, src),
-        structure=lambda: diagnosis.explain_structure(candidate, "decoder"),
+        structure=lambda: diagnosis.find_structure(candidate, "decoder"),
         rerun=lambda other: loaded_model(other, cfg, weights).decode(tgt_in, memory, src),
     )

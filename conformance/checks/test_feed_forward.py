@@ -9,7 +9,7 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from conformance import diagnose, oracle
+from conformance import claims, diagnose, oracle
 from conformance.scenarios import LayerSizes, activations, fast_failure, layer_sizes
 from conformance.tolerances import LAYER, for_dtype
 from conformance.weights import ffn_shapes, random_weights
@@ -36,6 +36,7 @@ def assert_matches_oracle(candidate, check, x, weights, *, what):
                    rerun=lambda other: other.feed_forward(x, weights))
 
 
+@claims.FEED_FORWARD
 @fast_failure()
 @given(sizes=layer_sizes())
 def test_feed_forward_matches_reference(candidate, check, sizes):
@@ -44,12 +45,14 @@ def test_feed_forward_matches_reference(candidate, check, sizes):
     assert_matches_oracle(candidate, check, x, weights, what=f"FFN(x{x.shape}), d_ff={sizes.d_ff}")
 
 
+@claims.FEED_FORWARD
 def test_feed_forward_matches_reference_at_base_size(candidate, check):
     """At the paper's base size, 512 -> 2048 -> 512, the FFN equals the reference."""
-    weights, x, _ = problem(LayerSizes(B=2, S=6, T=6, h=8, d_k=64, d_ff=2048, bias=True, seed=2048), 6)
+    weights, x, _ = problem(candidate.fit(LayerSizes(B=2, S=6, T=6, h=8, d_k=64, d_ff=2048, bias=True, seed=2048)), 6)
     assert_matches_oracle(candidate, check, x, weights, what="base-size FFN(x(2, 6, 512)), d_ff=2048")
 
 
+@claims.FEED_FORWARD
 @fast_failure()
 @given(sizes=layer_sizes(), data=st.data())
 def test_feed_forward_acts_on_each_position_alone(candidate, check, sizes, data):

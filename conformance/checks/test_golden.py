@@ -8,6 +8,7 @@ configuration, the lesson's 37,000-token vocabulary): the weights are regenerate
 import numpy as np
 import pytest
 
+from conformance import claims
 from conformance.config import base_config
 from conformance.fixtures import golden
 from conformance.fixtures.regenerate import BASE_SEED
@@ -17,6 +18,7 @@ from conformance.weights import model_shapes, random_weights
 SECTION = "§3 Model architecture: golden outputs"
 
 
+@claims.BASE_CONFIGURATION
 @pytest.mark.requires("model.forward", "model.encode", "model.load_weights")
 def test_base_size_forward_matches_golden(candidate, check):
     """At the paper's base size (N = 6, d_model 512, h 8, d_ff 2048, V 37,000) logits equal the reference's."""

@@ -13,10 +13,9 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from conformance import diagnose
+from conformance import claims, diagnose
 from conformance.compare import assert_true
 from conformance.scenarios import (
-    EPS,
     MODEL_PARTS,
     activations,
     fast_failure,
@@ -50,6 +49,7 @@ def pad_columns(ids: np.ndarray, k: int, pad_id: int) -> np.ndarray:
     return np.concatenate([ids, np.full((ids.shape[0], k), pad_id, dtype=ids.dtype)], axis=1)
 
 
+@claims.CAUSAL_MASK
 @pytest.mark.requires(*FORWARD)
 @fast_failure(2 / 3)
 @given(sizes=model_sizes().filter(lambda s: s.T >= 2), data=st.data())
@@ -67,6 +67,7 @@ def test_logits_up_to_t_ignore_later_target_tokens(candidate, check, sizes, data
                           " the future leaks")
 
 
+@claims.KEY_PADDING
 @pytest.mark.requires(*FORWARD)
 @fast_failure(2 / 3)
 @given(sizes=model_sizes(), k=st.integers(1, 3))
@@ -79,20 +80,24 @@ def test_appending_source_padding_leaves_logits_unchanged(candidate, check, size
                    likely="the source padding mask is missing or not built from pad_id (padding keys are read)")
 
 
+@claims.KEY_PADDING
 @pytest.mark.requires(*FORWARD)
 @fast_failure(2 / 3)
 @given(sizes=model_sizes(), k=st.integers(1, 3))
 def test_appending_target_padding_leaves_real_logits_unchanged(candidate, check, sizes, k):
-    """Padding the decoder input with k more padding tokens leaves the logits at the first T positions unchanged."""
+    """Padding the decoder input with k more padding tokens leaves the logits at its real positions unchanged."""
     model, src, tgt_in, _ = problem(candidate, sizes)
     before = model.forward(src, tgt_in)
     after = model.forward(src, pad_columns(tgt_in, k, sizes.config.pad_id))
-    diagnose.close(check, after[:, : sizes.T], before, tol(candidate),
-                   what=f"logits at the first {sizes.T} positions after appending {k} target padding tokens",
+    real = tgt_in != sizes.config.pad_id  # the claim is about real positions; padded ones are never read
+    diagnose.close(check, after[:, : sizes.T][real], before[real], tol(candidate),
+                   what=f"logits at the real positions among the first {sizes.T} after appending {k} target padding"
+                        " tokens",
                    likely="later (padding) positions reach earlier ones: a softmax over the query axis, or a"
                           " normalisation across positions")
 
 
+@claims.KEY_PADDING
 @pytest.mark.requires(*FORWARD)
 @fast_failure(2 / 3)
 @given(sizes=model_sizes())
@@ -109,6 +114,7 @@ def test_batch_equals_rows_run_one_at_a_time(candidate, check, sizes):
                        likely="padding is read as content (a missing padding mask), or rows of the batch mix")
 
 
+@claims.PERMUTATION_EQUIVARIANT
 @pytest.mark.requires("encoder_layer")
 @fast_failure()
 @given(sizes=layer_sizes(), data=st.data())
@@ -120,14 +126,15 @@ def test_encoder_layer_is_permutation_equivariant(candidate, check, sizes, data)
     weights = layer_weights(sizes, "encoder", rng)
     x, keep = activations(rng, sizes.B, sizes.S, sizes.d_model), trailing_keep(rng, sizes.B, sizes.S)
     order = np.asarray(data.draw(st.permutations(range(sizes.S)), label="permutation"))
-    out = candidate.encoder_layer(x, weights, sizes.h, EPS, keep)
-    permuted = candidate.encoder_layer(x[:, order], weights, sizes.h, EPS, keep[:, order])
+    out = candidate.encoder_layer(x, weights, sizes.h, sizes.eps, keep)
+    permuted = candidate.encoder_layer(x[:, order], weights, sizes.h, sizes.eps, keep[:, order])
     diagnose.close(check, permuted, out[:, order], tol(candidate, LAYER),
                    what=f"encoder_layer(x[:, {order.tolist()}]) vs encoder_layer(x)[:, {order.tolist()}]",
                    likely="the encoder layer depends on positions: a causal mask in the encoder, or positions"
                           " added inside the layer")
 
 
+@claims.DROPOUT_IN_TRAINING_ONLY
 @pytest.mark.requires(*FORWARD)
 @fast_failure(1 / 3)
 @given(sizes=model_sizes())

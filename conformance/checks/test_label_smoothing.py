@@ -12,7 +12,8 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from conformance import published
+from conformance import claims, published
+from conformance.scenarios import no_padding
 from conformance.strategies import seeds
 from conformance.tolerances import Tolerance
 
@@ -20,7 +21,7 @@ SECTION = "§5.4 Regularization: label smoothing"
 pytestmark = pytest.mark.requires("label_smoothed_loss")
 
 V, EPS, RIGHT = 13, 0.1, 5  # the listing's n_vocab, eps and right token
-NO_PAD = -100  # the listing's loss has no ignore_index: PyTorch's default -100 matches no token
+NO_PAD = no_padding(V)  # the listing's loss has no ignore_index: a valid id that is no target
 LOSS = Tolerance(1e-5, 1e-5, "a mean of log-softmax sums in float32")
 
 
@@ -66,6 +67,7 @@ def alternatives(logits, targets, eps, pad_id) -> dict[str, float]:
     }
 
 
+@claims.LABEL_SMOOTHING
 def test_smoothed_loss_matches_published_floor_and_sure_model(candidate, check):
     """Predicting q exactly costs 0.537, the floor; a model 100 % sure of the right token pays 1.846."""
     q = smoothed_targets(np.array([RIGHT]), V, EPS)
@@ -86,6 +88,7 @@ def implied_target(candidate, token, V, eps, t=1.0):
     return (np.log(V - 1 + np.exp(t)) - loss) / t
 
 
+@claims.LABEL_SMOOTHING
 def test_smoothed_target_matches_published_values(candidate, check):
     """The target the loss implies puts 0.9077 on the right token and 0.0077 on each other token."""
     for token, fact_id in ((RIGHT, "ls.right.4dp"), (0, "ls.other.4dp")):
@@ -93,6 +96,7 @@ def test_smoothed_target_matches_published_values(candidate, check):
                     what=f"q({'right' if token == RIGHT else 'other'}) implied by the loss [{fact_id}]")
 
 
+@claims.LABEL_SMOOTHING
 @given(N=st.integers(1, 40), V=st.integers(3, 50), eps=st.sampled_from([0.0, 0.1, 0.2]), seed=seeds,
        scale=st.sampled_from([0.5, 3.0, 10.0]))
 def test_smoothed_loss_matches_formula_with_padding(candidate, check, N, V, eps, seed, scale):

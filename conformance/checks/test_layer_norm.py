@@ -9,7 +9,7 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from conformance import formulas, published
+from conformance import claims, formulas, published
 from conformance.strategies import arrays, seeds
 from conformance.tolerances import ELEMENTWISE, for_dtype
 
@@ -17,6 +17,7 @@ SECTION = "§3.1 Layer normalization (Add & Norm)"
 pytestmark = pytest.mark.requires("layer_norm")
 
 
+@claims.LAYER_NORM_BY_HAND
 def test_layer_norm_matches_published_example(candidate, check):
     """LayerNorm(1, 2, 3, 6) with gamma = 1, beta = 0 is (-1.069, -0.535, 0.000, 1.604)."""
     x = np.asarray(published.value("layernorm.example.x"), dtype=np.float64)
@@ -37,6 +38,7 @@ shapes = st.lists(st.integers(1, 5), min_size=0, max_size=2).flatmap(
 )
 
 
+@claims.LAYER_NORM
 @given(
     shape=shapes, seed=seeds, scale=st.sampled_from([1e-3, 1e-2, 1.0, 30.0]), eps=st.sampled_from([1e-5, 1e-6, 1e-3])
 )
@@ -60,6 +62,7 @@ def test_layer_norm_matches_formula(candidate, check, shape, seed, scale, eps):
     )
 
 
+@claims.LAYER_NORM
 @given(rows=st.integers(1, 4), d=st.integers(2, 64), seed=seeds)
 def test_layer_norm_normalises_each_row_over_its_own_features(candidate, check, rows, d, seed):
     """With gamma = 1, beta = 0 every row has mean 0 and (biased) variance sigma^2 / (sigma^2 + eps)."""

@@ -16,7 +16,7 @@ import numpy as np
 import pytest
 from hypothesis import given
 
-from conformance import diagnose, diagnosis, oracle
+from conformance import claims, diagnose, diagnosis, oracle
 from conformance.compare import assert_true
 from conformance.config import ModelConfig, base_config
 from conformance.scenarios import (
@@ -49,10 +49,11 @@ def assert_logits_match_oracle(candidate, check, config: ModelConfig, weights, s
         oracle.OracleModel(config, weights).forward(src, tgt_in), tol(candidate),
         what=f"logits = forward(src{src.shape}, tgt_in{tgt_in.shape}) (N={config.N}, d_model={config.d_model},"
              f" h={config.h}, vocab={config.tgt_vocab})",
-        structure=lambda: diagnosis.explain_structure(candidate, "encoder", "decoder"),
+        structure=lambda: diagnosis.find_structure(candidate, "encoder", "decoder"),
     )
 
 
+@claims.OUTPUT_LAYER
 @pytest.mark.requires(*MODEL_PARTS, "model.forward")
 @fast_failure(2 / 3)
 @given(sizes=model_sizes())
@@ -63,19 +64,21 @@ def test_logits_match_reference(candidate, check, sizes):
     assert_logits_match_oracle(candidate, check, sizes.config, weights, src, tgt_in)
 
 
+@claims.OUTPUT_LAYER
 @pytest.mark.requires(*MODEL_PARTS, "model.forward")
 def test_logits_match_reference_at_base_size(candidate, check, rng):
     """At the base model's sizes (d_model 512, h 8, d_ff 2048) the logits equal the reference's.
 
     One encoder and one decoder layer and a 1,000-token vocabulary keep it under a second or two; six
     layers each would only repeat them."""
-    config = base_config(N=1).replace(src_vocab=1000, tgt_vocab=1000)
+    config = candidate.fit(base_config(N=1).replace(src_vocab=1000, tgt_vocab=1000))
     sizes = ModelSizes(config, B=2, S=9, T=7, seed=int(rng.integers(2**31)))
     weights = model_weights(config, sizes.rng())
     src, tgt_in = source_and_target(sizes, rng)
     assert_logits_match_oracle(candidate, check, config, weights, src, tgt_in)
 
 
+@claims.TIED_WEIGHTS
 @pytest.mark.requires(*MODEL_PARTS, "model.forward")
 @fast_failure(1 / 2)
 @given(sizes=model_sizes())
@@ -112,7 +115,7 @@ def test_changing_an_unused_embedding_row_changes_only_its_logit(candidate, chec
 # Greedy decoding
 # --------------------------------------------------------------------------------------------------
 
-GREEDY = ModelConfig(src_vocab=8, tgt_vocab=8, d_model=16, h=2, d_ff=32, N=2)
+GREEDY = ModelConfig(src_vocab=8, tgt_vocab=8, d_model=16, h=2, d_ff=64, N=2)  # the paper's shape, d_ff = 4 d_model
 MAX_LEN = 8
 
 
@@ -140,6 +143,7 @@ def end_of_row(row: np.ndarray) -> int:
     return int(hits[0]) + 1 if hits.size else len(row)
 
 
+@claims.GREEDY_DECODING
 @pytest.mark.requires(*MODEL_PARTS, "model.greedy_decode", "model.forward")
 def test_greedy_decoding_picks_the_argmax_at_every_step(candidate, request):
     """Every generated token is the most likely next token given <s> and the tokens before it.
@@ -147,7 +151,7 @@ def test_greedy_decoding_picks_the_argmax_at_every_step(candidate, request):
     "Most likely" by the candidate's own forward(), so that this isolates the decoding loop; whether the
     logits themselves are right is logits_match_reference's claim."""
     weights, src = greedy_problem(request.config.getoption("conformance_seed"))
-    model = loaded_model(candidate, GREEDY, weights)
+    model = loaded_model(candidate, candidate.fit(GREEDY), weights)
     got = model.greedy_decode(src, MAX_LEN)
     tgt_in = np.concatenate([np.full((len(src), 1), GREEDY.bos_id), got[:, :-1]], axis=1)
     logits = model.forward(src, tgt_in).astype(np.float64)  # causal: one pass scores every step
@@ -165,11 +169,12 @@ def test_greedy_decoding_picks_the_argmax_at_every_step(candidate, request):
                         expected=f"token {best} at step {t}", actual=f"token {chosen}")
 
 
+@claims.GREEDY_DECODING
 @pytest.mark.requires(*MODEL_PARTS, "model.greedy_decode")
 def test_greedy_decoding_stops_at_the_end_token_then_pads(candidate, request):
     """A row ends at its first </s> and holds only padding after it; a row without </s> runs to max_len."""
     weights, src = greedy_problem(request.config.getoption("conformance_seed"))
-    got = loaded_model(candidate, GREEDY, weights).greedy_decode(src, MAX_LEN)
+    got = loaded_model(candidate, candidate.fit(GREEDY), weights).greedy_decode(src, MAX_LEN)
     for b, row in enumerate(got):
         end = end_of_row(row)
         tail = row[end:]

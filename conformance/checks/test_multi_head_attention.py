@@ -12,7 +12,7 @@ import numpy as np
 import pytest
 from hypothesis import given
 
-from conformance import diagnose, oracle
+from conformance import claims, diagnose, oracle
 from conformance.compare import assert_true
 from conformance.scenarios import LayerSizes, activations, fast_failure, key_padding, layer_sizes, trailing_keep
 from conformance.tolerances import LAYER, for_dtype
@@ -59,6 +59,7 @@ def assert_matches_oracle(candidate, check, query, key, weights, h, keep, *, wha
                    rerun=lambda other: other.multi_head_attention(query, key, key, weights, h, keep)[0])
 
 
+@claims.MULTI_HEAD
 @fast_failure()
 @given(sizes=layer_sizes())
 def test_self_attention_matches_reference(candidate, check, sizes):
@@ -67,6 +68,7 @@ def test_self_attention_matches_reference(candidate, check, sizes):
     assert_matches_oracle(candidate, check, x, x, weights, sizes.h, keep, what="self-attention")
 
 
+@claims.CROSS_ATTENTION
 @fast_failure()
 @given(sizes=layer_sizes())
 def test_cross_attention_matches_reference(candidate, check, sizes):
@@ -75,13 +77,15 @@ def test_cross_attention_matches_reference(candidate, check, sizes):
     assert_matches_oracle(candidate, check, query, memory, weights, sizes.h, keep, what="cross-attention")
 
 
+@claims.MULTI_HEAD
 def test_multi_head_attention_matches_reference_at_base_size(candidate, check):
     """At the paper's base size (d_model 512, h 8, d_k 64) cross-attention equals the reference."""
-    sizes = LayerSizes(B=2, S=7, T=10, h=8, d_k=64, d_ff=1, bias=True, seed=512)
+    sizes = candidate.fit(LayerSizes(B=2, S=7, T=10, h=8, d_k=64, d_ff=2048, bias=True, seed=512))
     weights, query, memory, keep = problem(sizes, cross=True)
     assert_matches_oracle(candidate, check, query, memory, weights, 8, keep, what="base-size cross-attention")
 
 
+@claims.HEADS_OWN_PROJECTIONS
 @fast_failure()
 @given(sizes=layer_sizes().filter(lambda s: s.h >= 2 and s.S >= 2))
 def test_head_i_reads_only_its_own_columns_of_W_Q_and_W_K(candidate, check, sizes):

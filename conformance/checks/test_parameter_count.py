@@ -11,7 +11,7 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from conformance import published
+from conformance import claims, published
 from conformance.compare import assert_true
 from conformance.config import ModelConfig, base_config, german_config, toy_config
 from conformance.weights import parameter_count
@@ -58,12 +58,14 @@ def assert_count(candidate, config: ModelConfig, expected: int, what: str):
     )
 
 
+@claims.PARAMETER_COUNT
 @pytest.mark.parametrize("fact_id", list(PUBLISHED))
 def test_parameter_count_matches_published_value(candidate, fact_id):
     """Base 63,082,496; untied 82,026,496; toy 234,304; German 76,906,496."""
     assert_count(candidate, PUBLISHED[fact_id], published.value(fact_id), f"parameter_count [{fact_id}]")
 
 
+@claims.PARAMETER_COUNT_WITHOUT_BIASES
 def test_parameter_count_without_attention_biases(candidate):
     """The paper's attention formulas have no biases: 36,864 fewer for the base model."""
     expected = published.value("params.total") - published.value("params.attention_biases")
@@ -76,7 +78,7 @@ configs = st.builds(
         tgt_vocab=V if share else V2,
         d_model=h * d_k,
         h=h,
-        d_ff=d_ff,
+        d_ff=d_ff or 4 * h * d_k,  # 0: the paper's 4 d_model
         N=N,
         tie_output=tie,
         attention_bias=bias,
@@ -84,7 +86,7 @@ configs = st.builds(
     ),
     h=st.integers(1, 8),
     d_k=st.integers(1, 16).map(lambda k: 2 * k),
-    d_ff=st.integers(1, 300),
+    d_ff=st.one_of(st.integers(1, 300), st.just(0)),
     N=st.integers(1, 4),
     V=st.integers(4, 500),
     tie=st.booleans(),
@@ -94,7 +96,23 @@ configs = st.builds(
 )
 
 
+@claims.PARAMETER_COUNT
 @given(config=configs)
 def test_parameter_count_matches_formula_for_any_config(candidate, config):
     """For any size, tied or untied, shared or separate vocabularies, with or without attention biases."""
     assert_count(candidate, config, parameter_count(config), f"parameter_count({config})")
+
+
+@claims.PARAMETER_COUNT
+@pytest.mark.requires("build_model", "model.unmapped_parameters")
+def test_model_has_no_parameters_beyond_the_paper(candidate, check):
+    """Every parameter of the model has a canonical name: no output bias, final LayerNorm or learned position.
+
+    The adapter lists what has none (``model.unmapped_parameters``); ``load_weights`` leaves them at
+    their identity values, so the other checks see the paper's numbers, and this check sees the extras."""
+    model = candidate.build_model(candidate.fit(toy_config()), seed=0)
+    extra = model.unmapped_parameters()
+    check.record("unmapped_parameters", extra)
+    listed = ", ".join(f"{name} ({count:,})" for name, count in extra.items())
+    assert_true(not extra, f"the model has {sum(extra.values()):,} parameters the paper's model has not: {listed}",
+                expected="no parameter without a canonical name", actual=listed or "none")

@@ -9,7 +9,7 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from conformance import formulas, published
+from conformance import claims, formulas, published
 from conformance.compare import assert_shape
 from conformance.tolerances import ELEMENTWISE, Tolerance, for_dtype
 
@@ -25,13 +25,25 @@ def tol(candidate):
     return for_dtype(ELEMENTWISE, candidate.conventions.dtype)
 
 
-def test_pe_has_one_row_per_position(candidate):
+@claims.POSITIONS_ADDED
+def test_pe_has_one_row_per_position(candidate, check):
     """PE(n, d_model) has shape (n, d_model): added to the embeddings, not concatenated."""
     n, d_model = published.value("pe.table.shape")
     raw = candidate.call("positional_encoding", candidate.adapter, n, d_model)
     assert_shape(raw, (n, d_model), what=f"positional_encoding(n={n}, d_model={d_model})")
+    record_table(check, raw, n, d_model)
 
 
+def record_table(check, raw, n: int, d_model: int) -> None:
+    """The lesson's table (positions.py) beside the formula's, for the report's heatmap; a table that
+    is not a float array is left to the checks that read it through the candidate's validation."""
+    if isinstance(raw, np.ndarray) and raw.dtype.kind == "f":
+        check.record("pe", {"n": n, "d_model": d_model, "where": published.cite("pe.table.shape"),
+                            "candidate": raw.astype(np.float64).round(4),
+                            "golden": formulas.positional_encoding(n, d_model).round(4)})
+
+
+@claims.POSITIONAL_ENCODING_BY_HAND
 @pytest.mark.depends_on("pe_has_one_row_per_position")
 def test_pe_matches_published_values(candidate, check):
     """PE at positions 1 and 2 equals the lesson's hand check (sin 1 = 0.841, ..., cos 2 = -0.416)."""
@@ -44,6 +56,7 @@ def test_pe_matches_published_values(candidate, check):
                     alternatives={cause: alt[pos, cols] for cause, alt in alternatives.items()})
 
 
+@claims.POSITIONAL_ENCODING
 @pytest.mark.depends_on("pe_has_one_row_per_position")
 def test_pe_position_0_is_sin_0_and_cos_0(candidate, check):
     """At position 0 every sine is 0 and every cosine is 1: (0, 1, 0, 1, ...)."""
@@ -53,6 +66,7 @@ def test_pe_position_0_is_sin_0_and_cos_0(candidate, check):
                 alternatives={c: alt[0] for c, alt in formulas.pe_alternatives(1, 64).items()})
 
 
+@claims.POSITIONAL_ENCODING
 @pytest.mark.depends_on("pe_has_one_row_per_position")
 @given(n=st.integers(1, 80), d_model=even_d_model)
 def test_pe_matches_formula_for_any_size(candidate, check, n, d_model):
@@ -76,6 +90,7 @@ def wavelengths(pe: np.ndarray, columns) -> np.ndarray:
     return 2 * np.pi / omega[list(columns)]
 
 
+@claims.POSITIONAL_ENCODING
 @pytest.mark.depends_on("pe_has_one_row_per_position")
 @pytest.mark.parametrize("d_model", [64, 512])
 def test_pe_wavelengths_match_published_values(candidate, check, d_model):
@@ -87,6 +102,7 @@ def test_pe_wavelengths_match_published_values(candidate, check, d_model):
                     what=f"wavelength of pair {pair} (d_model={d_model}) [{fact_id}]")
 
 
+@claims.POSITIONAL_ENCODING
 @pytest.mark.depends_on("pe_has_one_row_per_position")
 @given(d_model=even_d_model.filter(lambda d: d >= 4))
 def test_pe_wavelengths_are_geometric_for_any_d_model(candidate, check, d_model):
@@ -98,6 +114,7 @@ def test_pe_wavelengths_are_geometric_for_any_d_model(candidate, check, d_model)
     check.close(got, expected, READ_BACK, what=f"wavelengths (d_model={d_model})")
 
 
+@claims.POSITIONAL_ENCODING
 @pytest.mark.depends_on("pe_has_one_row_per_position")
 def test_pe_shift_is_published_rotation(candidate, check):
     """The lesson's check: pair i = 5 shifted by k = 3 is the same rotation at positions 0, 10 and 40."""
@@ -114,6 +131,7 @@ def test_pe_shift_is_published_rotation(candidate, check):
                     what=f"PE[{pos + 3}, 10:12] [{shifted}]")
 
 
+@claims.POSITIONAL_ENCODING
 @pytest.mark.depends_on("pe_has_one_row_per_position")
 @given(d_model=even_d_model, pos=st.integers(0, 60), k=st.integers(1, 60), data=st.data())
 def test_pe_shift_by_k_is_a_rotation(candidate, check, d_model, pos, k, data):

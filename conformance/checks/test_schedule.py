@@ -5,11 +5,13 @@ warmup 4,000) and the toy's values (d_model 64, warmup 400); the toy's training 
 of the *next* step, lrate(step + 1), because it reads the optimizer after sched.step().
 """
 
+import numpy as np
 import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from conformance import published
+from conformance import claims, published
+from conformance.errors import ConformanceOutcome
 from conformance.tolerances import Tolerance
 
 SECTION = "§5.3 Optimizer: learning-rate schedule"
@@ -65,22 +67,46 @@ def assert_rates(candidate, check, table, d_model, warmup, *, shift=0):
         )
 
 
+@claims.LEARNING_RATE
 def test_lrate_matches_published_paper_table(candidate, check):
     """d_model 512, warmup 4,000: 1.747e-07 at step 1 ... 6.988e-04 at 4,000 ... 1.398e-04 at 100,000."""
+    record_curve(candidate, check, 512, 4000, {**PAPER_TABLE, **PAPER_CHART})
     assert_rates(candidate, check, PAPER_TABLE, 512, 4000)
     assert_rates(candidate, check, PAPER_CHART, 512, 4000)
 
 
+# The report's picture of the schedule: dense over the warmup, sparser over the decay (reports/figures.py).
+CURVE_STEPS = sorted({*np.linspace(1, 8000, 81).astype(int).tolist(), *range(8000, 100001, 1000)})
+
+
+def record_curve(candidate, check, d_model: int, warmup: int, published_points: dict[int, str]) -> None:
+    """The candidate's rate at CURVE_STEPS beside the formula's and the published points, recorded before
+    any comparison so that a failing schedule has its picture; an adapter error leaves it out (the
+    comparisons that follow report it)."""
+    try:
+        rates = [float(candidate.learning_rate(s, d_model, warmup)) for s in CURVE_STEPS]
+    except (ConformanceOutcome, TypeError, ValueError):
+        return
+    check.record("schedule", {
+        "d_model": d_model, "warmup": warmup, "step": CURVE_STEPS, "candidate": rates,
+        "formula": [lrate(s, d_model, warmup) for s in CURVE_STEPS],
+        "published": [{"step": s, "value": published.fact(f)["value"], "fact": f} for s, f in published_points.items()],
+    })
+
+
+@claims.LEARNING_RATE
 def test_lrate_matches_published_toy_values(candidate, check):
     """d_model 64, warmup 400: 0.00156 at step 100, the peak 0.00625 at 400, 0.003125 at 1,600."""
     assert_rates(candidate, check, TOY_VALUES, 64, 400)
 
 
+@claims.LEARNING_RATE_LOGGED
 def test_lrate_matches_the_toy_training_log(candidate, check):
     """The log's lr column (3.13e-05 at step 1, ..., 2.28e-03 at 3,000) is lrate(step + 1): the next step's."""
     assert_rates(candidate, check, TOY_LOG, 64, 400, shift=1)
 
 
+@claims.LEARNING_RATE
 @given(step=st.integers(1, 10**6), d_model=st.sampled_from([16, 64, 256, 512, 1024]), warmup=st.integers(1, 20000))
 def test_lrate_matches_formula_for_any_step(candidate, check, step, d_model, warmup):
     """For any step, d_model and warmup, lrate follows the formula (the published tables' twin)."""
@@ -95,6 +121,7 @@ def test_lrate_matches_formula_for_any_step(candidate, check, step, d_model, war
     )
 
 
+@claims.LEARNING_RATE
 @given(d_model=st.sampled_from([64, 512]), warmup=st.integers(2, 5000))
 def test_lrate_rises_linearly_then_decays_from_the_peak_at_warmup(candidate, check, d_model, warmup):
     """The rate grows in a straight line up to step = warmup, its maximum, then falls as 1/sqrt(step)."""

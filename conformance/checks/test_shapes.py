@@ -14,7 +14,7 @@ import functools
 import numpy as np
 import pytest
 
-from conformance import oracle, published
+from conformance import claims, oracle, published
 from conformance.compare import assert_shape, assert_true
 from conformance.config import base_config, toy_config
 from conformance.scenarios import MODEL_PARTS, activations, layer_weight_shapes
@@ -95,7 +95,7 @@ MHA = pytest.mark.requires("multi_head_attention")
 
 
 def observe(candidate, what: str, config, src, tgt_in):
-    S, T = len(src[0]), len(tgt_in[0])
+    S, T, config = len(src[0]), len(tgt_in[0]), candidate.fit(config)
     if what == "memory":
         return raw_memory(candidate, config, src)
     if what == "logits":
@@ -140,6 +140,7 @@ EXPLORER = {
 }
 
 
+@claims.EXPLORER_SHAPES
 @pytest.mark.parametrize("step", steps(EXPLORER))
 def test_explorer_shape(candidate, step):
     """The explorer's shapes for "c a b e d" in the toy model (d_model 64, 4 heads, vocabulary 13)."""
@@ -159,6 +160,7 @@ PRACTICE = {
 }
 
 
+@claims.PRACTICE_SHAPES
 @pytest.mark.parametrize("step", steps(PRACTICE))
 def test_guided_practice_shape(candidate, step):
     """The guided practice's answers: a 7-letter source and an 8-token decoder input in the toy model."""
@@ -167,6 +169,7 @@ def test_guided_practice_shape(candidate, step):
     assert_shape(got, published_shape(fact_id), what=f"{what} (7-letter source, 8-token decoder input) [{fact_id}]")
 
 
+@claims.PRACTICE_SHAPES
 @MHA
 def test_guided_practice_masked_self_attention_hides_28_cells_per_head(candidate):
     """With 8 decoder positions the causal mask hides 28 cells per head, all above the diagonal."""
@@ -193,6 +196,7 @@ VANILLA_SHAPES = {
 }
 
 
+@claims.BASE_SHAPES
 @pytest.mark.parametrize("step", steps(VANILLA_SHAPES))
 def test_base_model_shape(candidate, step):
     """The "Vanilla Transformer" shapes for [I, love, you] in the base model (d_model 512, 8 heads, V 30,000)."""

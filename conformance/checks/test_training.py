@@ -18,6 +18,7 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
+from conformance import claims
 from conformance import training as T
 from conformance.compare import assert_true
 from conformance.config import Recipe, toy_config
@@ -64,13 +65,14 @@ def batch_for(rng: np.random.Generator, config, n: int = 64) -> T.Batch:
 # --------------------------------------------------------------------------------------------------
 
 
+@claims.LEARNING_RATE
 @pytest.mark.requires(*TRAINS)
 def test_rate_used_at_each_step_is_lrate(candidate, check, rng, seed):
     """§5.3: each update uses lrate(step) = d_model^-0.5 min(step^-0.5, step warmup^-1.5), steps from 1."""
     got, want, steps, warmups = [], [], [], []
     # The toy's warmup 400 (steps 1-8 of the ramp), then warmup 4, whose steps 5-10 are on the 1/sqrt decay.
     for warmup, n_steps in ((400, 8), (4, 10)):
-        config = toy_config(recipe=Recipe(warmup=warmup))
+        config = candidate.fit(toy_config(recipe=Recipe(warmup=warmup)))
         model = candidate.build_model(config, seed=seed)
         for step in range(1, n_steps + 1):
             got.append(model.train_step(*batch_for(rng, config, 16).arrays())["lr"])
@@ -91,11 +93,12 @@ def test_rate_used_at_each_step_is_lrate(candidate, check, rng, seed):
                 what="rates train_step used (warmup 400: steps 1-8; warmup 4: steps 1-10)", alternatives=alternatives)
 
 
+@claims.LABEL_SMOOTHING
 @pytest.mark.requires(*TRAINS, "model.forward")
 def test_reported_loss_is_label_smoothed_cross_entropy(candidate, check, rng, seed):
     """§5.4: train_step's loss is the eps = 0.1 smoothed cross-entropy (eps/V on every token), padding ignored."""
     recipe = toy_config().recipe
-    config = toy_config(dropout=0.0, recipe=Recipe(warmup=recipe.warmup, dropout=0.0))  # train = eval forward
+    config = candidate.fit(toy_config(dropout=0.0, recipe=Recipe(warmup=recipe.warmup, dropout=0.0)))  # train = eval
     model = candidate.build_model(config, seed=seed)
     batch = batch_for(rng, config)
     logits = model.forward(batch.src, batch.tgt_in)
@@ -157,6 +160,7 @@ def _reference_variants():
     ]
 
 
+@claims.ADAM
 @pytest.mark.requires(*TRAINS, "model.load_weights", "model.dump_weights")
 def test_adam_steps_match_reference(candidate, check, rng, seed):
     """§5.3: three Adam updates (0.9, 0.98, 1e-9) from the same weights land where the reference's land."""
@@ -168,7 +172,7 @@ def test_adam_steps_match_reference(candidate, check, rng, seed):
 
     # Dropout 0: the updates are deterministic. Warmup 4: rates 0.016, 0.031, 0.047, so that each update
     # is far above float32 rounding, and "no warmup" (0.125, 0.088, 0.072) differs from the schedule.
-    config = toy_config(dropout=0.0, recipe=Recipe(warmup=4, dropout=0.0))
+    config = candidate.fit(toy_config(dropout=0.0, recipe=Recipe(warmup=4, dropout=0.0)))
     w0 = random_weights(model_shapes(config), rng)
     batches = [batch_for(rng, config) for _ in range(3)]
 
@@ -233,10 +237,11 @@ def test_adam_steps_match_reference(candidate, check, rng, seed):
                        max_abs=d)
 
 
+@claims.DROPOUT_IN_TRAINING_ONLY
 @pytest.mark.requires(*TRAINS, "model.forward", "model.dump_weights", "model.load_weights")
 def test_evaluation_mode_has_no_dropout(candidate, check, rng, seed):
     """§5.4: dropout acts in training only: forward is deterministic and equals a dropout-0 model's."""
-    config = toy_config()  # dropout 0.1
+    config = candidate.fit(toy_config())  # dropout 0.1
     model = candidate.build_model(config, seed=seed)
     batch = batch_for(rng, config, 16)
     model.train_step(*batch.arrays())  # a training step leaves many models in training mode
@@ -257,7 +262,7 @@ def test_evaluation_mode_has_no_dropout(candidate, check, rng, seed):
             likely="dropout active at evaluation (model.eval() missing in greedy decoding)",
             expected="identical outputs", actual="different outputs",
         )
-    twin = candidate.build_model(toy_config(dropout=0.0, recipe=Recipe(warmup=400, dropout=0.0)), seed=seed)
+    twin = candidate.build_model(config.replace(dropout=0.0, recipe=Recipe(warmup=400, dropout=0.0)), seed=seed)
     twin.load_weights(model.dump_weights())
     check.close(first, twin.forward(batch.src, batch.tgt_in), for_dtype(MODEL, candidate.conventions.dtype),
                 what="logits at dropout 0.1 vs the same weights at dropout 0 (evaluation mode)")
@@ -268,6 +273,7 @@ def test_evaluation_mode_has_no_dropout(candidate, check, rng, seed):
 # --------------------------------------------------------------------------------------------------
 
 
+@claims.TOY_RUN
 @pytest.mark.requires(*TRAINS, "model.greedy_decode")
 def test_reversal_task_is_learned(candidate, check, seed):
     """The toy run: with the paper's recipe the model learns to reverse 3-8 letters as the lesson's did."""
@@ -311,6 +317,7 @@ def _trained(candidate, seed) -> T.TrainingRun:
     return run
 
 
+@claims.LABEL_SMOOTHING
 @pytest.mark.section(LEARNED)
 @pytest.mark.depends_on("reversal_task_is_learned")
 @pytest.mark.requires(*TRAINS, "model.greedy_decode")
@@ -346,6 +353,7 @@ def test_smoothed_loss_approaches_its_floor_from_above(candidate, check, seed):
                                "margin": float(losses.min() - floor) / near})
 
 
+@claims.TRAINED_EXAMPLE
 @pytest.mark.section(LEARNED)
 @pytest.mark.depends_on("reversal_task_is_learned")
 @pytest.mark.requires(*TRAINS, "model.greedy_decode", "model.forward")
@@ -368,6 +376,7 @@ def test_greedy_decoding_reverses_cabed(candidate, check, seed):
     )
 
 
+@claims.MIRRORED_ATTENTION
 @pytest.mark.section(LEARNED)
 @pytest.mark.depends_on("reversal_task_is_learned", "greedy_decoding_reverses_cabed")
 @pytest.mark.requires(*TRAINS, "model.greedy_decode", "model.forward", "model.attention_weights")
@@ -400,6 +409,7 @@ def test_last_layer_cross_attention_reads_mirrored_positions(candidate, check, s
                                "max_abs": float(peaks.min()), "max_rel": None, "margin": None})
 
 
+@claims.SMOOTHED_CONFIDENCE
 @pytest.mark.section(LEARNED)
 @pytest.mark.depends_on("reversal_task_is_learned", "greedy_decoding_reverses_cabed")
 @pytest.mark.requires(*TRAINS, "model.greedy_decode", "model.forward")

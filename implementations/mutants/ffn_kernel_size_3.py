@@ -38,7 +38,6 @@ CAUGHT_BY = {
     "logits_match_reference",
     "logits_match_reference_at_base_size",
     "logits_up_to_t_ignore_later_target_tokens",
-    "padded_query_rows_still_follow_the_formula",
     "trained_checkpoint_attention_matches_golden",
     "trained_checkpoint_decodes_like_the_reference",
     "trained_checkpoint_matches_reference_on_fresh_inputs",

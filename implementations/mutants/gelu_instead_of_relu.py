@@ -22,7 +22,6 @@ CAUGHT_BY = {
     "feed_forward_matches_reference_at_base_size",
     "logits_match_reference",
     "logits_match_reference_at_base_size",
-    "padded_query_rows_still_follow_the_formula",
     "trained_checkpoint_attention_matches_golden",
     "trained_checkpoint_matches_reference_on_fresh_inputs",
     "trained_checkpoint_outputs_match_golden",

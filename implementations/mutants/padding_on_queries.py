@@ -43,7 +43,6 @@ CAUGHT_BY = {
     "encoder_layer_matches_reference_at_base_size",
     "logits_match_reference",
     "logits_match_reference_at_base_size",
-    "padded_query_rows_still_follow_the_formula",
     "trained_checkpoint_decodes_like_the_reference",
     "trained_checkpoint_matches_reference_on_fresh_inputs",
     "trained_checkpoint_outputs_match_golden",
@@ -51,5 +50,4 @@ CAUGHT_BY = {
 ERRORED = set()
 MESSAGES = {
     "encoder_layer_matches_reference": "likely cause: padding applied to the queries instead of the keys",
-    "padded_query_rows_still_follow_the_formula": "likely cause: padding applied to the queries (rows)",
 }

@@ -25,7 +25,6 @@ def residual_detached_sublayer(x, fn, norm, dropout):
 TRAINING = True
 CAUGHT_BY = {
     "adam_steps_match_reference",
-    "reversal_task_is_learned",
 }
 ERRORED = set()
 adapter = ReferenceAdapter(

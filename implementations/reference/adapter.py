@@ -93,6 +93,11 @@ class ReferenceModel:
     def dump_weights(self) -> dict[str, np.ndarray]:
         return {name: _numpy(p, self.dtype) for name, p in canonical_state(self.module).items()}
 
+    def unmapped_parameters(self) -> dict[str, int]:
+        """Every parameter of the reference has a canonical name (its module path is the name)."""
+        names = set(canonical_state(self.module))
+        return {name: p.numel() for name, p in self.module.named_parameters() if name not in names}
+
     @torch.no_grad()
     def forward(self, src: np.ndarray, tgt_in: np.ndarray) -> np.ndarray:
         return _numpy(self.module.eval()(_ids(src), _ids(tgt_in)), self.dtype)
@@ -117,7 +122,6 @@ class ReferenceModel:
             self._trainer = Trainer(self.module, seed=self.seed)
         return self._trainer.train_step(_ids(src), _ids(tgt_in), _ids(tgt_out))
 
-    @torch.no_grad()
     @torch.no_grad()
     def attention_weights(self, src: np.ndarray, tgt_in: np.ndarray) -> dict[str, np.ndarray]:
         """The (B, h, Lq, Lk) weights of an evaluation-mode forward pass on (src, tgt_in), by module path:

@@ -16,12 +16,11 @@ once two of its defaults are undone:
 Two module-level adapters:
 
 * ``torch_nn_default`` (built-in ``torch-nn-transformer``): PyTorch's defaults, both traps in place.
-  The final norms' parameters have no canonical name, so ``load_weights`` cannot set them and
-  ``dump_weights`` cannot show them. **Deliberate choice:** ``build_model`` initialises their gamma
-  and beta from the build seed to values away from 1 and 0 (gamma = 1 +/- U(0.3, 0.8), beta =
-  +/- U(0.1, 0.5), the spread of ``conformance.weights.random_weights``). It stands for "a trained
-  nn.Transformer whose final norms moved": left at 1 and 0 they would hide the first trap exactly as
-  the lesson warns. The nested-tensor fast path is left on and does trigger (torch 2.13, CPU) for
+  The final norms' parameters have no canonical name: as the protocol asks, ``load_weights`` sets
+  them to their identity values (gamma 1, beta 0) and ``unmapped_parameters`` lists them. The trap
+  still shows: the checks load gamma and beta far from 1 and 0 into the last layer, and a second norm
+  renormalises what that layer's own norm scaled. The nested-tensor fast path is left on and does
+  trigger (torch 2.13, CPU) for
   ``forward``/``encode``/``greedy_decode`` in evaluation mode under ``torch.no_grad()`` with a
   key padding mask, trailing padding, attention biases and an even number of heads
   (``nn.TransformerEncoder.forward`` and ``__init__`` list the conditions). ``parameter_count``
@@ -260,19 +259,10 @@ class TorchNNSeq2Seq(nn.Module):
 
     @torch.no_grad()
     def initialise(self, seed: int) -> None:
-        """Embeddings N(0, d_model^-0.5) from a generator of its own; the final norms (when kept) as a
-        trained model leaves them: gamma = 1 +/- U(0.3, 0.8), beta = +/- U(0.1, 0.5)."""
+        """Embeddings N(0, d_model^-0.5) from a generator of its own (nn's other parameters keep nn's init)."""
         g = torch.Generator().manual_seed(seed)
         for embedding in (m for m in self.modules() if isinstance(m, nn.Embedding)):
             embedding.weight.normal_(0.0, self.cfg.d_model**-0.5, generator=g)
-
-        def away_from_zero(d: int, low: float, high: float) -> Tensor:  # +/- U(low, high)
-            sign = torch.randint(0, 2, (d,), generator=g) * 2.0 - 1.0
-            return sign * (low + (high - low) * torch.rand(d, generator=g))
-
-        for norm in self.final_norms:
-            norm.weight.copy_(1.0 + away_from_zero(norm.weight.shape[0], 0.3, 0.8))
-            norm.bias.copy_(away_from_zero(norm.bias.shape[0], 0.1, 0.5))
 
 
 # --------------------------------------------------------------------------------------------------
@@ -316,13 +306,23 @@ class TorchNNModel:
         self.criterion = nn.CrossEntropyLoss(ignore_index=config.pad_id, label_smoothing=recipe.label_smoothing)
 
     def load_weights(self, weights: dict) -> None:
-        """Every canonical parameter. The default configuration's final norms have no canonical name
-        and keep the values ``build_model`` gave them."""
+        """Every canonical parameter. The default configuration's final norms have no canonical name: they
+        are set to their identity values (gamma 1, beta 0), as the protocol asks, and listed by
+        ``unmapped_parameters``."""
         expected = model_shapes(self.config)
         if set(weights) != set(expected):
             raise KeyError(f"canonical weights do not match: missing {sorted(set(expected) - set(weights))},"
                            f" unexpected {sorted(set(weights) - set(expected))}")
         _write(self.net.canonical(), weights)
+        with torch.no_grad():
+            for norm in self.net.final_norms:
+                norm.weight.fill_(1.0)
+                norm.bias.zero_()
+
+    def unmapped_parameters(self) -> dict[str, int]:
+        """The final norms of PyTorch's default configuration: 2 x 2 x d_model values the paper has not."""
+        mapped = {id(entry[0]) for entry in self.net.canonical().values()}
+        return {name: p.numel() for name, p in self.net.named_parameters() if id(p) not in mapped}
 
     def dump_weights(self) -> dict[str, np.ndarray]:
         """Every canonical parameter; the default configuration's final norms cannot be expressed."""

@@ -1,0 +1,50 @@
+"""Conversions from how real code reports its loss and schedules its rate to what the protocol asks.
+
+The protocol's loss (``label_smoothed_loss``, ``train_step``'s ``loss``) is the **mean over non-padding
+targets of the cross-entropy against the smoothed target** q = (1 - eps) one_hot + eps / V: PyTorch's
+``nn.CrossEntropyLoss(ignore_index=pad_id, label_smoothing=eps)``, the lesson's loss. Code that
+returns a KL divergence (``nn.KLDivLoss`` against q, as the annotated transformer does) or a sum over
+tokens converts with the functions below; the conversion is exact, so a wrong loss stays wrong.
+
+The protocol counts steps from 1 (``lrate(1)`` is the first update's rate). ``LambdaLR`` calls its
+function with the number of scheduler steps already taken, from 0: the lesson writes
+``LambdaLR(opt, lambda s: lrate(s + 1, 64, 400))``.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Callable
+
+import numpy as np
+
+
+def smoothed_target_entropy(vocab: int, epsilon: float) -> float:
+    """H(q) for q = (1 - eps) one_hot + eps / V: the smoothed loss's floor (0.537 for V = 13, eps = 0.1)."""
+    right, other = 1.0 - epsilon + epsilon / vocab, epsilon / vocab
+    return -sum(p * math.log(p) * n for p, n in ((right, 1), (other, vocab - 1)) if p > 0)
+
+
+def cross_entropy_from_kl(kl: float, vocab: int, epsilon: float) -> float:
+    """A mean KL(q || p) per non-padding token -> the protocol's mean smoothed cross-entropy.
+
+    CE(q, p) = KL(q || p) + H(q), and H(q) is the same for every token. If the implementation's q is
+    not PyTorch's (eps / (V - 2) with a zero padding column, say), the converted loss differs from the
+    formula's and the suite says so: that is a deviation, not a conversion."""
+    return float(kl) + smoothed_target_entropy(vocab, epsilon)
+
+
+def mean_from_sum(total: float, targets, pad_id: int) -> float:
+    """A loss summed over tokens -> the mean over the non-padding targets (``targets`` (N,) or (B, T))."""
+    count = int((np.asarray(targets) != pad_id).sum())
+    if count == 0:
+        raise ValueError("every target is padding: the mean over none is undefined")
+    return float(total) / count
+
+
+def rate_from_lambda_lr(factor: Callable[[int], float], step: int, base_lr: float = 1.0) -> float:
+    """The rate a ``LambdaLR(optimizer, factor)`` (with ``lr=base_lr``) gives the protocol's ``step`` (from 1):
+    ``base_lr * factor(step - 1)``, since LambdaLR calls ``factor`` with 0 before the first update."""
+    if step < 1:
+        raise ValueError(f"the protocol counts steps from 1, got {step}")
+    return base_lr * factor(step - 1)

@@ -1,0 +1,51 @@
+"""Every rendering of the JSON report by its CLI flag (``certify`` and ``report`` take the same ones):
+``--html``, ``--junit``, ``--markdown``, ``--badge``; each renders from the report dict alone.
+"""
+
+from __future__ import annotations
+
+import time
+from dataclasses import dataclass
+from pathlib import Path
+
+from conformance.reports import badge, html_report, junit_report, markdown_report
+
+FORMATS = {
+    "html": ("HTML report", html_report.render),
+    "junit": ("JUnit XML", junit_report.render),
+    "markdown": ("Markdown summary", markdown_report.render),
+    "badge": ("badge", badge.render),
+}
+
+
+@dataclass
+class Written:
+    format: str
+    path: str
+    size: int  # bytes
+    seconds: float  # rendering and writing
+
+    def line(self) -> str:
+        return (f"{FORMATS[self.format][0]} written to {self.path} ({self.size / 1024:,.1f} kB,"
+                f" {self.seconds * 1000:,.0f} ms)")
+
+
+def add_flags(parser) -> None:
+    parser.add_argument("--html", metavar="PATH", help="write the self-contained HTML report (with pictures) to PATH")
+    parser.add_argument("--junit", metavar="PATH", help="write JUnit XML (one testcase per check) to PATH")
+    parser.add_argument("--markdown", metavar="PATH", help="write a Markdown summary for a pull-request comment")
+    parser.add_argument("--badge", metavar="PATH", help="write an SVG badge (conformance | 104/104) to PATH")
+
+
+def requested(args) -> dict[str, str]:
+    return {name: getattr(args, name) for name in FORMATS if getattr(args, name, None)}
+
+
+def write(report: dict, paths: dict[str, str]) -> list[Written]:
+    written = []
+    for name, path in paths.items():
+        started = time.perf_counter()
+        text = FORMATS[name][1](report)
+        Path(path).write_text(text, encoding="utf-8")
+        written.append(Written(name, path, len(text.encode()), time.perf_counter() - started))
+    return written

@@ -1,0 +1,115 @@
+"""The Markdown report, for a pull-request comment: GitHub Flavored Markdown (github.github.com/gfm), whose
+comments hold at most 65,536 characters. The report stays under ``LIMIT`` however many checks fail: a
+summary table, the failures with their diagnosis (each message cut to ``MESSAGE_LINES`` lines) in the
+paper's order until the budget is spent, then a line that says how many were left out and where they are.
+"""
+
+from __future__ import annotations
+
+from conformance.reports.view import (
+    checks_of,
+    counted_total,
+    impl_names,
+    in_paper_order,
+    is_failing,
+    sections,
+    sources,
+    style,
+)
+
+LIMIT = 65_000
+MESSAGE_LINES = 25
+MESSAGE_CHARS = 3_000
+
+
+def render(report: dict, *, limit: int = LIMIT) -> str:
+    head = [_title(report), "", *_summary_table(report), ""]
+    tail = [*_section_tables(report), "", _footer(report)]
+    budget = limit - _size(head) - _size(tail) - 200  # 200: the "left out" line
+    failures = [(name, c) for name in impl_names(report) for c in in_paper_order(checks_of(report, name))
+                if is_failing(c)]
+    body, shown = [], 0
+    if failures:
+        body.append(f"### Failures ({len(failures)})")
+        for name, check in failures:
+            entry = _failure(report, check, name if len(impl_names(report)) > 1 else None)
+            if _size(body) + _size(entry) > budget:
+                break
+            body += entry
+            shown += 1
+        if shown < len(failures):
+            body.append(f"\n*{len(failures) - shown} more failures left out to stay under {limit:,} characters:"
+                        " see the HTML or JSON report.*")
+    text = "\n".join(head + body + tail) + "\n"
+    return text if len(text) < limit else text[: limit - 80] + "\n\n*(cut to stay under the comment limit)*\n"
+
+
+def _size(lines: list[str]) -> int:
+    return sum(len(line) + 1 for line in lines)
+
+
+def _title(report: dict) -> str:
+    verdicts = set(report["verdict"].values())
+    overall = "not conformant" if "not conformant" in verdicts else "conformant" if verdicts == {"conformant"} \
+        else "nothing implemented"
+    return f"## transformer-conformance: {', '.join(impl_names(report))} — **{overall}**"
+
+
+def _summary_table(report: dict) -> list[str]:
+    statuses = list(dict.fromkeys(s for summary in report["summary"].values() for s in summary))
+    lines = ["| implementation | verdict | passed / counted | " + " | ".join(s.replace("_", " ") for s in statuses)
+             + " |", "|---|---|---|" + "---|" * len(statuses)]
+    for name in impl_names(report):
+        counts = report["summary"].get(name, {})
+        lines.append(f"| `{name}` | {report['verdict'].get(name, '?')} | {counts.get('passed', 0)} /"
+                     f" {counted_total(counts)} | " + " | ".join(str(counts.get(s, 0)) for s in statuses) + " |")
+    published = [p["line"] for p in (report.get("published_numbers") or {}).values()]
+    return lines + ([""] + [f"{line}" for line in dict.fromkeys(published)] if published else [])
+
+
+def _failure(report: dict, check: dict, impl: str | None) -> list[str]:
+    message = check.get("message") or ""
+    lines = message.splitlines()
+    cut = "\n".join(lines[:MESSAGE_LINES])[:MESSAGE_CHARS]
+    if cut != message:
+        cut += f"\n... ({len(lines)} lines in all: see the HTML or JSON report)"
+    where = f" [{impl}]" if impl else ""
+    entry = [f"<details open><summary><b>{style(check['status']).label}</b> <code>{check['id']}</code>{where}"
+             f" — {_inline(check['title'])} ({_inline(check['section'])})</summary>", "", "```text",
+             cut.replace("```", "'''"), "```"]
+    if check.get("likely_cause"):
+        entry.append(f"**likely cause:** {_inline(check['likely_cause'])}  ")
+    if check.get("diagnosis"):
+        named = ", ".join(f"`mutant:{d['mutant']}` ({_inline(d.get('bug') or '')})" for d in check["diagnosis"][:3])
+        entry.append(f"**diagnosis** (matches these known bugs, closest first): {named}  ")
+    cited = sources(report, check)
+    if cited:
+        entry.append(f"**golden values from:** {_inline('; '.join(cited))}  ")
+    if check.get("reproduction"):
+        entry.append(f"**reproduce:** `{check['reproduction']}`")
+    return entry + ["", "</details>", ""]
+
+
+def _inline(text: str) -> str:
+    """One line, with Markdown's and HTML's active characters defused."""
+    return " ".join(str(text).split()).replace("|", "\\|").replace("<", "&lt;").replace(">", "&gt;")
+
+
+def _section_tables(report: dict) -> list[str]:
+    out = []
+    for name in impl_names(report):
+        out += ["<details><summary>Checks by paper section" + (f" ({name})" if len(impl_names(report)) > 1 else "")
+                + "</summary>", "", "| section | checks | not passed |", "|---|---|---|"]
+        for section, group in sections(checks_of(report, name)):
+            others = [f"{style(c['status']).label} `{c['id']}`" for c in group if c["status"] != "passed"]
+            out.append(f"| {_inline(section)} | {len(group)} | {', '.join(others[:6])}"
+                       f"{' ...' if len(others) > 6 else ''} |")
+        out += ["", "</details>"]
+    return out
+
+
+def _footer(report: dict) -> str:
+    env = report.get("environment", {})
+    return (f"<sub>seed {report.get('seed')}, hypothesis {report.get('hypothesis_profile')}, suite"
+            f" {report.get('suite', {}).get('version')}, Python {env.get('python')},"
+            f" torch {env.get('versions', {}).get('torch')}</sub>")

@@ -1,0 +1,125 @@
+"""The HTML report as a person sees it: opened in a real browser (Debian's chromium, headless, driven by
+playwright through its executable path; .ci/run installs it, nothing is downloaded at run time).
+
+For a failing run (a mutant) and a passing run (the reference, with the training check): no console
+error and no request leaves the file; every figure has rendered (each embedded PNG decodes to its
+declared size and holds more than one colour, each SVG is laid out at its viewBox's aspect ratio);
+failures come first; the page fits a phone's width. Screenshots go to the test's temporary directory.
+"""
+
+import os
+import shutil
+from pathlib import Path
+
+import pytest
+from conftest import PICTURED_RUN, certify_quietly
+
+from conformance.reports import html_report
+from conformance.results import FAILING
+
+CHROMIUM = shutil.which("chromium") or "/usr/bin/chromium"
+REQUIRED = os.environ.get("CONFORMANCE_REQUIRE_BROWSER") == "1"  # .ci/run: a missing browser fails, not skips
+# Flags for a closed network and a root user (docs of this machine): no sandbox, no background traffic.
+ARGS = ["--no-sandbox", "--disable-gpu", "--disable-quic", "--no-first-run", "--disable-background-networking",
+        "--disable-component-update", "--disable-sync"]
+PHONE = {"width": 390, "height": 844}
+
+pytestmark = pytest.mark.skipif(
+    not Path(CHROMIUM).exists() and not REQUIRED,
+    reason="no chromium: `apt-get install chromium` (.ci/run does), or set CONFORMANCE_REQUIRE_BROWSER=1 to fail",
+)
+
+# Every <image> decoded in the page: its natural size and how many distinct colours a canvas reads back.
+READ_IMAGES = """async () => Promise.all(Array.from(document.querySelectorAll('image[data-png-size]')).map(async el => {
+    const img = new Image(); img.src = el.getAttribute('href'); await img.decode();
+    const canvas = document.createElement('canvas'); canvas.width = img.naturalWidth; canvas.height = img.naturalHeight;
+    const ctx = canvas.getContext('2d'); ctx.drawImage(img, 0, 0);
+    const px = ctx.getImageData(0, 0, canvas.width, canvas.height).data; const seen = new Set();
+    for (let i = 0; i < px.length; i += 4) seen.add(px[i] << 16 | px[i + 1] << 8 | px[i + 2]);
+    return {declared: el.getAttribute('data-png-size'), natural: img.naturalWidth + 'x' + img.naturalHeight,
+            colours: seen.size};
+}))"""
+READ_FIGURES = """() => Array.from(document.querySelectorAll('svg.figure')).map(svg => {
+    const box = svg.getBoundingClientRect(); const vb = svg.viewBox.baseVal;
+    return {width: box.width, height: box.height, ratio: vb.width / vb.height, children: svg.childElementCount};
+})"""
+STATUS_ORDER = "() => Array.from(document.querySelectorAll('[data-status]')).map(el => el.dataset.status)"
+
+
+@pytest.fixture(scope="module")
+def browser():
+    sync_api = pytest.importorskip("playwright.sync_api")
+    with sync_api.sync_playwright() as playwright:
+        browser = playwright.chromium.launch(executable_path=CHROMIUM, args=ARGS)
+        yield browser
+        browser.close()
+
+
+@pytest.fixture(scope="module")
+def runs(tmp_path_factory) -> dict[str, dict]:
+    passing_run = ("-k", "pe_has_one_row or attention or lrate_matches_published_paper or trained_checkpoint"
+                   " or reversal_task_is_learned")
+    return {
+        "failing": certify_quietly(tmp_path_factory.mktemp("failing"), "mutant:attention_no_scaling", *PICTURED_RUN),
+        "passing": certify_quietly(tmp_path_factory.mktemp("passing"), "reference", *passing_run),
+    }
+
+
+def expected_figures(report: dict) -> int:
+    """The SVGs the page should hold: PE (2), attention (2 per layer), schedule (1), training (3), differences."""
+    count = 0
+    for check in report["checks"]:
+        data = check["data"] or {}
+        count += 2 * ("pe" in data) + ("schedule" in data) + 3 * ("training" in data)
+        count += 2 * len(data.get("attention", {}).get("layers", {}))
+        count += bool(check.get("difference")) and check["status"] in FAILING
+    return count
+
+
+def open_page(browser, path: Path, viewport: dict):
+    page = browser.new_page(viewport=viewport)
+    problems = []
+    page.on("console", lambda m: problems.append(f"console {m.type}: {m.text}") if m.type in ("error", "warning")
+            else None)
+    page.on("pageerror", lambda exc: problems.append(f"page error: {exc}"))
+    page.on("request", lambda r: None if r.url.startswith(("file:", "data:")) else problems.append(f"request {r.url}"))
+    page.goto(path.as_uri(), wait_until="load")
+    return page, problems
+
+
+@pytest.mark.parametrize("which", ["failing", "passing"])
+def test_html_report_renders_in_a_real_browser(browser, runs, which, tmp_path):
+    report = runs[which]
+    path = tmp_path / f"{which}.html"
+    path.write_text(html_report.render(report))
+    page, problems = open_page(browser, path, {"width": 1100, "height": 900})
+    page.screenshot(path=str(tmp_path / f"{which}-top.png"))
+    page.screenshot(path=str(tmp_path / f"{which}-full.png"), full_page=True)
+
+    figures = page.evaluate(READ_FIGURES)
+    assert len(figures) == expected_figures(report) > 0
+    for figure in figures:
+        assert figure["width"] > 50 and figure["children"] > 3, figure
+        assert figure["width"] / figure["height"] == pytest.approx(figure["ratio"], rel=0.02), figure
+    images = page.evaluate(READ_IMAGES)
+    assert images and all(i["natural"] == i["declared"] and i["colours"] > 1 for i in images), images
+
+    statuses = page.evaluate(STATUS_ORDER)
+    failing = [s in FAILING for s in statuses]
+    if which == "failing":
+        assert failing[0] and page.locator("article.card.failure").count() == sum(failing) // 2
+    else:
+        assert not any(failing)
+    assert problems == []
+    page.close()
+
+
+def test_html_report_fits_a_phone_screen(browser, runs, tmp_path):
+    path = tmp_path / "failing.html"
+    path.write_text(html_report.render(runs["failing"]))
+    page, problems = open_page(browser, path, PHONE)
+    page.screenshot(path=str(tmp_path / "phone.png"))
+    width = page.evaluate("document.documentElement.scrollWidth")
+    assert width <= PHONE["width"], f"the page is {width} px wide on a {PHONE['width']} px screen"
+    assert problems == []
+    page.close()

@@ -1,0 +1,74 @@
+"""Progress on stderr while the checks run (reports/progress.py): a live line on a terminal, plain lines
+otherwise, at most a few a second; the training check's step, loss and exact match as it goes."""
+
+import io
+
+from conftest import FAILING_RUN, adapter_path
+
+from conformance import training
+from conformance.reports.progress import ProgressDisplay
+
+
+class Clock:
+    def __init__(self):
+        self.now = 0.0
+
+    def __call__(self) -> float:
+        return self.now
+
+
+def display(mode: str) -> tuple[ProgressDisplay, io.StringIO, Clock]:
+    stream, clock = io.StringIO(), Clock()
+    shown = ProgressDisplay(mode, stream, clock=clock, width=200)
+    shown.total = 10
+    return shown, stream, clock
+
+
+def test_plain_lines_at_most_one_a_second():
+    shown, stream, clock = display("plain")
+    for i in range(20):  # 20 checks starting within 1.9 s
+        clock.now = i * 0.1
+        shown.pytest_runtest_logstart(f"test_x.py::test_{i}", None)
+    assert stream.getvalue().splitlines() == [
+        "progress: [0/10] 0 failing | running test_0",
+        "progress: [0/10] 0 failing | running test_10",
+    ]
+
+
+def test_live_mode_rewrites_one_line():
+    shown, stream, clock = display("live")
+    shown.pytest_runtest_logstart("test_x.py::test_a", None)
+    clock.now = 1.0
+    shown.pytest_runtest_logstart("test_x.py::test_b", None)
+    assert stream.getvalue() == "\r\x1b[K[0/10] 0 failing | running test_a\r\x1b[K[0/10] 0 failing | running test_b"
+
+
+def test_training_steps_reach_the_display_while_it_is_active():
+    shown, stream, clock = display("plain")
+    with shown:
+        progress = training.Progress("training reference seed 0", 3000)
+        progress.update(100, 1.234, (100, 0.5))
+        clock.now = 5.0
+        progress.update(200, 0.9, (200, 0.75))
+        progress.finish("passed: exact match 96%")
+    assert training.Progress.sink is None
+    assert stream.getvalue().splitlines() == [
+        "progress: [0/10] 0 failing | training step 100/3000 loss 1.234, exact match 50.0% at step 100",
+        "progress: [0/10] 0 failing | training step 200/3000 loss 0.900, exact match 75.0% at step 200",
+        "progress: training reference seed 0: passed: exact match 96%",
+    ]
+
+
+def test_off_writes_nothing():
+    shown, stream, _ = display("off")
+    shown.pytest_runtest_logstart("test_x.py::test_a", None)
+    shown.pytest_sessionfinish(None)
+    assert stream.getvalue() == ""
+
+
+def test_certify_shows_plain_progress_when_not_on_a_terminal(certify):
+    run = certify(adapter_path("nan_attention"), *FAILING_RUN, "--progress", "plain")
+    lines = [line for line in run.err.splitlines() if line.startswith("progress: ")]
+    failing = sum(status in ("failed", "error") for status in run.statuses().values())
+    assert lines[0].startswith(f"progress: [0/{len(run.statuses())}] 0 failing | running ")
+    assert lines[-1].startswith(f"progress: {len(run.statuses())}/{len(run.statuses())} checks done, {failing} failing")

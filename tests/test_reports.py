@@ -1,0 +1,202 @@
+"""The renderings of the JSON report (reports/): each is validated against its format's schema and reads
+only the report; the JSON report itself is validated against the JSON Schema shipped in the package."""
+
+import copy
+import json
+import re
+import xml.etree.ElementTree as ET
+from pathlib import Path
+
+import jsonschema
+import numpy as np
+import pytest
+import xmlschema
+from conftest import PICTURED_RUN, adapter_path, certify_quietly
+
+from conformance.compare import DIFFERENCE_WINDOW, difference_window
+from conformance.reports import badge, html_report, junit_report, markdown_report, view
+from conformance.results import FAILING
+from conformance.tolerances import Tolerance
+
+JUNIT_XSD = Path(__file__).parent / "schemas" / "junit.xsd"
+
+
+@pytest.fixture(scope="module")
+def failing(tmp_path_factory) -> dict:
+    return certify_quietly(tmp_path_factory.mktemp("failing"), "mutant:attention_no_scaling", *PICTURED_RUN)
+
+
+@pytest.fixture(scope="module")
+def passing(tmp_path_factory) -> dict:
+    return certify_quietly(tmp_path_factory.mktemp("passing"), "numpy", "--no-training", "-k", "pe_ or layer_norm")
+
+
+def validator():
+    return jsonschema.Draft202012Validator(view.schema(), format_checker=jsonschema.FormatChecker())
+
+
+# -- the JSON Schema ---------------------------------------------------------------------------------
+
+
+def test_schema_ships_in_the_package_and_is_a_valid_draft_2020_12_schema():
+    jsonschema.Draft202012Validator.check_schema(view.schema())
+    assert view.schema()["properties"]["schema_version"] == {"const": 1}
+
+
+@pytest.mark.parametrize("which", ["failing", "passing"])
+def test_reports_of_real_runs_validate_against_the_schema(which, request):
+    report = request.getfixturevalue(which)
+    errors = [f"{list(e.absolute_path)}: {e.message[:200]}" for e in validator().iter_errors(report)]
+    assert errors == []
+
+
+def test_schema_rejects_a_report_whose_check_lacks_a_status(failing):
+    broken = copy.deepcopy(failing)
+    del broken["checks"][0]["status"]
+    messages = [e.message for e in validator().iter_errors(broken)]
+    assert any("'status' is a required property" in m for m in messages), messages
+
+
+def test_schema_rejects_a_malformed_difference(failing):
+    broken = copy.deepcopy(failing)
+    check = next(c for c in broken["checks"] if c.get("difference"))
+    check["difference"]["worst"] = [1]
+    assert not validator().is_valid(broken)
+
+
+def test_loading_refuses_another_schema_version(tmp_path, failing):
+    path = tmp_path / "old.json"
+    path.write_text(json.dumps({**failing, "schema_version": 2}))
+    with pytest.raises(view.ReportError, match="schema_version 2, this suite renders version 1"):
+        view.load(path)
+
+
+# -- what the checks record for the pictures -----------------------------------------------------
+
+
+def test_a_failing_tensor_check_records_its_difference_around_the_worst_index(failing):
+    check = next(c for c in failing["checks"] if c["id"] == "multi_head_attention_matches_reference_at_base_size")
+    diff = check["difference"]
+    r, c = diff["worst"]
+    worst = abs(diff["values"][r][c])
+    assert worst == pytest.approx(check["max_abs"], rel=1e-3)
+    assert diff["slice"][:2] == check["index"][:2] and diff["slice"][2:] == [None, None]
+
+
+def test_difference_window_is_cut_around_the_worst_index():
+    actual, expected = np.zeros((3, 100, 200)), np.zeros((3, 100, 200))
+    actual[2, 90, 150] = 5.0
+    diff = difference_window(actual, expected, (2, 90, 150), Tolerance(0, 1e-3, "test"))
+    rows, cols = DIFFERENCE_WINDOW
+    assert diff["rows"] == [100 - rows, 100] and diff["cols"] == [150 - cols // 2, 150 + cols // 2]
+    assert np.array(diff["values"]).shape == (rows, cols)
+    assert diff["values"][diff["worst"][0]][diff["worst"][1]] == 5.0 and diff["slice"] == [2, None, None]
+    assert difference_window(np.array([1.0]), np.array([0.0]), (0,), Tolerance(0, 0, "")) is None
+
+
+def test_pictures_data_is_recorded_whatever_the_verdict(failing):
+    recorded = {name for c in failing["checks"] for name in (c["data"] or {})}
+    assert {"pe", "attention", "schedule"} <= recorded
+    attention = view.data_of(failing, "mutant:attention_no_scaling", "attention")[1]
+    assert attention["source"] == ["c", "a", "b", "e", "d"] and len(attention["layers"]) == 6
+
+
+# -- order and statuses --------------------------------------------------------------------------
+
+
+def test_sections_follow_the_paper_then_the_rest():
+    names = ["Shapes", "§5.4 Regularization", "§3.2.2 Multi-head", "§3.1 Encoder stack", "§3.2.1 Scaled",
+             "§3 Model architecture: golden outputs", "§5.3-5.4 Training", "Invariances (§3.2.3 masks)"]
+    assert sorted(names, key=view.section_key) == [
+        "§3 Model architecture: golden outputs", "§3.1 Encoder stack", "§3.2.1 Scaled", "§3.2.2 Multi-head",
+        "§5.3-5.4 Training", "§5.4 Regularization", "Invariances (§3.2.3 masks)", "Shapes"]
+
+
+def test_an_unknown_status_renders_with_a_neutral_style(failing):
+    report = copy.deepcopy(failing)
+    report["checks"][0]["status"] = "flaky"
+    assert view.style("flaky").label == "FLAKY" and not view.style("flaky").counted
+    assert "FLAKY" in html_report.render(report) and 'type="flaky"' in junit_report.render(report)
+
+
+# -- HTML ----------------------------------------------------------------------------------------
+
+
+def test_html_is_self_contained(failing):
+    page = html_report.render(failing)
+    assert not re.search(r"""(src|href)=["'](https?:)?//""", page), "a resource outside the file"
+    assert "<script" not in page and "@import" not in page
+    assert page.count("data:image/png;base64,") >= 2 * (1 + 6) + 1  # PE pair, 6 attention pairs, a difference
+
+
+def test_html_puts_failures_first_in_the_papers_order(failing):
+    page = html_report.render(failing)
+    cards = re.findall(r'<article class="card failure" id="[^"]+" data-status="(\w+)"', page)
+    assert cards and all(status in FAILING for status in cards)
+    first_card, first_row = page.index('class="card failure"'), page.index('class="check-row"')
+    assert first_card < first_row
+    sections = re.findall(r'<section class="paper-section"><h3>([^<]+?) <span', page)
+    assert sections == sorted(sections, key=view.section_key)
+
+
+# -- JUnit XML -----------------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize("which", ["failing", "passing"])
+def test_junit_validates_against_the_junit_xsd(which, request):
+    xmlschema.XMLSchema(str(JUNIT_XSD)).validate(junit_report.render(request.getfixturevalue(which)))
+
+
+def test_junit_has_one_testcase_per_check_classed_by_section(failing):
+    root = ET.fromstring(junit_report.render(failing))
+    cases = root.findall(".//testcase")
+    assert len(cases) == len(failing["checks"])
+    by_id = {case.get("name"): case for case in cases}
+    for check in failing["checks"]:
+        case = by_id[check["id"]]
+        assert case.get("classname") == check["section"]
+        assert (case.find("failure") is not None) == (check["status"] == "failed")
+    failure = by_id["multi_head_attention_matches_reference_at_base_size"].find("failure")
+    assert "likely cause: no 1/sqrt(d_k) scaling" in failure.text
+    assert int(root.get("failures")) == sum(c["status"] == "failed" for c in failing["checks"])
+
+
+def test_junit_reports_not_implemented_and_blocked_as_skipped_with_reason(tmp_path):
+    report = certify_quietly(tmp_path, adapter_path("only_pe"), "--no-training")
+    root = ET.fromstring(junit_report.render(report))
+    skipped = {case.get("name"): case.find("skipped") for case in root.iter("testcase")}
+    not_implemented = [c["id"] for c in report["checks"] if c["status"] == "not_implemented"]
+    assert not_implemented
+    for check_id in not_implemented:
+        assert skipped[check_id] is not None and skipped[check_id].get("message").startswith("not implemented: ")
+
+
+# -- Markdown and badge --------------------------------------------------------------------------
+
+
+def test_markdown_lists_failures_with_diagnosis(failing):
+    text = markdown_report.render(failing)
+    assert "| `mutant:attention_no_scaling` | not conformant |" in text
+    assert "**likely cause:** no 1/sqrt(d_k) scaling of the scores" in text
+    assert "**diagnosis** (matches these known bugs, closest first): `mutant:attention_no_scaling`" in text
+
+
+def test_markdown_stays_under_65000_characters_however_many_checks_fail(failing):
+    check = next(c for c in failing["checks"] if c["status"] == "failed")
+    many = [{**check, "id": f"check_{i}", "message": "x" * 5000 + "\n" * 200} for i in range(3000)]
+    report = {**failing, "checks": many, "summary": {"mutant:attention_no_scaling": {"passed": 0, "failed": 3000}}}
+    text = markdown_report.render(report)
+    assert len(text) < 65_000
+    assert re.search(r"\d+ more failures left out to stay under 65,000 characters", text)
+
+
+def test_badge_says_how_many_failed_or_passed(failing, passing):
+    def label(svg: str) -> str:
+        return ET.fromstring(svg).get("aria-label")
+
+    failed = sum(c["status"] in FAILING for c in failing["checks"])
+    assert label(badge.render(failing)) == f"conformance: {failed} failed"
+    assert badge.message(failing)[1] == badge.RED
+    passed = len(passing["checks"])
+    assert label(badge.render(passing)) == f"conformance: {passed}/{passed}"
+    assert badge.message(passing)[1] == badge.GREEN
