@@ -265,8 +265,12 @@ def write_load_error_report(args, message: str) -> None:
                          title="The implementation imports, declares its conventions and provides a part",
                          message=f"cannot load {args.impl!r}: {message}", part="import",
                          expected="an adapter", actual="no adapter")
-    metadata = {"seed": args.seed, "implementations": [{"name": args.impl, "conventions": None, "provided_parts": [],
-                                                         "load_warnings": [], "isolation": None}]}
+    from conformance.grading.submission import UnloadableAdapter
+
+    conventions = UnloadableAdapter.conventions.as_dict()  # the defaults, framework "(not loaded)"
+    metadata = {"seed": args.seed, "implementations": [{"name": args.impl, "conventions": conventions,
+                                                         "provided_parts": [], "load_warnings": [message],
+                                                         "isolation": {"isolated": bool(args.isolate)}}]}
     Path(args.json).write_text(json.dumps(build_report([result], metadata), indent=2) + "\n")
 
 
