@@ -3,7 +3,8 @@
     python benchmarks/attacks.py
 
 Each attack runs as ``transformer-conformance certify tests/hostile/NAME.py -k SELECTION --json``
-(isolated: a path) in a fresh process, from a fresh working directory. Printed per attack: the exit
+(isolated: a path; ``grade`` for the one that reads the suite's files) in a fresh process, from a
+fresh working directory. Printed per attack: the exit
 code, the statuses, the first error's message and the wall time; then whether any process the
 attacks started is left, and whether any forged report exists outside the workers' temporary
 directories. The last line is the figure: ``attacks contained: <k>/<n>, total <s> s``.
@@ -52,6 +53,9 @@ ATTACKS = {  # name: (selection, extra arguments, what a contained run ends in)
 }
 
 
+GRADED = {"reads_golden_files"}  # a submission's view: the suite's implementations and oracle are hidden too
+
+
 def outcome(code: int, report: dict | None) -> str:
     if report is None or report["checks"][0]["id"] == "implementation_loads":
         return "load error" if code == 2 else f"no report (exit {code})"
@@ -62,7 +66,8 @@ def outcome(code: int, report: dict | None) -> str:
 def run_attack(name: str, selection: str, extra: list[str], tmp: Path) -> tuple[str, int, str, float, str]:
     workdir, report = tmp / name.replace("/", "_"), tmp / f"{name.replace('/', '_')}.json"
     workdir.mkdir()
-    command = [sys.executable, "-m", "conformance", "certify", str(HOSTILE / f"{name}.py"), "--json", str(report),
+    verb = "grade" if name in GRADED else "certify"
+    command = [sys.executable, "-m", "conformance", verb, str(HOSTILE / f"{name}.py"), "--json", str(report),
                *(["-k", selection] if selection else []), *extra]
     started = time.perf_counter()
     done = subprocess.run(command, cwd=workdir, capture_output=True, text=True, timeout=600)

@@ -141,11 +141,11 @@ def isolation_args(args) -> list[str]:
                     "--worker-total-timeout", str(args.worker_total_timeout)]
 
 
-def load_options(args) -> dict:
+def load_options(args, *, hide_suite_code: bool = False) -> dict:
     from conformance.isolation.proxy import Limits
 
     total = args.worker_total_timeout
-    limits = Limits(memory_mib=args.worker_memory, total_s=total, cpu_s=int(total))
+    limits = Limits(memory_mib=args.worker_memory, total_s=total, cpu_s=int(total), hide_suite_code=hide_suite_code)
     return {"timeout_s": args.timeout, "isolate": args.isolate, "limits": limits, "threads": args.threads}
 
 

@@ -204,11 +204,12 @@ def test_forged_reports_land_nowhere_and_the_grader_writes_its_own(tmp_path, mon
 
 
 @requires_landlock
-def test_the_suite_s_golden_files_reference_and_oracle_cannot_be_read(certify, tmp_path):
+def test_a_graded_submission_cannot_read_the_golden_files_reference_or_oracle(tmp_path, capsys):
     selection = "pe_matches_published_values or layer_norm_matches_published_example"
-    run = certify(hostile("reads_golden_files"), "-k", selection)
-    assert run.statuses() == {"pe_matches_published_values": "failed", "layer_norm_matches_published_example": "failed"}
-    assert_fair(run, selection, tmp_path)
+    report = tmp_path / "report.json"
+    main(["grade", hostile("reads_golden_files"), "--json", str(report), "-k", selection, "--seed", "0"])
+    statuses = {c["id"]: c["status"] for c in json.loads(report.read_text())["checks"]}
+    assert statuses == {"pe_matches_published_values": "failed", "layer_norm_matches_published_example": "failed"}
 
 
 # -- answers from memory -------------------------------------------------------------------------------

@@ -96,7 +96,7 @@ def grade_submission(args) -> int:
         run = certify_args(args, spec, seed, report_path)
         try:
             candidate = (unloadable_candidate(spec, failure) if failure
-                         else load(spec, **load_options(run), wait=False))
+                         else load(spec, **load_options(run, hide_suite_code=True), wait=False))
         except LoadError as exc:
             candidate = unloadable_candidate(spec, str(exc))
         preload(spec, candidate)

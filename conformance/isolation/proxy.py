@@ -52,6 +52,7 @@ class Limits:
     processes: int = 64
     max_restarts: int = 20
     landlock: bool = True
+    hide_suite_code: bool = False  # grade: a submission may not read the suite's implementations and oracle
 
     def as_dict(self) -> dict:
         return asdict(self)
@@ -68,8 +69,8 @@ SIGNAL_CAUSES = {
 
 
 def suite_paths(*, builtin: bool) -> list[Path]:
-    """What a worker may not read: the golden fixtures always; a submission also not the suite's own
-    implementations nor its float64 oracle (it must compute, not delegate)."""
+    """What a worker may not read: the golden fixtures always; a graded submission (``builtin`` False)
+    also not the suite's own implementations nor its float64 oracle (it must compute, not delegate)."""
     import importlib.util
 
     import conformance
@@ -218,7 +219,7 @@ class ProxyAdapter:
         self._start = {
             "spec": spec,
             "limits": limits.as_dict(),
-            "hidden": [str(p) for p in suite_paths(builtin=builtin)],
+            "hidden": [str(p) for p in suite_paths(builtin=builtin or not limits.hide_suite_code)],
             "landlock": limits.landlock,
             "threads": threads,
         }
