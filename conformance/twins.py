@@ -3,7 +3,13 @@
 Every check that compares against a number the lessons print has a twin that makes the same claim on
 inputs drawn for the run (sizes, steps, logits nobody can predict). An implementation that hard-codes the
 printed numbers passes the first and fails the twin; ``annotate_hard_coding`` then says so on the twin's
-failure. Shape checks are left out on purpose: every buggy implementation has the right shapes.
+failure, unless a known bug explains it (the twin's diagnosis names a mutant): a bug that the printed
+inputs happen not to exercise (padding, eps, a second axis) gives the same pattern honestly. Measured
+over the 46 mutants (``transformer-conformance mutants --json``): no mutant is flagged.
+
+Left out on purpose: shape checks (every buggy implementation has the right shapes) and the golden
+tensors of the trained checkpoint and the base-size forward pass, whose inputs have no padding and whose
+outputs survive many bugs (15 mutants pass one of them and fail its fresh-input twin).
 """
 
 from __future__ import annotations
@@ -19,7 +25,6 @@ _LAYER_NORM = ("layer_norm_matches_formula",)
 _LRATE = ("lrate_matches_formula_for_any_step",)
 _SMOOTHING = ("smoothed_loss_matches_formula_with_padding",)
 _COUNT = ("parameter_count_matches_formula_for_any_config",)
-_CHECKPOINT = ("trained_checkpoint_matches_reference_on_fresh_inputs",)
 
 TWINS: dict[str, tuple[str, ...]] = {
     "published_positional_encoding_values": _PE,
@@ -41,10 +46,6 @@ TWINS: dict[str, tuple[str, ...]] = {
     "published_parameter_counts": _COUNT,
     "parameter_count_matches_published_value": _COUNT,
     "parameter_count_without_attention_biases": _COUNT,
-    "trained_checkpoint_outputs_match_golden": _CHECKPOINT,
-    "trained_checkpoint_decodes_like_the_reference": _CHECKPOINT,
-    "trained_checkpoint_attention_matches_golden": _CHECKPOINT,
-    "base_size_forward_matches_golden": ("logits_match_reference_at_base_size",),
 }
 """Published-number check id (without parameters) -> the randomised twins that make the same claim."""
 
@@ -55,9 +56,10 @@ def base_id(check_id: str) -> str:
 
 
 def hard_coded_twins(results: list[CheckResult]) -> dict[tuple[str, str], list[str]]:
-    """(impl, failing twin id) -> the published-number checks of that impl that passed."""
+    """(impl, failing twin id) -> the published-number checks of that impl that passed; only twins whose
+    failure no known bug explains."""
     passed = {(r.impl, base_id(r.id)): r.id for r in results if r.status == "passed"}
-    failing = {(r.impl, base_id(r.id)) for r in results if r.status in FAILING}
+    failing = {(r.impl, base_id(r.id)) for r in results if r.status in FAILING and not r.diagnosis}
     found: dict[tuple[str, str], list[str]] = {}
     for (impl, check), check_id in passed.items():
         for twin in TWINS.get(check, ()):

@@ -23,10 +23,12 @@ def result(check_id: str, status: str) -> CheckResult:
     return CheckResult(id=check_id, impl="x", title="", section="", status=status, message="m")
 
 
-def test_a_failing_twin_is_flagged_only_when_the_published_check_passed():
+def test_a_failing_twin_is_flagged_only_when_the_published_check_passed_and_no_known_bug_explains_it():
     hard_coded = [result("published_learning_rates", "passed"), result("lrate_matches_formula_for_any_step", "failed")]
     buggy = [result("published_learning_rates", "failed"), result("lrate_matches_formula_for_any_step", "failed")]
-    annotate_hard_coding(hard_coded)
-    annotate_hard_coding(buggy)
+    explained = [result("published_layer_norm_example", "passed"), result("layer_norm_matches_formula", "failed")]
+    explained[1].diagnosis = [{"mutant": "layer_norm_eps_outside_root", "bug": "eps outside the root"}]
+    for results in (hard_coded, buggy, explained):
+        annotate_hard_coding(results)
     assert hard_coded[1].likely_cause == HARD_CODED and "published_learning_rates passed" in hard_coded[1].message
-    assert buggy[1].likely_cause is None and HARD_CODED not in buggy[1].message
+    assert all(r[1].likely_cause is None and HARD_CODED not in r[1].message for r in (buggy, explained))
