@@ -14,6 +14,7 @@ import argparse
 import contextlib
 import io
 import json
+import os
 import sys
 from pathlib import Path
 
@@ -35,7 +36,8 @@ def build_parser() -> argparse.ArgumentParser:
     certify.add_argument("--workers", type=int, default=1, metavar="N", help="run checks in N processes (pytest-xdist)")
     certify.add_argument("--seed", type=int, default=0, help="seed for random inputs (default 0)")
     certify.add_argument("-k", dest="keyword", metavar="EXPR", help="only checks matching EXPR (pytest -k)")
-    certify.add_argument("--profile", choices=("ci", "thorough"), default="ci", help="hypothesis profile")
+    certify.add_argument("--profile", choices=("ci", "thorough", "grade"), default="ci",
+                         help="hypothesis profile (grade: examples drawn from --seed, as grade runs them)")
     certify.add_argument("--no-training", action="store_true", help="skip the training-convergence checks")
     certify.add_argument("--timeout", type=float, default=60.0, help="seconds one adapter call may take")
     certify.add_argument("--threads", type=int, default=1, metavar="N",
@@ -52,15 +54,99 @@ def build_parser() -> argparse.ArgumentParser:
     rendering = sub.add_parser("report", help="render a saved JSON report as HTML, JUnit XML, Markdown or a badge")
     rendering.add_argument("report", metavar="REPORT.json", help="a report written by certify --json")
     add_report_flags(rendering)
+    add_isolation_arguments(certify)
     listing = sub.add_parser("list", help="list the checks with their section and claim")
     listing.add_argument("impl", nargs="?", default="reference")
     sub.add_parser("template", help="print an adapter template to copy and fill")
     sub.add_parser("fixtures", help="verify the golden facts and print how many are encoded, verified and used")
+    add_grade_parser(sub)
     kill = sub.add_parser("mutants", help="run the suite over every mutant: the kill matrix, kill rate and survivors")
     kill.add_argument("--workers", type=int, default=1, metavar="N", help="run in N processes (pytest-xdist)")
     kill.add_argument("--training", action="store_true", help="all training checks for all mutants (slow)")
     kill.add_argument("--json", metavar="PATH", help="write the per-check results of every mutant to PATH")
     return parser
+
+
+def add_grade_parser(sub) -> None:
+    grade = sub.add_parser(
+        "grade", help="grade a submission (isolated, fresh seed, points, Gradescope), a class folder, or summarise",
+        description="grade SUBMISSION: one submission folder or .py file. grade DIR: every submission folder in"
+                    " DIR (a class). grade --summarise REPORT...: the class summary of JSON reports."
+                    " grade --init-gradescope DIR: the files of a Gradescope autograder.")
+    grade.add_argument("submission", nargs="?", help="a submission folder or .py file, or a folder of submissions")
+    grade.add_argument("--points", metavar="TOML", help="points per check or section (default: 1 point per check)")
+    grade.add_argument("--gradescope", metavar="PATH", help="write Gradescope's results.json to PATH")
+    grade.add_argument("--json", metavar="PATH", help="write the JSON report (with the score) to PATH")
+    grade.add_argument("--adapter-name", default="adapter.py", metavar="FILE",
+                       help="the adapter's file name in a submission folder (default adapter.py)")
+    grade.add_argument("--seed", type=int, default=None, help="seed of the inputs (default: drawn, and recorded)")
+    grade.add_argument("--one", action="store_true", help="SUBMISSION is one submission, even with subfolders")
+    grade.add_argument("--jobs", type=int, default=2, metavar="N", help="a class: submissions graded at a time")
+    grade.add_argument("--out", metavar="DIR", help="a class or --summarise: where reports and the summary go")
+    grade.add_argument("--summarise", nargs="+", metavar="REPORT", help="summarise JSON reports (files or folders)")
+    grade.add_argument("--init-gradescope", metavar="DIR", help="write setup.sh, run_autograder, points.toml to DIR")
+    grade.add_argument("--training", action="store_true", help="with --init-gradescope: run the training checks")
+    grade.add_argument("-k", dest="keyword", metavar="EXPR", help="only checks matching EXPR")
+    grade.add_argument("--no-training", action="store_true", help="skip the training-convergence checks")
+    grade.add_argument("--timeout", type=float, default=60.0, help="seconds one adapter call may take")
+    grade.add_argument("--threads", type=int, default=1, metavar="N", help="torch intra-op threads (default 1)")
+    add_isolation_arguments(grade, default=True)
+
+
+def grade(args) -> int:
+    from conformance.grading.classroom import grade_class, is_class_folder, summarise
+    from conformance.grading.gradescope_setup import init_gradescope
+    from conformance.grading.points import Points, PointsError
+    from conformance.grading.submission import grade_submission
+
+    if args.init_gradescope:
+        for path in init_gradescope(args.init_gradescope, adapter_name=args.adapter_name, points=args.points,
+                                    training=args.training):
+            print(f"wrote {path}")
+        return EXIT_OK
+    if args.summarise:
+        return summarise(args)
+    if not args.submission:
+        print("transformer-conformance grade: give a SUBMISSION, --summarise or --init-gradescope", file=sys.stderr)
+        return EXIT_USAGE
+    try:
+        if args.points:
+            Points.from_toml(args.points)  # a broken points file is the instructor's to fix, before any grading
+    except PointsError as exc:
+        print(f"transformer-conformance: {exc}", file=sys.stderr)
+        return EXIT_USAGE
+    if not args.one and not args.gradescope and is_class_folder(Path(args.submission), args.adapter_name):
+        return grade_class(args)
+    return grade_submission(args)
+
+
+def add_isolation_arguments(parser, *, default: bool | None = None) -> None:
+    from conformance.isolation.proxy import Limits
+
+    group = parser.add_mutually_exclusive_group()
+    group.add_argument("--isolate", dest="isolate", action="store_const", const=True, default=default,
+                       help="run the implementation in a sandboxed worker process (default for a path to a .py file)")
+    group.add_argument("--no-isolate", dest="isolate", action="store_const", const=False,
+                       help="run it in this process (default for built-ins and module:attribute)")
+    parser.add_argument("--worker-memory", type=int, default=Limits.memory_mib, metavar="MIB",
+                        help=f"address-space limit of the isolated worker (default {Limits.memory_mib})")
+    parser.add_argument("--worker-total-timeout", type=float, default=Limits.total_s, metavar="S",
+                        help="wall-clock seconds the isolated implementation may use in all"
+                             f" (default {Limits.total_s:g})")
+
+
+def isolation_args(args) -> list[str]:
+    flags = {True: ["--isolate"], False: ["--no-isolate"], None: []}[args.isolate]
+    return flags + ["--worker-memory", str(args.worker_memory),
+                    "--worker-total-timeout", str(args.worker_total_timeout)]
+
+
+def load_options(args, *, hide_suite_code: bool = False) -> dict:
+    from conformance.isolation.proxy import Limits
+
+    total = args.worker_total_timeout
+    limits = Limits(memory_mib=args.worker_memory, total_s=total, cpu_s=int(total), hide_suite_code=hide_suite_code)
+    return {"timeout_s": args.timeout, "isolate": args.isolate, "limits": limits, "threads": args.threads}
 
 
 def add_report_flags(parser) -> None:
@@ -104,21 +190,17 @@ def pytest_args(args) -> list[str]:
         argv += ["--conformance-deviations", args.deviations]
     if args.workers > 1:
         argv += ["-n", str(args.workers), "--dist", "loadfile"]
+    if args.profile == "grade":  # examples drawn from the run's seed: a submission cannot predict them
+        argv.append(f"--hypothesis-seed={args.seed}")
+    argv += isolation_args(args)
     return argv + (["-v"] if args.verbose else ["-q", "--tb=no", "--no-header"])
 
 
 def certify(args) -> int:
-    import pytest
-
     from conformance.errors import LoadError
-    from conformance.loading import load
-    from conformance.reports.terminal import render
+    from conformance.isolation.proxy import stop_all_workers
+    from conformance.loading import discard_preloaded, load, preload
 
-    try:
-        load(args.impl)  # fail fast, with the fix, before pytest starts
-    except LoadError as exc:
-        print(f"transformer-conformance: cannot load {args.impl!r}: {exc}", file=sys.stderr)
-        return EXIT_USAGE
     if args.deviations:
         from conformance import deviations
 
@@ -127,25 +209,98 @@ def certify(args) -> int:
         except LoadError as exc:
             print(f"transformer-conformance: {exc}", file=sys.stderr)
             return EXIT_USAGE
+    try:  # fail fast, with the fix, before pytest starts; an isolated worker imports while pytest starts
+        candidate = load(args.impl, **load_options(args), wait=False)
+    except LoadError as exc:
+        return load_failed(args, str(exc))
+    preload(args.impl, candidate)  # the plugin's load gets it: one worker (one import) per run
+    try:
+        code = run_checks(args, plugins=[AwaitWorker(candidate, on_failure="exit")], quiet_usage=True)
+        error = getattr(candidate.adapter, "reason", None)  # UnloadableAdapter: the worker could not load it
+        return load_failed(args, error) if error else code
+    finally:
+        discard_preloaded()
+        stop_all_workers()
+
+
+def load_failed(args, message: str) -> int:
+    print(f"transformer-conformance: cannot load {args.impl!r}: {message}", file=sys.stderr)
+    if args.json:
+        write_load_error_report(args, message)
+        print(f"JSON report written to {args.json}")
+    return EXIT_USAGE
+
+
+class AwaitWorker:
+    """A pytest plugin of the CLI's run: once the checks are collected (while an isolated worker imported the
+    implementation), wait for the worker's hello. If the implementation could not be loaded: ``exit`` ends
+    the session (certify reports the load error), ``replace`` makes every check an error naming it (grade)."""
+
+    def __init__(self, candidate, *, on_failure: str):
+        self.candidate, self.on_failure = candidate, on_failure
+
+    def pytest_collection_finish(self, session):
+        import pytest
+
+        from conformance.errors import LoadError
+        from conformance.grading.submission import UnloadableAdapter
+
+        wait = getattr(self.candidate.adapter, "wait", None)
+        if wait is None:
+            return
+        try:
+            wait()
+        except LoadError as exc:
+            self.candidate.adapter = UnloadableAdapter(str(exc))  # the session's reports need an adapter
+            if self.on_failure == "exit":
+                pytest.exit(f"cannot load the implementation: {exc}", returncode=pytest.ExitCode.USAGE_ERROR)
+
+
+def write_load_error_report(args, message: str) -> None:
+    """The report of a run whose implementation could not be loaded: one error, not conformant."""
+    from conformance.reports.json_report import build_report
+    from conformance.results import CheckResult
+
+    result = CheckResult(id="implementation_loads", impl=args.impl, section="Loading", status="error",
+                         title="The implementation imports, declares its conventions and provides a part",
+                         message=f"cannot load {args.impl!r}: {message}", part="import",
+                         expected="an adapter", actual="no adapter")
+    from conformance.grading.submission import UnloadableAdapter
+
+    conventions = UnloadableAdapter.conventions.as_dict()  # the defaults, framework "(not loaded)"
+    metadata = {"seed": args.seed, "implementations": [{"name": args.impl, "conventions": conventions,
+                                                         "provided_parts": [], "load_warnings": [message],
+                                                         "isolation": {"isolated": bool(args.isolate)}}]}
+    Path(args.json).write_text(json.dumps(build_report([result], metadata), indent=2) + "\n")
+
+
+def run_checks(args, plugins=(), *, quiet_usage: bool = False) -> int:
+    import pytest
+
     from conformance.plugin import COLLECTORS
     from conformance.reports.progress import ProgressDisplay
+    from conformance.reports.terminal import render
 
     COLLECTORS.clear()
     captured = io.StringIO()
     with ProgressDisplay.for_terminal(getattr(args, "progress", "off")) as progress, \
             contextlib.redirect_stdout(sys.stdout if args.verbose else captured):
-        code = pytest.main(pytest_args(args), plugins=[progress])
+        code = pytest.main(pytest_args(args), plugins=[progress, *plugins])
     collector = _collector()
     if collector is None or code in (pytest.ExitCode.INTERNAL_ERROR, pytest.ExitCode.USAGE_ERROR):
-        sys.stderr.write(captured.getvalue())
+        if not (quiet_usage and code == pytest.ExitCode.USAGE_ERROR):
+            sys.stderr.write(captured.getvalue())
         return EXIT_USAGE if code == pytest.ExitCode.USAGE_ERROR else EXIT_INTERNAL
     metadata = collector.metadata()
     print(render(collector.results, metadata), end="")
     if args.json:
+        if not Path(args.json).is_file():  # fail closed: no report, no pass
+            print(f"transformer-conformance: the JSON report {args.json} was not written", file=sys.stderr)
+            return EXIT_INTERNAL
         print(f"JSON report written to {args.json}")
     write_renderings(args, collector)
-    unobserved = [d for d in metadata["declared_deviations"] if not d["observed"]]
-    if args.strict and unobserved:
+    unobserved = [d for d in metadata.get("declared_deviations", []) if not d["observed"]]
+    if getattr(args, "strict", False) and unobserved:
         return EXIT_FAILED  # a declared deviation the suite does not see: the declaration is wrong
     return exit_code(code, collector.results)
 
@@ -330,6 +485,16 @@ def _mutant_session(args, names: list[str], extra: list[str]) -> list:
     return list(COLLECTORS[-1].results)
 
 
+def run() -> None:
+    """The console script: ``main``, then exit with its code at once, so that nothing an implementation
+    registered (an ``atexit`` handler calling ``os._exit(0)``) can replace the verdict's exit status."""
+    code = main()
+    for stream in (sys.stdout, sys.stderr):
+        with contextlib.suppress(Exception):
+            stream.flush()
+    os._exit(code)
+
+
 def main(argv: list[str] | None = None) -> int:
     args = build_parser().parse_args(argv)
     commands = {
@@ -338,6 +503,7 @@ def main(argv: list[str] | None = None) -> int:
         "template": template,
         "fixtures": fixtures,
         "mutants": kill_matrix,
+        "grade": grade,
         "report": render_report,
     }
     return commands[args.command](args)

@@ -74,6 +74,8 @@ def _import_module(name: str, spec: str) -> Any:
                 f" the folder that contains it, or give a path to its .py file"
             ) from exc
         raise LoadError(f"importing {name} failed: {exc}. Fix: install {exc.name!r}") from exc
+    except SystemExit as exc:
+        raise LoadError(exited_at_import(exc)) from None
     except Exception as exc:
         raise LoadError(
             f"importing {name} raised {type(exc).__name__}: {exc}. Fix the module's import-time code"
@@ -91,6 +93,9 @@ def _import_file(path_text: str) -> Any:
     sys.path.insert(0, str(path.parent))  # the candidate's own sibling modules import as they would
     try:
         spec.loader.exec_module(module)
+    except SystemExit as exc:
+        del sys.modules[module_name]
+        raise LoadError(exited_at_import(exc)) from None
     except Exception as exc:
         del sys.modules[module_name]
         raise LoadError(
@@ -99,6 +104,11 @@ def _import_file(path_text: str) -> Any:
     finally:
         sys.path.remove(str(path.parent))
     return module
+
+
+def exited_at_import(exc: SystemExit) -> str:
+    return (f"the implementation exited with status {exc.code} while being imported (sys.exit at import time:"
+            " put the script's own code under `if __name__ == '__main__':`)")
 
 
 def validate(adapter: Any, spec: str) -> list[str]:
@@ -129,8 +139,44 @@ def validate(adapter: Any, spec: str) -> list[str]:
     return warnings
 
 
-def load(spec: str, *, timeout_s: float | None = None) -> Candidate:
-    """Load and validate an implementation; the result is what every check receives."""
+def is_builtin(spec: str) -> bool:
+    """A built-in name or a mutant: the suite's own code, trusted to run in its process."""
+    return spec in BUILTINS or spec.startswith(MUTANT_PREFIX)
+
+
+def names_a_path(spec: str) -> bool:
+    return resolve(spec).partition(":")[0].endswith(".py")
+
+
+def should_isolate(spec: str, isolate: bool | None) -> bool:
+    """``isolate`` None: the default, isolated for an implementation named by a path."""
+    return names_a_path(spec) if isolate is None else isolate
+
+
+_PRELOADED: dict[str, Candidate] = {}
+
+
+def preload(spec: str, candidate: Candidate) -> None:
+    """Hand a candidate loaded before pytest starts (the CLI's) to the next ``load(spec)``: an isolated
+    implementation's worker is then started once per run, not twice."""
+    _PRELOADED[spec] = candidate
+
+
+def discard_preloaded() -> None:
+    _PRELOADED.clear()
+
+
+def load(spec: str, *, timeout_s: float | None = None, isolate: bool | None = None, limits=None,
+         threads: int = 1, wait: bool = True) -> Candidate:
+    """Load and validate an implementation; the result is what every check receives. Isolated (see
+    ``should_isolate``), the adapter lives in a worker process behind ``isolation.proxy.ProxyAdapter``."""
+    if spec in _PRELOADED:
+        return _PRELOADED.pop(spec)
+    if should_isolate(spec, isolate):
+        from conformance.isolation.proxy import load_isolated
+
+        return load_isolated(spec, timeout_s=timeout_s, limits=limits, threads=threads, builtin=is_builtin(spec),
+                             wait=wait)
     target = import_target(spec)
     adapter = target() if inspect.isclass(target) else target
     warnings = validate(adapter, spec)

@@ -45,9 +45,10 @@ def pytest_addoption(parser):
     group.addoption("--conformance-summary", action="store_true", help="print one line per check, grouped by section")
     group.addoption(
         "--conformance-profile",
-        choices=("ci", "thorough"),
+        choices=("ci", "thorough", "grade"),
         default="ci",
-        help="hypothesis profile: ci (deterministic, fast) or thorough (certification)",
+        help="hypothesis profile: ci (deterministic, fast), thorough (certification) or grade (ci's size, examples"
+             " drawn from --hypothesis-seed: inputs a submission cannot predict)",
     )
     group.addoption("--check-timeout", type=float, default=60.0, metavar="S", help="seconds one adapter call may take")
     group.addoption("--no-training", action="store_true", help="skip the training-convergence checks")
@@ -69,6 +70,9 @@ def pytest_addoption(parser):
         "--conformance-threads", type=int, default=1, metavar="N",
         help="torch intra-op threads while the checks run (default 1; 0 leaves torch's default)",
     )
+    from conformance.isolation.options import add_options
+
+    add_options(group)
 
 
 def pytest_configure(config):
@@ -85,19 +89,27 @@ def pytest_configure(config):
     if not specs:
         return
     from conformance.hypothesis_profiles import load_profile
+    from conformance.isolation.options import load_options
     from conformance.loading import load
 
     load_profile(config.getoption("conformance_profile"))
     keep_hypothesis_files_out_of_the_working_directory(config)
     limit_torch_threads(config.getoption("conformance_threads"))
     try:
-        candidates = {spec: load(spec, timeout_s=config.getoption("check_timeout")) for spec in specs}
+        candidates = {spec: load(spec, timeout_s=config.getoption("check_timeout"), **load_options(config))
+                      for spec in specs}
         path = config.getoption("conformance_deviations")
         config.stash[_deviations_key] = deviations.load(path) if path else []
     except LoadError as exc:
         raise pytest.UsageError(str(exc)) from exc
     config.stash[_candidates_key] = candidates
     config.pluginmanager.register(ResultCollector(config, candidates), "conformance-collector")
+
+
+def pytest_unconfigure(config):
+    from conformance.isolation.options import close
+
+    close(config.stash.get(_candidates_key, {}).values())  # isolated workers end with the session
 
 
 def keep_hypothesis_files_out_of_the_working_directory(config) -> None:
@@ -318,11 +330,14 @@ _facts_key = pytest.StashKey[list]()
 def seed_torch(item) -> None:
     """Seed torch's global generator from --conformance-seed and the check, so a candidate that draws
     from it (dropout left on, its own initialisation) gives the same verdict in every run and order."""
-    torch = sys.modules.get("torch")
-    if torch is None:
-        return
+    from conformance.isolation.options import seed_worker
+
     seed = item.config.getoption("conformance_seed")
-    torch.manual_seed(int(np.random.default_rng([seed, *check_id(item).encode()]).integers(2**31)))
+    torch_seed = int(np.random.default_rng([seed, *check_id(item).encode()]).integers(2**31))
+    seed_worker(_item_candidate(item), torch_seed)  # an isolated candidate's torch, in its worker
+    torch = sys.modules.get("torch")
+    if torch is not None:
+        torch.manual_seed(torch_seed)
 
 
 def _item_candidate(item):
@@ -359,7 +374,9 @@ def _classify(item, call, candidate) -> CheckResult:
         section=check_section(item),
         status="passed",
         duration_s=round(call.duration, 6),
-        reproduction=f"transformer-conformance certify {candidate.name} -k '{check_id(item)}' --seed {seed}",
+        reproduction=f"transformer-conformance certify {candidate.name} -k '{check_id(item)}' --seed {seed}"
+                     + ("" if item.config.getoption("conformance_profile") == "ci" else
+                        f" --profile {item.config.getoption('conformance_profile')}"),
     )
     result.facts = item.stash.get(_facts_key, [])
     result.claim = claims.of(item)
@@ -410,6 +427,12 @@ def _unwrap(exc: BaseException) -> BaseException:
 
 
 
+def isolation_summary(candidate) -> dict:
+    from conformance.isolation.options import summary
+
+    return summary(candidate)
+
+
 class ResultCollector:
     """Runs where the results arrive (the controller under xdist): gathers them and writes the reports."""
 
@@ -441,12 +464,16 @@ class ResultCollector:
                     "conventions": c.conventions.as_dict(),
                     "provided_parts": c.provided_parts(),
                     "load_warnings": getattr(c, "load_warnings", []),
+                    "isolation": isolation_summary(c),
                 }
                 for spec, c in self.candidates.items()
             ],
         }
 
     def pytest_sessionfinish(self, session):
+        from conformance.twins import annotate_hard_coding
+
+        annotate_hard_coding(self.results)
         path = self.config.getoption("conformance_json")
         if path:
             from conformance.reports.json_report import build_report
