@@ -155,29 +155,19 @@ def add_report_flags(parser) -> None:
     add_flags(parser)
 
 
+def pytest_argv(impls: list[str], *options: str) -> list[str]:
+    """The pytest command line of every run of the checks (certify, list, the kill matrix): the checks'
+    folder and its own ini, no cache, no project addopts, and an --impl per implementation."""
+    argv = [str(checks_dir()), "-p", "no:cacheprovider", "--import-mode=importlib", "-o", "addopts=",
+            "--rootdir", str(checks_dir()), "-c", str(checks_dir() / "pytest.ini")]
+    for impl in impls:
+        argv += ["--impl", impl]
+    return argv + list(options)
+
+
 def pytest_args(args) -> list[str]:
-    argv = [
-        str(checks_dir()),
-        "--impl",
-        args.impl,
-        "--conformance-seed",
-        str(args.seed),
-        "--conformance-profile",
-        args.profile,
-        "--check-timeout",
-        str(args.timeout),
-        "--conformance-threads",
-        str(getattr(args, "threads", 1)),
-        "-p",
-        "no:cacheprovider",
-        "--import-mode=importlib",
-        "-o",
-        "addopts=",
-        "--rootdir",
-        str(checks_dir()),
-        "-c",
-        str(checks_dir() / "pytest.ini"),
-    ]
+    argv = pytest_argv([args.impl], "--conformance-seed", str(args.seed), "--conformance-profile", args.profile,
+                       "--check-timeout", str(args.timeout), "--conformance-threads", str(getattr(args, "threads", 1)))
     if args.json:
         argv += ["--conformance-json", args.json]
     if args.keyword:
@@ -258,7 +248,8 @@ class AwaitWorker:
 
 def write_load_error_report(args, message: str) -> None:
     """The report of a run whose implementation could not be loaded: one error, not conformant."""
-    from conformance.reports.json_report import build_report
+    from conformance.report import build_report
+    from conformance.reports.json_report import render
     from conformance.results import CheckResult
 
     result = CheckResult(id="implementation_loads", impl=args.impl, section="Loading", status="error",
@@ -271,50 +262,44 @@ def write_load_error_report(args, message: str) -> None:
     metadata = {"seed": args.seed, "implementations": [{"name": args.impl, "conventions": conventions,
                                                          "provided_parts": [], "load_warnings": [message],
                                                          "isolation": {"isolated": bool(args.isolate)}}]}
-    Path(args.json).write_text(json.dumps(build_report([result], metadata), indent=2) + "\n")
+    Path(args.json).write_text(render(build_report([result], metadata)))
 
 
 def run_checks(args, plugins=(), *, quiet_usage: bool = False) -> int:
     import pytest
 
-    from conformance.plugin import COLLECTORS
+    from conformance.plugin import ResultCollector
     from conformance.reports.progress import ProgressDisplay
     from conformance.reports.terminal import render
 
-    COLLECTORS.clear()
+    collector = ResultCollector()  # handed to the plugin: the run's results and its one report
     captured = io.StringIO()
     with ProgressDisplay.for_terminal(getattr(args, "progress", "off")) as progress, \
             contextlib.redirect_stdout(sys.stdout if args.verbose else captured):
-        code = pytest.main(pytest_args(args), plugins=[progress, *plugins])
-    collector = _collector()
-    if collector is None or code in (pytest.ExitCode.INTERNAL_ERROR, pytest.ExitCode.USAGE_ERROR):
+        code = pytest.main(pytest_args(args), plugins=[collector, progress, *plugins])
+    if collector.config is None or code in (pytest.ExitCode.INTERNAL_ERROR, pytest.ExitCode.USAGE_ERROR):
         if not (quiet_usage and code == pytest.ExitCode.USAGE_ERROR):
             sys.stderr.write(captured.getvalue())
         return EXIT_USAGE if code == pytest.ExitCode.USAGE_ERROR else EXIT_INTERNAL
-    metadata = collector.metadata()
-    print(render(collector.results, metadata), end="")
+    report = collector.report
+    print(render(report), end="")
     if args.json:
         if not Path(args.json).is_file():  # fail closed: no report, no pass
             print(f"transformer-conformance: the JSON report {args.json} was not written", file=sys.stderr)
             return EXIT_INTERNAL
         print(f"JSON report written to {args.json}")
-    write_renderings(args, collector)
-    unobserved = [d for d in metadata.get("declared_deviations", []) if not d["observed"]]
+    write_renderings(args, report)
+    unobserved = [d for d in report.get("declared_deviations", []) if not d["observed"]]
     if getattr(args, "strict", False) and unobserved:
         return EXIT_FAILED  # a declared deviation the suite does not see: the declaration is wrong
     return exit_code(code, collector.results)
 
 
-def write_renderings(args, collector) -> None:
-    """--html, --junit, --markdown, --badge: rendered from the JSON report just written (or built)."""
-    from conformance.reports import formats, view
-    from conformance.reports.json_report import build_report
+def write_renderings(args, report: dict) -> None:
+    """--html, --junit, --markdown, --badge: rendered from the run's report."""
+    from conformance.reports import formats
 
-    paths = formats.requested(args)
-    if not paths:
-        return
-    report = view.load(args.json) if args.json else build_report(collector.results, collector.metadata())
-    for written in formats.write(report, paths):
+    for written in formats.write(report, formats.requested(args)):
         print(written.line())
 
 
@@ -322,7 +307,6 @@ def render_report(args) -> int:
     """``report REPORT.json [--html ...]``: every rendering of a saved report; with no flag, the terminal's."""
     from conformance.reports import formats, view
     from conformance.reports.terminal import render
-    from conformance.results import CheckResult
 
     try:
         report = view.load(args.report)
@@ -331,16 +315,10 @@ def render_report(args) -> int:
         return EXIT_USAGE
     paths = formats.requested(args)
     if not paths:
-        print(render([CheckResult.from_dict(c) for c in report["checks"]], report), end="")
+        print(render(report), end="")
     for written in formats.write(report, paths):
         print(written.line())
     return EXIT_OK
-
-
-def _collector():
-    from conformance.plugin import COLLECTORS
-
-    return COLLECTORS[-1] if COLLECTORS else None
 
 
 def exit_code(pytest_code, results) -> int:
@@ -359,24 +337,7 @@ def exit_code(pytest_code, results) -> int:
 def list_checks(args) -> int:
     import pytest
 
-    return int(
-        pytest.main(
-            [
-                str(checks_dir()),
-                "--impl",
-                args.impl,
-                "--collect-only",
-                "-q",
-                "-p",
-                "no:cacheprovider",
-                "--import-mode=importlib",
-                "--rootdir",
-                str(checks_dir()),
-                "-c",
-                str(checks_dir() / "pytest.ini"),
-            ]
-        )
-    )
+    return int(pytest.main(pytest_argv([args.impl], "--collect-only", "-q")))
 
 
 def template(args) -> int:
@@ -421,68 +382,9 @@ def facts_read_by_checks(impl: str) -> set[str]:
 
 
 def kill_matrix(args) -> int:
-    """Every mutant through the suite (pytest sessions with every mutant as an --impl): print the kill
-    matrix; exit 1 if a mutant survives or a declared catch does not happen."""
-    import json
-    import time
+    from conformance.killmatrix import run
 
-    from conformance.killmatrix import WITHOUT_CONVERGENCE, catalogue, render, tabulate
-
-    started = time.perf_counter()
-    rows = catalogue()
-    results = []
-    if args.training:
-        results += _mutant_session(args, [row.name for row in rows], [])
-    else:
-        results += _mutant_session(args, [row.name for row in rows if not row.training], ["--no-training"])
-        training = [row.name for row in rows if row.training]
-        if training:
-            results += _mutant_session(args, training, ["-k", WITHOUT_CONVERGENCE])
-    rows = tabulate(rows, results)
-    checks = list(dict.fromkeys(result.id for result in results))
-    print(render(rows, checks), end="")
-    print(f"wall time: {time.perf_counter() - started:.0f} s")
-    if args.json:
-        Path(args.json).write_text(json.dumps({
-            "mutants": [{"name": r.name, "bug": r.bug, "training": r.training, "declared": sorted(r.expected),
-                         "caught": sorted(r.caught), "ran": sorted(r.ran)} for r in rows],
-            "results": [result.as_dict() for result in results],
-        }, indent=1, default=str))
-    return EXIT_OK if all(row.killed and not row.missed for row in rows) else EXIT_FAILED
-
-
-def _mutant_session(args, names: list[str], extra: list[str]) -> list:
-    """The results of one pytest session that certifies every mutant of ``names``."""
-    import pytest
-
-    from conformance.plugin import COLLECTORS
-
-    argv = [
-        str(checks_dir()),
-        "-p",
-        "no:cacheprovider",
-        "--import-mode=importlib",
-        "-o",
-        "addopts=",
-        "--rootdir",
-        str(checks_dir()),
-        "-c",
-        str(checks_dir() / "pytest.ini"),
-        "-q",
-        "--tb=no",
-        "--no-header",
-        *extra,
-    ]
-    for name in names:
-        argv += ["--impl", f"mutant:{name}"]
-    if args.workers > 1:
-        argv += ["-n", str(args.workers), "--dist", "loadfile"]
-    COLLECTORS.clear()
-    with contextlib.redirect_stdout(io.StringIO()):
-        pytest.main(argv)
-    if not COLLECTORS:
-        raise RuntimeError("the kill-matrix session collected no results")
-    return list(COLLECTORS[-1].results)
+    return EXIT_OK if run(args) else EXIT_FAILED
 
 
 def run() -> None:

@@ -12,7 +12,6 @@ returns garbage gives an *error* for that one check, and the run goes on.
 from __future__ import annotations
 
 import functools
-import json
 import shutil
 import sys
 import time
@@ -26,7 +25,6 @@ from conformance.errors import Blocked, ConformanceOutcome, LoadError, PartNotIm
 from conformance.results import FAILING, CheckResult, plain
 
 RESULTS_KEY = "conformance"
-COLLECTORS: list[ResultCollector] = []  # the CLI reads the results of the run it started here
 
 
 def pytest_addoption(parser):
@@ -103,7 +101,11 @@ def pytest_configure(config):
     except LoadError as exc:
         raise pytest.UsageError(str(exc)) from exc
     config.stash[_candidates_key] = candidates
-    config.pluginmanager.register(ResultCollector(config, candidates), "conformance-collector")
+    collector = next((p for p in config.pluginmanager.get_plugins() if isinstance(p, ResultCollector)), None)
+    if collector is None:
+        collector = ResultCollector()
+        config.pluginmanager.register(collector, "conformance-collector")
+    collector.bind(config, candidates)
 
 
 def pytest_unconfigure(config):
@@ -434,14 +436,18 @@ def isolation_summary(candidate) -> dict:
 
 
 class ResultCollector:
-    """Runs where the results arrive (the controller under xdist): gathers them and writes the reports."""
+    """Runs where the results arrive (the controller under xdist): gathers them and builds the run's one
+    report (``conformance.report``). The CLI hands one in (``pytest.main(plugins=[collector])``) and reads
+    ``collector.report`` afterwards; without one, the plugin makes its own."""
 
-    def __init__(self, config, candidates):
-        self.config = config
-        self.candidates = candidates
+    def __init__(self):
+        self.config, self.candidates = None, {}
         self.results: list[CheckResult] = []
         self.started = time.time()
-        COLLECTORS.append(self)
+        self._report: dict | None = None
+
+    def bind(self, config, candidates) -> None:
+        self.config, self.candidates = config, candidates
 
     def pytest_runtest_logreport(self, report):
         for key, value in report.user_properties:
@@ -470,20 +476,27 @@ class ResultCollector:
             ],
         }
 
+    @property
+    def report(self) -> dict:
+        """The run's report, built once, after the last result (every rendering reads this dict)."""
+        if self._report is None:
+            from conformance.report import build_report
+            from conformance.twins import annotate_hard_coding
+
+            annotate_hard_coding(self.results)
+            self._report = build_report(self.results, self.metadata())
+        return self._report
+
     def pytest_sessionfinish(self, session):
-        from conformance.twins import annotate_hard_coding
-
-        annotate_hard_coding(self.results)
         path = self.config.getoption("conformance_json")
-        if path:
-            from conformance.reports.json_report import build_report
+        if path and not hasattr(self.config, "workerinput"):  # the controller writes; xdist workers only run checks
+            from conformance.reports.json_report import render
 
-            report = build_report(self.results, self.metadata())
-            Path(path).write_text(json.dumps(report, indent=2, sort_keys=False) + "\n")
+            Path(path).write_text(render(self.report))
 
     def pytest_terminal_summary(self, terminalreporter):
         if not self.config.getoption("conformance_summary"):
             return
         from conformance.reports.terminal import render
 
-        terminalreporter.write(render(self.results, self.metadata()))
+        terminalreporter.write(render(self.report))

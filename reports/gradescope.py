@@ -13,7 +13,7 @@ from conformance.grading.points import Points, ScoredCheck, totals
 
 
 def build_results(report: dict, points: Points, *, execution_time: float) -> dict:
-    """results.json for one submission's report (``json_report.build_report``, one implementation)."""
+    """results.json for one submission's report (``conformance.report.build_report``, one implementation)."""
     scored = points.score(report["checks"])
     score, max_score = totals(scored)
     return {
