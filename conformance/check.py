@@ -37,9 +37,15 @@ class Check:
         self.candidate = candidate
         self.measurements: list[dict] = []
         self.data: dict = {}
+        self.facts: set[str] = set()  # the published facts this check compared against
 
     def __repr__(self) -> str:  # hypothesis prints the arguments of a failing example
         return f"check({len(self.measurements)} comparisons so far)"
+
+    def published(self, fact_id: str):
+        """A published fact's value, as printed; the check's report lists the facts it read."""
+        self.facts.add(fact_id)
+        return published.value(fact_id)
 
     def record(self, name: str, data) -> None:
         """Keep ``data`` (plain numbers, lists, dicts) in the report under the check's ``data[name]``."""
@@ -79,7 +85,7 @@ class Check:
         failures = []
         for fact_id, got, *own_floor in pairs:
             try:
-                self.close(np.asarray(got, dtype=np.float64), np.asarray(published.value(fact_id), dtype=np.float64),
+                self.close(np.asarray(got, dtype=np.float64), np.asarray(self.published(fact_id), dtype=np.float64),
                            _looser(fact_id, own_floor[0] if own_floor else floor),
                            what=f"{what} [{fact_id}, {published.cite(fact_id)}]")
             except AssertionError as exc:

@@ -308,25 +308,17 @@ def pytest_runtest_setup(item):
 
 @pytest.hookimpl(hookwrapper=True)
 def pytest_runtest_call(item):
-    """Track which published facts a check reads, for the report's coverage line."""
+    """Seed torch for the check, and count the examples a property check runs and skips."""
     if _item_candidate(item) is None:
         yield
         return
-    from conformance import published
-
     global _running
     seed_torch(item)
-    outer, published.accessed = published.accessed, set()
     _running = item.stash[_examples_key] = Examples()
     try:
         yield
     finally:
-        item.stash[_facts_key] = sorted(published.accessed)
-        published.accessed = outer
         _running = None
-
-
-_facts_key = pytest.StashKey[list]()
 
 
 def seed_torch(item) -> None:
@@ -380,10 +372,10 @@ def _classify(item, call, candidate) -> CheckResult:
                      + ("" if item.config.getoption("conformance_profile") == "ci" else
                         f" --profile {item.config.getoption('conformance_profile')}"),
     )
-    result.facts = item.stash.get(_facts_key, [])
     result.claim = claims.of(item)
     recorder = item.stash.get(_recorder_key, None)
     if recorder:
+        result.facts = sorted(recorder.facts)
         result.measurements = recorder.measurements
         margins = [m["margin"] for m in recorder.measurements if m.get("margin") is not None]
         result.margin = max(margins) if margins else None

@@ -1,7 +1,8 @@
 """Published numbers, read from ``fixtures/published.toml`` by id: checks never type a golden number.
 
 ``value(id)`` is the number as the lesson prints it; ``tolerance(id)`` is half a unit of its last
-printed digit. Every id a check names here counts as *used* in the coverage line.
+printed digit. A check reads a fact through ``check.published(id)``, which records it: the report's
+"published numbers reproduced" line counts the facts read by checks that passed.
 """
 
 from __future__ import annotations
@@ -42,15 +43,9 @@ def fact(fact_id: str) -> dict:
         raise KeyError(f"no published fact {fact_id!r} in fixtures/published.toml") from None
 
 
-# The plugin sets this to a fresh set around each check, so the report says which facts a check used.
-accessed: set[str] | None = None
-
-
 def value(fact_id: str):
-    entry = fact(fact_id)
-    if accessed is not None:
-        accessed.add(fact_id)
-    return entry["value"]
+    """The number as printed. A check asks ``check.published(fact_id)`` instead, which also records the use."""
+    return fact(fact_id)["value"]
 
 
 def of_kind(verify: str, *, reproducible: bool = True) -> list[dict]:

@@ -14,7 +14,7 @@ import functools
 import numpy as np
 import pytest
 
-from conformance import claims, oracle, published, training
+from conformance import claims, oracle, training
 from conformance.config import toy_config
 from conformance.diagnosis import Question, find_structure
 from conformance.diagnosis.localise import locate_encode, locate_forward
@@ -119,9 +119,9 @@ def test_trained_checkpoint_decodes_like_the_reference(candidate, check):
     stored, names = outputs(), training.token_names(CONFIG)
     example = decoded_ids(candidate, stored["example_src"])
     # Printed three times: the task, the diagram's next tokens, the rows of the cross-attention chart.
-    published_output = published.value("toy.task.example").split() + ["</s>"]
-    assert published_output == published.value("diagram.next_tokens").split() \
-        == published.value("cross_chart.rows_write").split(), "fixtures/published.toml disagrees with itself"
+    published_output = check.published("toy.task.example").split() + ["</s>"]
+    assert published_output == check.published("diagram.next_tokens").split() \
+        == check.published("cross_chart.rows_write").split(), "fixtures/published.toml disagrees with itself"
     spelled = " ".join(names[int(i)] for i in np.asarray(example)[0][: len(published_output)])
     ask = Question(decoded_ids, stored["batch_src"], probe=fresh_batch(PROBE_BATCH).src, tol=EXACT)
     check.claim(spelled == " ".join(published_output),

@@ -61,7 +61,7 @@ def test_smoothed_loss_matches_published_floor_and_sure_model(candidate, check):
     sure[0, RIGHT] = 20.0
     for logits, fact_id in ((np.log(q), "ls.best_loss"), (sure, "ls.sure_loss")):
         problem = listing_problem(logits)
-        check.close(loss(candidate, problem), published.value(fact_id), published.tolerance(fact_id),
+        check.close(loss(candidate, problem), check.published(fact_id), published.tolerance(fact_id),
                     what=f"smoothed loss [{fact_id}]", ask=loss_question(problem))
 
 
@@ -78,7 +78,7 @@ def test_smoothed_target_matches_published_values(candidate, check):
     for token, fact_id in ((RIGHT, "ls.right.4dp"), (0, "ls.other.4dp")):
         logits = np.zeros((1, V))
         logits[0, token] = 1.0
-        check.close(implied_target(candidate, token, V, EPS), published.value(fact_id), published.tolerance(fact_id),
+        check.close(implied_target(candidate, token, V, EPS), check.published(fact_id), published.tolerance(fact_id),
                     what=f"q({'right' if token == RIGHT else 'other'}) implied by the loss [{fact_id}]",
                     ask=loss_question(listing_problem(logits)))
 

@@ -40,10 +40,10 @@ def probe(seed: int, eps: float = 1e-5):
 @claims.LAYER_NORM_BY_HAND
 def test_layer_norm_matches_published_example(candidate, check):
     """LayerNorm(1, 2, 3, 6) with gamma = 1, beta = 0 is (-1.069, -0.535, 0.000, 1.604)."""
-    x = np.asarray(published.value("layernorm.example.x"), dtype=np.float64)
+    x = np.asarray(check.published("layernorm.example.x"), dtype=np.float64)
     example = (x, np.ones(4), np.zeros(4), 1e-5)
     fact_id = "layernorm.example.normalized"
-    check.close(normalised(candidate, example), published.value(fact_id), published.tolerance(fact_id),
+    check.close(normalised(candidate, example), check.published(fact_id), published.tolerance(fact_id),
                 what="LayerNorm(1, 2, 3, 6)", ask=Question(normalised, example, probe(0)))
 
 

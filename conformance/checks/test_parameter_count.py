@@ -55,14 +55,14 @@ def assert_count(candidate, check, config: ModelConfig, expected: int, what: str
 @pytest.mark.parametrize("fact_id", list(PUBLISHED))
 def test_parameter_count_matches_published_value(candidate, check, fact_id):
     """Base 63,082,496; untied 82,026,496; toy 234,304; German 76,906,496."""
-    assert_count(candidate, check, PUBLISHED[fact_id], published.value(fact_id), f"parameter_count [{fact_id}]")
+    assert_count(candidate, check, PUBLISHED[fact_id], check.published(fact_id), f"parameter_count [{fact_id}]")
 
 
 @claims.PARAMETER_COUNT_WITHOUT_BIASES
 def test_parameter_count_without_attention_biases(candidate, check):
     """The paper's attention formulas have no biases: 36,864 fewer for the base model."""
     # 63,082,496 is the input here (parameter_count_matches_published_value owns it); 36,864 is the claim
-    expected = published.fact("params.total")["value"] - published.value("params.attention_biases")
+    expected = published.fact("params.total")["value"] - check.published("params.attention_biases")
     assert_count(candidate, check, base_config(attention_bias=False), expected,
                  "parameter_count without attention biases")
 
@@ -158,8 +158,8 @@ def test_published_parameter_counts(candidate, check):
     per_layer = published.listing_lines("parameter count")[0]
     encoder_layer, decoder_layer = "params.encoder_layer.torch", "params.decoder_layer.torch"
     one_pair = count(base.replace(N=1)) - count(base.replace(N=0))
-    layers = published.value(per_layer)
-    expected_pair = published.value(encoder_layer) + published.value(decoder_layer)
+    layers = check.published(per_layer)
+    expected_pair = check.published(encoder_layer) + check.published(decoder_layer)
     assert_true(one_pair == layers[2] + layers[3] == expected_pair,
                 f"one encoder layer plus one decoder layer: {one_pair:,} parameters; the lesson prints"
                 f" {layers[2]:,} + {layers[3]:,} [{per_layer}, {encoder_layer}, {decoder_layer}]",

@@ -36,7 +36,7 @@ def pe_question(n: int, d_model: int) -> Question:
 @claims.POSITIONS_ADDED
 def test_pe_has_one_row_per_position(candidate, check):
     """PE(n, d_model) has shape (n, d_model): added to the embeddings, not concatenated."""
-    n, d_model = published.value("pe.table.shape")
+    n, d_model = check.published("pe.table.shape")
     raw = candidate.call("positional_encoding", candidate.adapter, n, d_model)
     assert_shape(raw, (n, d_model), what=f"positional_encoding(n={n}, d_model={d_model})")
     record_table(check, raw, n, d_model)
@@ -58,7 +58,7 @@ def test_pe_matches_published_values(candidate, check):
     pe = candidate.positional_encoding(3, 64)
     published_cells = (("pe.d64.pos1.first4", 1, slice(0, 4)), ("practice.pe.2.0", 2, 0), ("practice.pe.2.1", 2, 1))
     for fact_id, pos, cols in published_cells:
-        check.close(pe[pos, cols], published.value(fact_id), published.tolerance(fact_id),
+        check.close(pe[pos, cols], check.published(fact_id), published.tolerance(fact_id),
                     what=f"PE[{pos}, {cols}] (d_model=64) [{fact_id}]", ask=pe_question(3, 64))
 
 
@@ -67,7 +67,7 @@ def test_pe_matches_published_values(candidate, check):
 def test_pe_position_0_is_sin_0_and_cos_0(candidate, check):
     """At position 0 every sine is 0 and every cosine is 1: (0, 1, 0, 1, ...)."""
     pe = candidate.positional_encoding(1, 64)
-    expected = np.tile(published.value("pe.pos0.pattern"), 32)
+    expected = np.tile(check.published("pe.pos0.pattern"), 32)
     check.close(pe[0], expected, for_candidate(ELEMENTWISE, candidate),
                 what="PE[0] (d_model=64)", ask=pe_question(1, 64))
 
@@ -104,7 +104,7 @@ def test_pe_wavelengths_match_published_values(candidate, check, d_model):
     pe = candidate.positional_encoding(2, d_model)
     for fact_id in PUBLISHED_WAVELENGTHS[d_model]:
         pair = int(fact_id.rsplit(".i", 1)[1])
-        check.close(wavelengths(pe, [pair]), [published.value(fact_id)], published.tolerance(fact_id),
+        check.close(wavelengths(pe, [pair]), [check.published(fact_id)], published.tolerance(fact_id),
                     what=f"wavelength of pair {pair} (d_model={d_model}) [{fact_id}]", ask=pe_question(2, d_model))
 
 
@@ -133,9 +133,9 @@ def test_pe_shift_is_published_rotation(candidate, check):
     k, i = 3, 5
     turn = formulas.rotation(formulas.frequencies(64)[i] * k)
     for pos, turned, shifted in PUBLISHED_ROTATION:
-        check.close(turn @ pe[pos, 2 * i: 2 * i + 2], published.value(turned), published.tolerance(turned),
+        check.close(turn @ pe[pos, 2 * i: 2 * i + 2], check.published(turned), published.tolerance(turned),
                     what=f"R(omega_5 * 3) @ PE[{pos}, 10:12] [{turned}]", ask=pe_question(50, 64))
-        check.close(pe[pos + k, 2 * i: 2 * i + 2], published.value(shifted), published.tolerance(shifted),
+        check.close(pe[pos + k, 2 * i: 2 * i + 2], check.published(shifted), published.tolerance(shifted),
                     what=f"PE[{pos + 3}, 10:12] [{shifted}]", ask=pe_question(50, 64))
 
 

@@ -61,7 +61,7 @@ def rates_question(points) -> Question:
 def assert_rates(candidate, check, table, d_model, warmup, *, shift=0):
     points = [(step + shift, d_model, warmup) for step in table]
     for (step, fact_id), got in zip(table.items(), rates(candidate, points), strict=True):
-        check.close(got, published.value(fact_id), published.tolerance(fact_id),
+        check.close(got, check.published(fact_id), published.tolerance(fact_id),
                     what=f"lrate(step={step + shift}, d_model={d_model}, warmup={warmup}) [{fact_id}]",
                     ask=rates_question(points))
 

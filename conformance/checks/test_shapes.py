@@ -120,11 +120,11 @@ def steps(table: dict[str, tuple[str, str, list]]):
     return [pytest.param(step, marks=marks, id=step) for step, (_, _, marks) in table.items()]
 
 
-def published_shape(fact_id: str, *, claim: bool = True) -> tuple[int, ...]:
+def published_shape(check, fact_id: str, *, claim: bool = True) -> tuple[int, ...]:
     """The fact's shape, batch-first: symbols ("S", "T") from its args; an unbatched (T, S) per-head
     shape of the overview document becomes (1, h, T, S), an unbatched (S, 512) becomes (1, S, 512)."""
     entry = published.fact(fact_id)
-    value = published.value(fact_id) if claim else entry["value"]  # an input is not a claim of this check
+    value = check.published(fact_id) if claim else entry["value"]  # an input is not a claim of this check
     args = entry["args"]
     shape = tuple(args.get(v, v) if isinstance(v, str) else v for v in value)
     if args["tensor"].endswith("_per_head"):
@@ -143,11 +143,11 @@ EXPLORER = {
 
 @claims.EXPLORER_SHAPES
 @pytest.mark.parametrize("step", steps(EXPLORER))
-def test_explorer_shape(candidate, step):
+def test_explorer_shape(candidate, check, step):
     """The explorer's shapes for "c a b e d" in the toy model (d_model 64, 4 heads, vocabulary 13)."""
     what, fact_id, _ = EXPLORER[step]
     got = observe(candidate, what, TOY, EXPLORER_SRC, EXPLORER_TGT_IN)
-    assert_shape(got, published_shape(fact_id), what=f"{what} for 'c a b e d' [{fact_id}]")
+    assert_shape(got, published_shape(check, fact_id), what=f"{what} for 'c a b e d' [{fact_id}]")
 
 
 PRACTICE = {
@@ -163,21 +163,23 @@ PRACTICE = {
 
 @claims.PRACTICE_SHAPES
 @pytest.mark.parametrize("step", steps(PRACTICE))
-def test_guided_practice_shape(candidate, step):
+def test_guided_practice_shape(candidate, check, step):
     """The guided practice's answers: a 7-letter source and an 8-token decoder input in the toy model."""
     what, fact_id, _ = PRACTICE[step]
     got = observe(candidate, what, TOY, PRACTICE_SRC, PRACTICE_TGT_IN)
-    assert_shape(got, published_shape(fact_id), what=f"{what} (7-letter source, 8-token decoder input) [{fact_id}]")
+    assert_shape(got, published_shape(check, fact_id),
+                 what=f"{what} (7-letter source, 8-token decoder input) [{fact_id}]")
 
 
 @claims.PRACTICE_SHAPES
 @MHA
-def test_guided_practice_masked_self_attention_hides_28_cells_per_head(candidate):
+def test_guided_practice_masked_self_attention_hides_28_cells_per_head(candidate, check):
     """With 8 decoder positions the causal mask hides 28 cells per head, all above the diagonal."""
     weights = np.asarray(observe(candidate, "decoder masked self-attention weights", TOY, PRACTICE_SRC,
                                  PRACTICE_TGT_IN))
     # the shape is guided_practice_shape's claim, an input here; the 28 cells are this check's
-    shape, cells = published_shape("practice.dec_self_weights", claim=False), published.value("practice.hidden_cells")
+    shape = published_shape(check, "practice.dec_self_weights", claim=False)
+    cells = check.published("practice.hidden_cells")
     assert_shape(weights, shape, what="masked self-attention weights")
     T = shape[-1]
     hidden = (weights == 0).sum(axis=(-2, -1))  # (1, 4): exact zeros per head
@@ -200,11 +202,11 @@ VANILLA_SHAPES = {
 
 @claims.BASE_SHAPES
 @pytest.mark.parametrize("step", steps(VANILLA_SHAPES))
-def test_base_model_shape(candidate, step):
+def test_base_model_shape(candidate, check, step):
     """The "Vanilla Transformer" shapes for [I, love, you] in the base model (d_model 512, 8 heads, V 30,000)."""
     what, fact_id, _ = VANILLA_SHAPES[step]
     got = observe(candidate, what, VANILLA, VANILLA_SRC, VANILLA_TGT_IN)
-    assert_shape(got, published_shape(fact_id), what=f"{what} for [I, love, you] [{fact_id}]")
+    assert_shape(got, published_shape(check, fact_id), what=f"{what} for [I, love, you] [{fact_id}]")
 
 
 OWNED = {fact_id for table in (EXPLORER, PRACTICE, VANILLA_SHAPES) for _, fact_id, _ in table.values()} | \
@@ -281,7 +283,7 @@ ATTENTION_TENSORS = {"enc_self_weights", "dec_self_weights", "cross_weights", "c
                      "hidden_cells"}
 
 
-def assert_published_shapes(candidate, *, with_attention: bool):
+def assert_published_shapes(candidate, check, *, with_attention: bool):
     """The attention weights' shapes (``with_attention``), or every other observable shape: each one check's."""
     failures, compared = [], 0
     cache = {}
@@ -301,7 +303,7 @@ def assert_published_shapes(candidate, *, with_attention: bool):
         if a.get("unbatched") and a["tensor"] in BATCHED:
             got = got[1:]
         compared += 1
-        published.value(entry["id"])
+        check.published(entry["id"])
         if got != expected_shape(entry):
             failures.append(f"{a['tensor']}: got {got}, published {entry['printed']!r} [{entry['id']}]")
     assert_true(compared > 0, "no published shape was observable", expected="some shapes", actual="none")
@@ -311,28 +313,28 @@ def assert_published_shapes(candidate, *, with_attention: bool):
 
 @claims.EXPLORER_SHAPES
 @pytest.mark.requires("model.forward", "model.encode", "model.load_weights", "model.dump_weights")
-def test_published_shapes_of_memory_and_logits(candidate):
+def test_published_shapes_of_memory_and_logits(candidate, check):
     """Memory (1, 5, 64) and logits (1, 6, 13) for "c a b e d"; (1, 7, 64), (1, 8, 13) in the guided practice."""
-    assert_published_shapes(candidate, with_attention=False)
+    assert_published_shapes(candidate, check, with_attention=False)
 
 
 @claims.PRACTICE_SHAPES
 @pytest.mark.requires(
     "model.forward", "model.encode", "model.load_weights", "model.dump_weights", "model.attention_weights"
 )
-def test_published_shapes_of_attention_weights(candidate):
+def test_published_shapes_of_attention_weights(candidate, check):
     """Attention weights (1, 4, 5, 5), (1, 4, 6, 6), (1, 4, 6, 5); 28 hidden cells above the diagonal for 8 tokens;
     the overview's causal masks for 4 and 5 positions, with weights exactly 0 where hidden."""
-    assert_published_shapes(candidate, with_attention=True)
+    assert_published_shapes(candidate, check, with_attention=True)
     model = candidate.build_model(toy_config(), seed=0)
     failures = []
     for entry in published.of_kind("causal_mask"):
-        allowed = np.asarray(published.value(entry["id"]), dtype=bool)
+        allowed = np.asarray(check.published(entry["id"]), dtype=bool)
         T = len(allowed)
         tgt_in = np.array([[1, *EXPLORER_IDS["tgt_in"][1:T]]])[:, :T]
         weights = np.asarray(model.attention_weights(np.array([EXPLORER_IDS["src"]]), tgt_in)["decoder.0.self_attn"])
         visible = weights[0] != 0.0  # (h, T, T); softmax of finite scores is never exactly 0
-        exact_zero = published.value("vanilla.causal.exact_zero")
+        exact_zero = check.published("vanilla.causal.exact_zero")
         if not ((visible == allowed).all() and (weights[0][:, ~allowed] == exact_zero).all()):
             hidden = (~visible).sum(axis=(-2, -1)).tolist()
             failures.append(f"{T} positions: decoder.0.self_attn hides {hidden} cells per head; published pattern"
