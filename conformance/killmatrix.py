@@ -163,8 +163,8 @@ def session(args, names: list[str], extra: list[str]) -> list:
 
     import pytest
 
-    from conformance.cli import pytest_argv
     from conformance.plugin import ResultCollector
+    from conformance.session import pytest_argv
 
     argv = pytest_argv([f"mutant:{name}" for name in names], "-q", "--tb=no", "--no-header", *extra)
     if args.workers > 1:

@@ -18,30 +18,7 @@ from conformance import supports
 from conformance.adapter import ADAPTER_PARTS, Conventions
 from conformance.candidate import Candidate
 from conformance.errors import LoadError
-
-_IMPLS = "conformance.implementations"
-BUILTINS = {
-    "reference": f"{_IMPLS}.reference.adapter:adapter",
-    "numpy": f"{_IMPLS}.numpy_impl.adapter:adapter",
-    "reference-float64": f"{_IMPLS}.reference.adapter:adapter_float64",
-    "torch-fused-qkv": f"{_IMPLS}.variants.fused_qkv:adapter",
-    "torch-nn-transformer": f"{_IMPLS}.torch_nn.adapter:torch_nn_default",
-    "torch-nn-transformer-fixed": f"{_IMPLS}.torch_nn.adapter:torch_nn_fixed",
-}
-MUTANT_PREFIX = "mutant:"
-
-
-def builtin_names() -> list[str]:
-    return sorted(BUILTINS)
-
-
-def resolve(spec: str) -> str:
-    """A built-in name or ``mutant:<name>`` -> ``module:attribute``; anything else is returned as is."""
-    if spec in BUILTINS:
-        return BUILTINS[spec]
-    if spec.startswith(MUTANT_PREFIX):
-        return f"{_IMPLS}.mutants.{spec[len(MUTANT_PREFIX) :]}:adapter"
-    return spec
+from conformance.naming import BUILTINS, MUTANT_PREFIX, builtin_names, resolve  # noqa: F401 - loading's names too
 
 
 def import_target(spec: str) -> Any:

@@ -17,8 +17,7 @@ import tempfile
 import time
 from pathlib import Path
 
-from conformance.adapter import ADAPTER_PARTS, MODEL_PARTS, Conventions
-from conformance.errors import AdapterError, LoadError
+from conformance.errors import LoadError
 
 SKIPPED_FOLDERS = {".git", "__pycache__", ".venv", "venv", "node_modules", "__MACOSX"}
 
@@ -38,37 +37,8 @@ def draw_seed(seed: int | None) -> int:
     return secrets.randbelow(2**31) if seed is None else seed
 
 
-class UnloadableAdapter:
-    """Stands in for a submission that could not be loaded: it has every part, and each raises the load
-    error, so each check is an *error* that says why and the report lists the whole catalogue."""
-
-    conventions = Conventions(framework="(not loaded)")
-
-    def __init__(self, reason: str):
-        self.reason = reason
-        self.load_warnings = [f"could not be loaded: {reason}"]
-        self.model_class = type("NotLoadedModel", (), {part: self._fail for part in MODEL_PARTS})
-
-    def _fail(self, *args, **kwargs):
-        raise AdapterError(f"not run: the implementation could not be loaded: {self.reason}",
-                           part="import", expected="a loaded implementation", actual="load error")
-
-    def __getattr__(self, name: str):
-        if name in ADAPTER_PARTS:
-            return self._fail
-        raise AttributeError(name)
-
-
-def unloadable_candidate(spec: str, reason: str):
-    from conformance.candidate import Candidate
-
-    candidate = Candidate(UnloadableAdapter(reason), name=spec, timeout_s=None)
-    candidate.load_warnings = [f"could not be loaded: {reason}"]
-    return candidate
-
-
 def certify_args(args, spec: str, seed: int, report: Path) -> argparse.Namespace:
-    """The ``certify`` arguments of a grading run (``cli.run_checks`` reads them)."""
+    """The ``certify`` arguments of a grading run (``session.run_checks`` reads them)."""
     return argparse.Namespace(
         impl=spec, json=str(report), workers=1, seed=seed, keyword=args.keyword, profile="grade",
         no_training=args.no_training, timeout=args.timeout, threads=args.threads, verbose=False,
@@ -78,9 +48,9 @@ def certify_args(args, spec: str, seed: int, report: Path) -> argparse.Namespace
 
 def grade_submission(args) -> int:
     """Grade ``args.submission``; print the report and the score; exit as ``certify`` would."""
-    from conformance.cli import AwaitWorker, load_options, run_checks
     from conformance.isolation.proxy import stop_all_workers
     from conformance.loading import discard_preloaded, load, preload
+    from conformance.session import AwaitWorker, load_options, run_checks, unloadable_candidate  # noqa: F401
 
     started = time.monotonic()
     submission = Path(args.submission)

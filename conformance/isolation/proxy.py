@@ -510,7 +510,7 @@ class IsolatedCandidate(Candidate):
 def worker_spec(spec: str) -> str:
     """The spec as the worker (another working directory) must read it: a path made absolute, after the
     same existence check as in-process loading."""
-    from conformance.loading import resolve
+    from conformance.naming import resolve
 
     location, colon, attr = resolve(spec).partition(":")
     if not location.endswith(".py"):
