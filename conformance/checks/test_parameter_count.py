@@ -15,6 +15,7 @@ from conformance import claims, published
 from conformance.compare import assert_true
 from conformance.config import ModelConfig, base_config, german_config, toy_config
 from conformance.diagnosis import Question
+from conformance.diagnosis.counts import explain_count
 from conformance.errors import PartNotImplemented
 from conformance.tolerances import Tolerance
 from conformance.weights import parameter_count
@@ -48,7 +49,9 @@ def probe(config: ModelConfig) -> ModelConfig:
 def assert_count(candidate, check, config: ModelConfig, expected: int, what: str):
     got = count(candidate, config)
     check.claim(got == expected, f"{what}: got {got:,}, expected {expected:,} (difference {got - expected:+,})",
-                ask=Question(count, config, probe=probe(config), tol=EXACT), expected=expected, actual=got)
+                ask=Question(count, config, probe=probe(config), tol=EXACT),
+                locate=lambda: explain_count(config, got, probe(config), count(candidate, probe(config))),
+                expected=expected, actual=got)
 
 
 @claims.PARAMETER_COUNT
