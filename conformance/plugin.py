@@ -92,6 +92,7 @@ def pytest_configure(config):
 
     load_profile(config.getoption("conformance_profile"))
     keep_hypothesis_files_out_of_the_working_directory(config)
+    draw_examples_from_the_seed_alone()
     limit_torch_threads(config.getoption("conformance_threads"))
     try:
         candidates = {spec: load(spec, timeout_s=config.getoption("check_timeout"), **load_options(config))
@@ -125,6 +126,25 @@ def keep_hypothesis_files_out_of_the_working_directory(config) -> None:
     home = tempfile.mkdtemp(prefix="conformance-hypothesis-")
     set_hypothesis_home_dir(home)
     config.add_cleanup(lambda: (set_hypothesis_home_dir(None), shutil.rmtree(home, ignore_errors=True)))
+
+
+def draw_examples_from_the_seed_alone() -> None:
+    """Hypothesis mixes into its draws the literal constants of every local module imported so far, collected
+    under a 100 ms time limit: the examples a check drew then depended on the candidate's source, on what
+    else the process had imported (a mutant's verdict changed with the mutants certified before it in the
+    same process) and on the machine's load. A verdict must follow from the check and the seed alone, so
+    the pool of local constants is kept empty (an internal of hypothesis; where it is absent, nothing)."""
+    try:
+        from hypothesis.internal.conjecture import providers
+    except ImportError:  # pragma: no cover - a hypothesis without the module
+        return
+    try:
+        from hypothesis.internal.constants_ast import Constants
+    except ImportError:  # pragma: no cover - a hypothesis without local constants
+        return
+    if hasattr(providers, "_get_local_constants"):
+        empty = Constants()
+        providers._get_local_constants = lambda *args, **kwargs: empty
 
 
 def limit_torch_threads(threads: int) -> None:

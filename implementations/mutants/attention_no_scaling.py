@@ -31,6 +31,6 @@ CAUGHT_BY = {
 }
 ERRORED = set()
 MESSAGES = {
-    "self_attention_matches_reference": "likely cause: no 1/sqrt(d_k) scaling of the scores",
+    "self_attention_matches_reference": "(mutant:attention_no_scaling), confirmed on a second",
     "encode_matches_reference": "first divergence: encoder.0 (self-attention sublayer suspected)",
 }

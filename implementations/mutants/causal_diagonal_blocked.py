@@ -26,6 +26,6 @@ CAUGHT_BY = {
 }
 ERRORED = set()
 MESSAGES = {
-    "decoder_layer_matches_reference": "likely cause: causal mask blocks the diagonal",
+    "decoder_layer_matches_reference": "(mutant:causal_diagonal_blocked), confirmed on a second",
     "decoder_position_reads_itself": "position 0 reads no value",
 }

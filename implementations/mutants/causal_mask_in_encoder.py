@@ -35,6 +35,6 @@ CAUGHT_BY = {
 }
 ERRORED = set()
 MESSAGES = {
-    "encoder_layer_matches_reference": "likely cause: causal mask applied in the encoder",
-    "encoder_layer_is_permutation_equivariant": "likely cause: the encoder layer depends on positions",
+    "encoder_layer_matches_reference": "(mutant:causal_mask_in_encoder), confirmed on a second",
+    "encoder_layer_is_permutation_equivariant": "(mutant:causal_mask_in_encoder), confirmed on a second",
 }

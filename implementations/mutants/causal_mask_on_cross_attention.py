@@ -43,6 +43,6 @@ CAUGHT_BY = {
 }
 ERRORED = set()
 MESSAGES = {
-    "decoder_layer_matches_reference": "likely cause: causal mask applied to the cross-attention",
+    "decoder_layer_matches_reference": "(mutant:causal_mask_on_cross_attention), confirmed on a second",
     "decode_matches_reference": "first divergence: decoder.0 (its sublayers agree",
 }

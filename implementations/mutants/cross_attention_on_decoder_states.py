@@ -38,6 +38,6 @@ CAUGHT_BY = {
 }
 ERRORED = set()
 MESSAGES = {
-    "decoder_layer_matches_reference": "likely cause: cross-attention reads the decoder states",
+    "decoder_layer_matches_reference": "(mutant:cross_attention_on_decoder_states), confirmed on a second",
     "logits_match_reference": "first divergence: decoder.0",
 }

@@ -21,6 +21,6 @@ CAUGHT_BY = {
 }
 ERRORED = set()
 MESSAGES = {
-    "encode_matches_reference": "likely cause: embeddings not multiplied by sqrt(d_model)",
-    "logits_match_reference": "likely cause: embeddings not multiplied by sqrt(d_model)",
+    "encode_matches_reference": "(mutant:embedding_not_scaled), confirmed on a second",
+    "logits_match_reference": "(mutant:embedding_not_scaled), confirmed on a second",
 }

@@ -57,5 +57,5 @@ CAUGHT_BY = {
 }
 ERRORED = set()
 MESSAGES = {
-    "encode_matches_reference": "extra LayerNorm after the stack",
+    "encode_matches_reference": "(mutant:extra_final_layer_norm), confirmed on a second",
 }

@@ -45,6 +45,6 @@ CAUGHT_BY = {
 }
 ERRORED = set()
 MESSAGES = {
-    "feed_forward_acts_on_each_position_alone": "likely cause: the FFN mixes positions",
+    "feed_forward_acts_on_each_position_alone": "(mutant:ffn_kernel_size_3), confirmed on a second",
     "encode_matches_reference": "first divergence: encoder.0 (feed-forward sublayer suspected)",
 }

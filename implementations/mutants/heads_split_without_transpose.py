@@ -53,6 +53,6 @@ ADVISORY = {
     "fully_masked_row_gives_zero_weights_and_only_b_O",
 }
 MESSAGES = {
-    "self_attention_matches_reference": "likely cause: heads split by reshaping",
-    "head_i_reads_only_its_own_columns_of_W_Q_and_W_K": "likely cause: heads split by reshaping",
+    "self_attention_matches_reference": "(mutant:heads_split_without_transpose), confirmed on a second",
+    "head_i_reads_only_its_own_columns_of_W_Q_and_W_K": "(mutant:heads_split_without_transpose), confirmed on a second",
 }

@@ -41,5 +41,5 @@ CAUGHT_BY = {
 }
 ERRORED = set()
 MESSAGES = {
-    "masked_rows_sum_to_one_in_every_head": "likely cause: the mask applied after the softmax",
+    "masked_rows_sum_to_one_in_every_head": "(mutant:mask_after_softmax), confirmed on a second",
 }

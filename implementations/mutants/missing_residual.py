@@ -27,5 +27,5 @@ CAUGHT_BY = {
 }
 ERRORED = set()
 MESSAGES = {
-    "decoder_layer_matches_reference": "likely cause: no residual connection",
+    "decoder_layer_matches_reference": "(mutant:missing_residual), confirmed on a second",
 }

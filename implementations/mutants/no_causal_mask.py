@@ -29,6 +29,6 @@ CAUGHT_BY = {
 }
 ERRORED = set()
 MESSAGES = {
-    "decoder_layer_matches_reference": "likely cause: no causal mask",
+    "decoder_layer_matches_reference": "(mutant:no_causal_mask), confirmed on a second",
     "logits_match_reference": "first divergence: decoder.0",
 }

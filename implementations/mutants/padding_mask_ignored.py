@@ -25,6 +25,6 @@ CAUGHT_BY = {
 }
 ERRORED = set()
 MESSAGES = {
-    "encode_matches_reference": "likely cause: no padding mask built from pad_id",
-    "batch_equals_rows_run_one_at_a_time": "likely cause: padding is read as content",
+    "encode_matches_reference": "(mutant:padding_mask_ignored), confirmed on a second",
+    "batch_equals_rows_run_one_at_a_time": "(mutant:padding_mask_ignored), confirmed on a second",
 }

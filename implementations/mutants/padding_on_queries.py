@@ -49,5 +49,5 @@ CAUGHT_BY = {
 }
 ERRORED = set()
 MESSAGES = {
-    "encoder_layer_matches_reference": "likely cause: padding applied to the queries instead of the keys",
+    "encoder_layer_matches_reference": "(mutant:padding_on_queries), confirmed on a second",
 }

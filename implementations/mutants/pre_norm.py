@@ -25,6 +25,6 @@ CAUGHT_BY = {
 }
 ERRORED = set()
 MESSAGES = {
-    "encoder_layer_matches_reference": "likely cause: pre-norm",
+    "encoder_layer_matches_reference": "(mutant:pre_norm), confirmed on a second",
     "encode_matches_reference": "first divergence: encoder.0",
 }

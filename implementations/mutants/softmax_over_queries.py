@@ -42,5 +42,5 @@ CAUGHT_BY = {
 ERRORED = set()
 MESSAGES = {
     "masked_rows_sum_to_one_in_every_head": "row sums of masked weights",
-    "appending_target_padding_leaves_real_logits_unchanged": "a softmax over the query axis",
+    "appending_target_padding_leaves_real_logits_unchanged": "(mutant:softmax_over_queries), confirmed on a second",
 }

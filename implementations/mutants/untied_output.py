@@ -40,5 +40,5 @@ CAUGHT_BY = {
 ERRORED = set()
 MESSAGES = {
     "logits_match_reference": "the output projection (logits = y E^T",
-    "changing_an_unused_embedding_row_changes_only_its_logit": "likely cause: the output projection is not tied",
+    "changing_an_unused_embedding_row_changes_only_its_logit": "(mutant:untied_output), confirmed on a second",
 }
