@@ -22,9 +22,29 @@ PATHS = [
 
 
 def test_a_canonical_tensor_may_be_listed_under_the_fused_projections_that_hold_it():
-    assert spellings("encoder.0.self_attn.W_K") == [
-        ("encoder.0.self_attn.W_K", 0, 1), ("encoder.0.self_attn.W_QKV", 1, 3), ("encoder.0.self_attn.W_KV", 0, 2)]
-    assert spellings("E") == [("E", 0, 1)]
+    assert spellings("encoder.0.self_attn.W_K") == [("encoder.0.self_attn.W_K", 0, 1, None),
+                                                    ("encoder.0.self_attn.W_QKV", 1, 3, None),
+                                                    ("encoder.0.self_attn.W_KV", 0, 2, None)]
+    assert spellings("E") == [("E", 0, 1, None)]
+    assert spellings("ffn.b1") == [("ffn.b1", 0, 1, None), ("ffn.W1", 0, 1, "bias")]  # beside its matrix
+    assert spellings("norm2.beta") == [("norm2.beta", 0, 1, None), ("norm2", 0, 1, "bias")]  # on its norm
+
+
+def test_an_entry_may_name_a_module_whose_bias_and_norm_vectors_follow():
+    paths = ["enc.0.qkv.weight", "enc.0.qkv.bias", "enc.0.fc1.weight", "enc.0.fc1.bias", "enc.0.ln.weight",
+             "enc.0.ln.bias", "mha.in_proj_weight", "mha.in_proj_bias"]
+    names = NameMap({"encoder.{l}.self_attn.W_QKV": "enc.{l}.qkv", "encoder.{l}.ffn.W1": "enc.{l}.fc1.weight",
+                     "encoder.{l}.norm1": "enc.{l}.ln", "cross_attn.W_QKV": "mha.in_proj_weight"})
+    got = names.resolve(["encoder.0.self_attn.W_K", "encoder.0.self_attn.b_K", "encoder.0.ffn.b1",
+                         "encoder.0.norm1.gamma", "encoder.0.norm1.beta", "cross_attn.b_V"], paths)
+    assert got == {"encoder.0.self_attn.W_K": (Slot("enc.0.qkv.weight", 1, 3),),
+                   "encoder.0.self_attn.b_K": (Slot("enc.0.qkv.bias", 1, 3),),
+                   "encoder.0.ffn.b1": (Slot("enc.0.fc1.bias"),),
+                   "encoder.0.norm1.gamma": (Slot("enc.0.ln.weight"),),
+                   "encoder.0.norm1.beta": (Slot("enc.0.ln.bias"),),
+                   "cross_attn.b_V": (Slot("mha.in_proj_bias", 2, 3),)}
+    with pytest.raises(NameMapError, match=r"ffn.b2 \(key 'encoder.{l}.ffn.W2'\) -> 'enc.0.fc2 \(its bias\)'"):
+        NameMap({"encoder.{l}.ffn.W2": "enc.{l}.fc2"}).resolve(["encoder.0.ffn.b2"], paths)
 
 
 def test_layers_and_stars_carry_over_from_key_to_value():

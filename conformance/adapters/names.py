@@ -35,6 +35,9 @@ from dataclasses import dataclass
 # A fused projection and the canonical tensors it holds, in order along its output axis.
 FUSED = {"W_QKV": ("W_Q", "W_K", "W_V"), "b_QKV": ("b_Q", "b_K", "b_V"), "W_KV": ("W_K", "W_V"), "b_KV": ("b_K", "b_V")}
 TRANSPOSED_SUFFIX = ".T"
+# An entry may name a module instead of a parameter: a matrix's entry gives its bias too, a norm's its two vectors.
+MATRIX_OF = {"b_Q": "W_Q", "b_K": "W_K", "b_V": "W_V", "b_O": "W_O", "b1": "W1", "b2": "W2"}
+NORM_PARTS = {"gamma": "weight", "beta": "bias"}
 
 
 @dataclass(frozen=True)
@@ -59,15 +62,24 @@ class NameMapError(ValueError):
         super().__init__(f"the name map does not fit the module ({len(problems)} problems):\n{listed}")
 
 
-def spellings(name: str) -> list[tuple[str, int, int]]:
-    """The names a canonical tensor may be listed under, in order: itself, then each fused projection that
-    holds it, with its block: ``spellings("encoder.0.self_attn.W_K")`` ->
-    ``[("encoder.0.self_attn.W_K", 0, 1), ("encoder.0.self_attn.W_QKV", 1, 3), ("encoder.0.self_attn.W_KV", 0, 2)]``."""
+def spellings(name: str) -> list[tuple[str, int, int, str | None]]:
+    """The names a canonical tensor may be listed under, in order, with its block and, when the entry names a
+    module, which of its parameters: the name itself, each fused projection that holds it, then (a bias) its
+    matrix's entries, or (a norm's gamma, beta) the norm. ``spellings("encoder.0.self_attn.W_K")`` ->
+    ``[("encoder.0.self_attn.W_K", 0, 1, None), ("encoder.0.self_attn.W_QKV", 1, 3, None),
+    ("encoder.0.self_attn.W_KV", 0, 2, None)]``."""
     prefix, _, leaf = name.rpartition(".")
-    found = [(name, 0, 1)]
-    for fused, parts in FUSED.items():
-        if leaf in parts:
-            found.append((f"{prefix}.{fused}" if prefix else fused, parts.index(leaf), len(parts)))
+
+    def beside(other: str) -> str:
+        return f"{prefix}.{other}" if prefix else other
+
+    found = [(name, 0, 1, None)]
+    found += [(beside(fused), parts.index(leaf), len(parts), None) for fused, parts in FUSED.items() if leaf in parts]
+    if leaf in MATRIX_OF:
+        matrix = spellings(beside(MATRIX_OF[leaf]))
+        found += [(spelling, block, blocks, "bias") for spelling, block, blocks, _ in matrix]
+    if leaf in NORM_PARTS and prefix:
+        found.append((prefix, 0, 1, NORM_PARTS[leaf]))
     return found
 
 
@@ -117,16 +129,16 @@ class NameMap:
         self.names = dict(names)
         self._keys = [(key, key_pattern(key), value) for key, value in self.names.items()]
 
-    def entry(self, name: str) -> tuple[str, object, re.Match, int, int] | None:
-        """(key, value, match, block, blocks) of the entry listing ``name`` (directly or fused), else None;
-        ``ValueError`` when two entries list it."""
-        for spelling, block, blocks in spellings(name):
+    def entry(self, name: str) -> tuple[str, object, re.Match, int, int, str | None] | None:
+        """(key, value, match, block, blocks, part) of the entry listing ``name`` (see ``spellings``), else
+        None; ``ValueError`` when two entries list it."""
+        for spelling, block, blocks, part in spellings(name):
             hits = [(key, value, m) for key, pattern, value in self._keys if (m := pattern.fullmatch(spelling))]
             if len(hits) > 1:
                 raise ValueError(f"{name} is listed by {len(hits)} entries: {', '.join(k for k, _, _ in hits)}")
             if hits:
                 key, value, match = hits[0]
-                return key, value, match, block, blocks
+                return key, value, match, block, blocks, part
         return None
 
     def resolve(self, canonical: Iterable[str], paths: Iterable[str]) -> dict[str, tuple[Slot, ...]]:
@@ -145,15 +157,31 @@ class NameMap:
         found = self.entry(name)
         if found is None:
             raise ValueError(f"no entry for {name}: add a key for it (e.g. {_generalised(name)!r})")
-        key, value, match, block, blocks = found
+        key, value, match, block, blocks, part = found
         slots = []
         for target in _targets(value):
             pattern, transposed = _strip_transposed(substitute(target, match))
-            hits = find(pattern, paths)
+            hits = place(pattern, part, paths)
             if len(hits) != 1:
-                raise ValueError(_not_one(name, key, pattern, hits, paths))
+                raise ValueError(_not_one(name, key, pattern, part, hits, paths))
             slots.append(Slot(hits[0], block, blocks, transposed))
         return tuple(slots)
+
+
+def place(pattern, part: str | None, paths: list[str]) -> list[str]:
+    """The parameters a target selects: itself; a module's ``part`` (its bias beside its weight:
+    ``lin.weight`` -> ``lin.bias``, ``in_proj_weight`` -> ``in_proj_bias``); a module named for a matrix: its weight."""
+    if part == "bias" and isinstance(pattern, str) and pattern.endswith("weight"):
+        return find(pattern.removesuffix("weight") + "bias", paths)
+    if part is not None:
+        return find(_child(pattern, part), paths)
+    return find(pattern, paths) or find(_child(pattern, "weight"), paths)
+
+
+def _child(pattern, part: str):
+    if isinstance(pattern, re.Pattern):
+        return re.compile(pattern.pattern + re.escape(f".{part}"))
+    return f"{pattern}.{part}"
 
 
 def _strip_transposed(pattern):
@@ -166,11 +194,13 @@ def _generalised(name: str) -> str:
     return re.sub(r"\.\d+\.", ".{l}.", name, count=1)
 
 
-def _not_one(name: str, key: str, pattern, hits: list[str], paths: list[str]) -> str:
+def _not_one(name: str, key: str, pattern, part: str | None, hits: list[str], paths: list[str]) -> str:
     shown = pattern.pattern if isinstance(pattern, re.Pattern) else pattern
+    if part is not None:
+        shown = f"{shown} (its {part})"
     if hits:
         return f"{name} (key {key!r}) -> {shown!r} matches {len(hits)} parameters: {', '.join(hits[:5])}"
-    close = difflib.get_close_matches(shown, paths, n=3, cutoff=0.5)
+    close = difflib.get_close_matches(shown.split(" ")[0], paths, n=3, cutoff=0.5)
     hint = f"; closest: {', '.join(close)}" if close else ""
     return f"{name} (key {key!r}) -> {shown!r} matches no parameter{hint}"
 
@@ -185,7 +215,7 @@ def sub_names(names: dict, canonical_prefix: str, module_prefix: str) -> dict:
     prefix, module = canonical_prefix.replace("{l}", "0"), module_prefix.replace("{l}", "0")
     for leaf in _component_leaves(canonical_prefix):
         found = compiled.entry(prefix + leaf)
-        if found is None or found[3:] != (0, 1):  # only entries that list this very name
+        if found is None or found[3:] != (0, 1, None):  # only entries that list this very name
             continue
         targets = [substitute(target, found[2]) for target in _targets(found[1])]
         if all(isinstance(t, str) and t.startswith(module) for t in targets):
@@ -204,5 +234,5 @@ def _component_leaves(canonical_prefix: str) -> list[str]:
     if re.search(r"norm\d\.$", canonical_prefix):
         return ["gamma", "beta"]
     return ([f"{sub}.{leaf}" for sub in ("self_attn", "cross_attn") for leaf in attention]
-            + [f"norm{i}.{p}" for i in (1, 2, 3) for p in ("gamma", "beta")]
+            + [f"norm{i}{p}" for i in (1, 2, 3) for p in ("", ".gamma", ".beta")]
             + [f"ffn.{w}" for w in ("W1", "b1", "W2", "b2")])

@@ -291,15 +291,38 @@ def generalise(found: dict[str, object], proposal: Proposal) -> None:
         value = [_generic(p) for p in path] if isinstance(path, list) else _generic(path)
         if patterns.setdefault(key, value) != value:
             proposal.guesses.append(f"{name}: {path} does not follow the pattern {patterns[key]} of layer 0")
-    proposal.names = merge_stacks(dict(sorted(patterns.items(), key=lambda item: _rank(item[0]))))
+    proposal.names = merge_stacks(compact(dict(sorted(patterns.items(), key=lambda item: _rank(item[0])))))
     modules = _attention_modules(patterns)
     order = sorted(modules, key=lambda key: (key.startswith("decoder"), "cross" in key))
     proposal.attention = merge_stacks({key: modules[key] for key in order})
 
 
-LEAF_ORDER = [f"{sub}.{leaf}" for sub in ("self_attn", "norm1", "cross_attn", "norm2", "ffn", "norm3")
-              for leaf in ("W_QKV", "W_Q", "W_KV", "W_K", "W_V", "W_O", "b_QKV", "b_Q", "b_KV", "b_K", "b_V", "b_O",
-                           "gamma", "beta", "W1", "b1", "W2", "b2")]
+LEAF_ORDER = [name for sub in ("self_attn", "norm1", "cross_attn", "norm2", "ffn", "norm3")
+              for name in [sub] + [f"{sub}.{leaf}" for leaf in (
+                  "W_QKV", "W_Q", "W_KV", "W_K", "W_V", "W_O", "b_QKV", "b_Q", "b_KV", "b_K", "b_V", "b_O", "gamma",
+                  "beta", "W1", "b1", "W2", "b2")]]
+BIAS_BESIDE = {"b_Q": "W_Q", "b_K": "W_K", "b_V": "W_V", "b_O": "W_O", "b_QKV": "W_QKV", "b_KV": "W_KV", "b1": "W1",
+               "b2": "W2"}
+
+
+def compact(patterns: dict[str, object]) -> dict[str, object]:
+    """Entries a name map need not spell out (``conformance.adapters.names``: an entry may name a module): a
+    bias beside its matrix (``lin.bias`` beside ``lin.weight``), and a norm's two vectors, one entry on the norm."""
+    out: dict[str, object] = {}
+    for key, value in patterns.items():
+        prefix, _, leaf = key.rpartition(".")
+        matrix = patterns.get(f"{prefix}.{BIAS_BESIDE.get(leaf)}")
+        if isinstance(matrix, str) and matrix.endswith("weight") and value == matrix.removesuffix("weight") + "bias":
+            continue
+        beta = patterns.get(f"{prefix}.beta")
+        if leaf == "gamma" and isinstance(value, str) and value.endswith(".weight") \
+                and beta == value.removesuffix("weight") + "bias":
+            out[prefix] = value.removesuffix(".weight")
+            continue
+        if leaf == "beta" and prefix in out:
+            continue
+        out[key] = value
+    return out
 
 
 def _rank(key: str) -> tuple[int, int]:

@@ -123,20 +123,17 @@ def _without_attention_biases(layer: nn.Module, d_model: int, h: int, dropout: f
 # Canonical names on nn's modules (conformance.adapters): in_proj_weight stacks W_Q^T, W_K^T, W_V^T
 # --------------------------------------------------------------------------------------------------
 
-MHA = {"W_QKV": "in_proj_weight", "b_QKV": "in_proj_bias", "W_O": "out_proj.weight", "b_O": "out_proj.bias"}
+MHA = {"W_QKV": "in_proj_weight", "W_O": "out_proj"}  # an entry for a matrix gives its bias too
 NAMES = {
-    "E": "embedding.weight", "E_src": "src_embedding.weight", "E_tgt": "tgt_embedding.weight",
-    "W_out": "generator.weight",
+    "E": "embedding.weight", "E_src": "src_embedding.weight", "E_tgt": "tgt_embedding.weight", "W_out": "generator",
     **{f"*.{{l}}.self_attn.{k}": f"transformer.*.layers.{{l}}.self_attn.{v}" for k, v in MHA.items()},
     **{f"decoder.{{l}}.cross_attn.{k}": f"transformer.decoder.layers.{{l}}.multihead_attn.{v}" for k, v in MHA.items()},
-    "*.{l}.ffn.W1": "transformer.*.layers.{l}.linear1.weight", "*.{l}.ffn.b1": "transformer.*.layers.{l}.linear1.bias",
-    "*.{l}.ffn.W2": "transformer.*.layers.{l}.linear2.weight", "*.{l}.ffn.b2": "transformer.*.layers.{l}.linear2.bias",
-    "*.{l}.norm*.gamma": "transformer.*.layers.{l}.norm*.weight",
-    "*.{l}.norm*.beta": "transformer.*.layers.{l}.norm*.bias",
+    "*.{l}.ffn.W1": "transformer.*.layers.{l}.linear1", "*.{l}.ffn.W2": "transformer.*.layers.{l}.linear2",
+    "*.{l}.norm*": "transformer.*.layers.{l}.norm*",  # an entry for a norm gives gamma (weight) and beta (bias)
 }
 LAYER = {stack: sub_names(NAMES, f"{stack}.{{l}}.", f"transformer.{stack}.layers.{{l}}.")
          for stack in ("encoder", "decoder")}
-FFN = {"W1": "0.weight", "b1": "0.bias", "W2": "2.weight", "b2": "2.bias"}  # nn.Sequential(Linear, ReLU, Linear)
+FFN = {"W1": "0", "W2": "2"}  # nn.Sequential(Linear, ReLU, Linear)
 ATTENTION = {"*.{l}.self_attn": "transformer.*.layers.{l}.self_attn",
              "decoder.{l}.cross_attn": "transformer.decoder.layers.{l}.multihead_attn"}
 

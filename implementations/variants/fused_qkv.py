@@ -225,13 +225,10 @@ class Seq2SeqTransformer(nn.Module):
 # --------------------------------------------------------------------------------------------------
 
 NAMES = {
-    "E": "embedding.weight", "E_src": "src_embedding.weight", "E_tgt": "tgt_embedding.weight",
-    "W_out": "generator.weight",
+    "E": "embedding.weight", "E_src": "src_embedding.weight", "E_tgt": "tgt_embedding.weight", "W_out": "generator",
     "*.{l}.*_attn.W_QKV": "*.{l}.*_attn.W_qkv", "*.{l}.*_attn.b_QKV": "*.{l}.*_attn.b_qkv",  # x @ W already
-    "*.{l}.*_attn.W_O": "*.{l}.*_attn.out.weight", "*.{l}.*_attn.b_O": "*.{l}.*_attn.out.bias",
-    "*.{l}.ffn.W1": "*.{l}.ffn.inner.weight", "*.{l}.ffn.b1": "*.{l}.ffn.inner.bias",
-    "*.{l}.ffn.W2": "*.{l}.ffn.outer.weight", "*.{l}.ffn.b2": "*.{l}.ffn.outer.bias",
-    "*.{l}.norm*.gamma": "*.{l}.norm*.weight", "*.{l}.norm*.beta": "*.{l}.norm*.bias",
+    "*.{l}.*_attn.W_O": "*.{l}.*_attn.out",  # nn.Linear: transposed, its bias beside it
+    "*.{l}.ffn.W1": "*.{l}.ffn.inner", "*.{l}.ffn.W2": "*.{l}.ffn.outer", "*.{l}.norm*": "*.{l}.norm*",
 }
 LAYER = {stack: sub_names(NAMES, f"{stack}.{{l}}.", f"{stack}.{{l}}.") for stack in ("encoder", "decoder")}
 ATTENTION = sub_names(NAMES, "encoder.{l}.self_attn.", "encoder.{l}.self_attn.")
