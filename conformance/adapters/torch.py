@@ -19,6 +19,7 @@ layout (``batch_first=False``: token ids (L, B)).
 
 from __future__ import annotations
 
+import contextlib
 import inspect
 from collections.abc import Callable
 
@@ -56,6 +57,15 @@ def mask(x) -> Tensor | None:
 def numpy(t: Tensor, dtype: torch.dtype = torch.float32) -> np.ndarray:
     """A tensor back across the boundary: detached, on the CPU, in ``dtype``, a copy."""
     return t.detach().cpu().to(dtype).numpy().copy()
+
+
+@contextlib.contextmanager
+def seeded(seed: int):
+    """Draw from torch's global generator seeded with ``seed`` (a module's own initialisation), and leave it as
+    it was afterwards: ``with seeded(seed): net = MyTransformer(...)``."""
+    with torch.random.fork_rng(devices=[]):
+        torch.manual_seed(seed)
+        yield
 
 
 # --------------------------------------------------------------------------------------------------
