@@ -20,6 +20,7 @@ Pure Python on anything with ``named_parameters()`` and ``named_modules()`` (no 
 
 from __future__ import annotations
 
+import json
 import re
 from dataclasses import dataclass, field
 
@@ -71,8 +72,8 @@ class Proposal:
 
     def render(self) -> str:
         """Python source of the draft, ready to paste into an adapter."""
-        lines = ["NAMES = {"] + [f"    {k!r}: {v!r}," for k, v in self.names.items()] + ["}"]
-        lines += ["ATTENTION = {"] + [f"    {k!r}: {v!r}," for k, v in self.attention.items()] + ["}"]
+        lines = ["NAMES = {"] + [f"    {literal(k)}: {literal(v)}," for k, v in self.names.items()] + ["}"]
+        lines += ["ATTENTION = {"] + [f"    {literal(k)}: {literal(v)}," for k, v in self.attention.items()] + ["}"]
         if self.unmapped:
             lines.append("# No canonical name (load_weights sets them to identity values; the report lists them):")
             lines += [f"#   {path}" for path in self.unmapped]
@@ -362,16 +363,25 @@ def _common_module(paths: list[str]) -> str:
 
 def merge_stacks(patterns: dict[str, object]) -> dict[str, object]:
     """{"encoder.{l}.X": "encoder.L.{l}.Y", "decoder.{l}.X": "decoder.L.{l}.Y"} -> {"*.{l}.X": "*.L.{l}.Y"}."""
+    def twin_of(key: str, value) -> str | None:
+        twin = patterns.get(f"decoder.{key[8:]}")
+        same = isinstance(value, str) and isinstance(twin, str) and value.count("encoder") == 1 and "*" not in value
+        return f"*.{key[8:]}" if same and value.replace("encoder", "*") == twin.replace("decoder", "*") else None
+
     merged: dict[str, object] = {}
     for key, value in patterns.items():
-        if key.startswith("decoder.") and f"encoder.{key[8:]}" in patterns:
-            continue
-        twin = patterns.get(f"decoder.{key[8:]}") if key.startswith("encoder.") else None
-        if isinstance(value, str) and isinstance(twin, str) and value.count("encoder") == 1 \
-                and value.replace("encoder", "*") == twin.replace("decoder", "*") and "*" not in value:
-            merged[f"*.{key[8:]}"] = value.replace("encoder", "*")
-            continue
-        merged[key] = value
-        if twin is not None:
-            merged[f"decoder.{key[8:]}"] = twin
+        if key.startswith("encoder.") and twin_of(key, value):
+            merged[twin_of(key, value)] = value.replace("encoder", "*")
+        elif not (key.startswith("decoder.") and twin_of(f"encoder.{key[8:]}", patterns.get(f"encoder.{key[8:]}"))):
+            merged[key] = value
     return merged
+
+
+def literal(value) -> str:
+    """A value of a name map as Python source, strings in double quotes."""
+    if isinstance(value, str):
+        return json.dumps(value)
+    if isinstance(value, list | tuple):
+        inner = ", ".join(literal(v) for v in value) + ("," if isinstance(value, tuple) and len(value) == 1 else "")
+        return f"[{inner}]" if isinstance(value, list) else f"({inner})"
+    return repr(value)
