@@ -126,11 +126,15 @@ class Candidate:
         self.adapter = adapter
         self.name = name
         self.timeout_s = timeout_s
-        self.conventions: Conventions = adapter.conventions
         self.hung_parts: set[str] = set()  # a part that hung once fails fast afterwards (no re-waiting)
 
     def __repr__(self) -> str:  # shown in pytest ids and hypothesis reproductions
         return f"Candidate({self.name!r})"
+
+    @property
+    def conventions(self) -> Conventions:
+        """What the adapter declares; read when needed (an isolated adapter's worker may still be importing)."""
+        return self.adapter.conventions
 
     # -- discovery ----------------------------------------------------------------------------
     def provides(self, part: str) -> bool:

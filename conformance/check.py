@@ -13,6 +13,9 @@ from __future__ import annotations
 
 from collections.abc import Callable
 
+import numpy as np
+
+from conformance import published
 from conformance.compare import Measurement, assert_close
 from conformance.errors import CheckFailure, ConformanceOutcome
 from conformance.results import plain
@@ -34,9 +37,15 @@ class Check:
         self.candidate = candidate
         self.measurements: list[dict] = []
         self.data: dict = {}
+        self.facts: set[str] = set()  # the published facts this check compared against
 
     def __repr__(self) -> str:  # hypothesis prints the arguments of a failing example
         return f"check({len(self.measurements)} comparisons so far)"
+
+    def published(self, fact_id: str):
+        """A published fact's value, as printed; the check's report lists the facts it read."""
+        self.facts.add(fact_id)
+        return published.value(fact_id)
 
     def record(self, name: str, data) -> None:
         """Keep ``data`` (plain numbers, lists, dicts) in the report under the check's ``data[name]``."""
@@ -68,6 +77,24 @@ class Check:
         self.explain(failure, tol, ask=ask, locate=locate)
         raise failure
 
+    def published_values(self, pairs, *, what: str, floor: Tolerance | None = None) -> None:
+        """``pairs``: (fact_id, got) or (fact_id, got, floor), each compared with the published value at half a
+        unit of its last printed digit (or ``floor``, when the value is read back through inexact arithmetic
+        and that is the looser); then one failure naming every fact that differs."""
+        __tracebackhide__ = True
+        failures = []
+        for fact_id, got, *own_floor in pairs:
+            try:
+                self.close(np.asarray(got, dtype=np.float64), np.asarray(self.published(fact_id), dtype=np.float64),
+                           _looser(fact_id, own_floor[0] if own_floor else floor),
+                           what=f"{what} [{fact_id}, {published.cite(fact_id)}]")
+            except AssertionError as exc:
+                failures.append(str(exc).splitlines()[0] + f" (got {fmt_values(got)},"
+                                f" published {published.fact(fact_id)['printed']!r})")
+        if failures:
+            raise CheckFailure(f"{len(failures)} published value(s) not reproduced:\n  " + "\n  ".join(failures),
+                               expected="the published values", actual="see message")
+
     def explain(self, failure: CheckFailure, tol: Tolerance | None, *, ask=None, locate=None, structure=None) -> None:
         """Append the diagnosis to ``failure``: confirmed known bug, first divergence, structure."""
         from conformance.diagnosis import confirmed_matches
@@ -86,6 +113,21 @@ class Check:
         if lines:
             failure.message = "\n".join([failure.message, *lines])
             failure.args = (failure.message,)
+
+
+def _looser(fact_id: str, floor: Tolerance | None) -> Tolerance:
+    printed_tol = published.tolerance(fact_id)
+    if floor is None or (printed_tol.rtol >= floor.rtol and printed_tol.atol >= floor.atol):
+        return printed_tol
+    return Tolerance(max(printed_tol.rtol, floor.rtol), max(printed_tol.atol, floor.atol),
+                     f"{printed_tol.reason}; {floor.reason}")
+
+
+def fmt_values(got) -> str:
+    """Six significant digits, whatever the magnitude: a rate of 3.49e-07 must not print as 0.0."""
+    values = np.asarray(got, dtype=np.float64)
+    text = [f"{v:.6g}" for v in values.ravel()]
+    return text[0] if values.ndim == 0 else "[" + ", ".join(text) + "]"
 
 
 def _quietly(fn: Callable):

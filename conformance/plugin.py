@@ -12,7 +12,6 @@ returns garbage gives an *error* for that one check, and the run goes on.
 from __future__ import annotations
 
 import functools
-import json
 import shutil
 import sys
 import time
@@ -26,7 +25,6 @@ from conformance.errors import Blocked, ConformanceOutcome, LoadError, PartNotIm
 from conformance.results import FAILING, CheckResult, plain
 
 RESULTS_KEY = "conformance"
-COLLECTORS: list[ResultCollector] = []  # the CLI reads the results of the run it started here
 
 
 def pytest_addoption(parser):
@@ -45,9 +43,10 @@ def pytest_addoption(parser):
     group.addoption("--conformance-summary", action="store_true", help="print one line per check, grouped by section")
     group.addoption(
         "--conformance-profile",
-        choices=("ci", "thorough"),
+        choices=("ci", "thorough", "grade"),
         default="ci",
-        help="hypothesis profile: ci (deterministic, fast) or thorough (certification)",
+        help="hypothesis profile: ci (deterministic, fast), thorough (certification) or grade (ci's size, examples"
+             " drawn from --hypothesis-seed: inputs a submission cannot predict)",
     )
     group.addoption("--check-timeout", type=float, default=60.0, metavar="S", help="seconds one adapter call may take")
     group.addoption("--no-training", action="store_true", help="skip the training-convergence checks")
@@ -69,6 +68,9 @@ def pytest_addoption(parser):
         "--conformance-threads", type=int, default=1, metavar="N",
         help="torch intra-op threads while the checks run (default 1; 0 leaves torch's default)",
     )
+    from conformance.isolation.options import add_options
+
+    add_options(group)
 
 
 def pytest_configure(config):
@@ -87,19 +89,31 @@ def pytest_configure(config):
     if not specs:
         return
     from conformance.hypothesis_profiles import load_profile
+    from conformance.isolation.options import load_options
     from conformance.loading import load
 
     load_profile(config.getoption("conformance_profile"))
     keep_hypothesis_files_out_of_the_working_directory(config)
     limit_torch_threads(config.getoption("conformance_threads"))
     try:
-        candidates = {spec: load(spec, timeout_s=config.getoption("check_timeout")) for spec in specs}
+        candidates = {spec: load(spec, timeout_s=config.getoption("check_timeout"), **load_options(config))
+                      for spec in specs}
         path = config.getoption("conformance_deviations")
         config.stash[_deviations_key] = deviations.load(path) if path else []
     except LoadError as exc:
         raise pytest.UsageError(str(exc)) from exc
     config.stash[_candidates_key] = candidates
-    config.pluginmanager.register(ResultCollector(config, candidates), "conformance-collector")
+    collector = next((p for p in config.pluginmanager.get_plugins() if isinstance(p, ResultCollector)), None)
+    if collector is None:
+        collector = ResultCollector()
+        config.pluginmanager.register(collector, "conformance-collector")
+    collector.bind(config, candidates)
+
+
+def pytest_unconfigure(config):
+    from conformance.isolation.options import close
+
+    close(config.stash.get(_candidates_key, {}).values())  # isolated workers end with the session
 
 
 def keep_hypothesis_files_out_of_the_working_directory(config) -> None:
@@ -310,35 +324,30 @@ def pytest_runtest_setup(item):
 
 @pytest.hookimpl(hookwrapper=True)
 def pytest_runtest_call(item):
-    """Track which published facts a check reads, for the report's coverage line."""
+    """Seed torch for the check, and count the examples a property check runs and skips."""
     if _item_candidate(item) is None:
         yield
         return
-    from conformance import published
-
     global _running
     seed_torch(item)
-    outer, published.accessed = published.accessed, set()
     _running = item.stash[_examples_key] = Examples()
     try:
         yield
     finally:
-        item.stash[_facts_key] = sorted(published.accessed)
-        published.accessed = outer
         _running = None
-
-
-_facts_key = pytest.StashKey[list]()
 
 
 def seed_torch(item) -> None:
     """Seed torch's global generator from --conformance-seed and the check, so a candidate that draws
     from it (dropout left on, its own initialisation) gives the same verdict in every run and order."""
-    torch = sys.modules.get("torch")
-    if torch is None:
-        return
+    from conformance.isolation.options import seed_worker
+
     seed = item.config.getoption("conformance_seed")
-    torch.manual_seed(int(np.random.default_rng([seed, *check_id(item).encode()]).integers(2**31)))
+    torch_seed = int(np.random.default_rng([seed, *check_id(item).encode()]).integers(2**31))
+    seed_worker(_item_candidate(item), torch_seed)  # an isolated candidate's torch, in its worker
+    torch = sys.modules.get("torch")
+    if torch is not None:
+        torch.manual_seed(torch_seed)
 
 
 def _item_candidate(item):
@@ -375,12 +384,14 @@ def _classify(item, call, candidate) -> CheckResult:
         section=check_section(item),
         status="passed",
         duration_s=round(call.duration, 6),
-        reproduction=f"transformer-conformance certify {candidate.name} -k '{check_id(item)}' --seed {seed}",
+        reproduction=f"transformer-conformance certify {candidate.name} -k '{check_id(item)}' --seed {seed}"
+                     + ("" if item.config.getoption("conformance_profile") == "ci" else
+                        f" --profile {item.config.getoption('conformance_profile')}"),
     )
-    result.facts = item.stash.get(_facts_key, [])
     result.claim = claims.of(item)
     recorder = item.stash.get(_recorder_key, None)
     if recorder:
+        result.facts = sorted(recorder.facts)
         result.measurements = recorder.measurements
         margins = [m["margin"] for m in recorder.measurements if m.get("margin") is not None]
         result.margin = max(margins) if margins else None
@@ -398,8 +409,9 @@ def _classify(item, call, candidate) -> CheckResult:
         for name, value in exc.as_fields().items():
             if name in CheckResult.__dataclass_fields__ and value is not None:
                 setattr(result, name, plain(value))
-    elif isinstance(exc, pytest.skip.Exception):
-        result.status, result.message = "not_implemented", str(exc)
+    elif isinstance(exc, pytest.skip.Exception):  # the suite could not run it (torch missing): not the candidate's
+        result.status, result.message, result.blocked_by = "blocked", f"the suite could not run this check: {exc}", \
+            "the suite"
     elif isinstance(exc, AssertionError):
         result.status, result.message = "failed", str(exc)
     else:  # a bug in the check itself, not in the candidate: still an error, and still reported
@@ -425,15 +437,25 @@ def _unwrap(exc: BaseException) -> BaseException:
 
 
 
-class ResultCollector:
-    """Runs where the results arrive (the controller under xdist): gathers them and writes the reports."""
+def isolation_summary(candidate) -> dict:
+    from conformance.isolation.options import summary
 
-    def __init__(self, config, candidates):
-        self.config = config
-        self.candidates = candidates
+    return summary(candidate)
+
+
+class ResultCollector:
+    """Runs where the results arrive (the controller under xdist): gathers them and builds the run's one
+    report (``conformance.report``). The CLI hands one in (``pytest.main(plugins=[collector])``) and reads
+    ``collector.report`` afterwards; without one, the plugin makes its own."""
+
+    def __init__(self):
+        self.config, self.candidates = None, {}
         self.results: list[CheckResult] = []
         self.started = time.time()
-        COLLECTORS.append(self)
+        self._report: dict | None = None
+
+    def bind(self, config, candidates) -> None:
+        self.config, self.candidates = config, candidates
 
     def pytest_runtest_logreport(self, report):
         for key, value in report.user_properties:
@@ -444,6 +466,7 @@ class ResultCollector:
         declared = self.config.stash.get(_deviations_key, [])
         return {
             "strict": self.config.getoption("conformance_strict"),
+            "selection": self.config.getoption("conformance_select"),
             "declared_deviations": deviations.summary(self.results, declared) if declared else [],
             "seed": self.config.getoption("conformance_seed"),
             "hypothesis_profile": self.config.getoption("conformance_profile"),
@@ -455,22 +478,33 @@ class ResultCollector:
                     "conventions": c.conventions.as_dict(),
                     "provided_parts": c.provided_parts(),
                     "load_warnings": getattr(c, "load_warnings", []),
+                    "isolation": isolation_summary(c),
                 }
                 for spec, c in self.candidates.items()
             ],
         }
 
+    @property
+    def report(self) -> dict:
+        """The run's report, built once, after the last result (every rendering reads this dict)."""
+        if self._report is None:
+            from conformance.report import build_report
+            from conformance.twins import annotate_hard_coding
+
+            annotate_hard_coding(self.results)
+            self._report = build_report(self.results, self.metadata())
+        return self._report
+
     def pytest_sessionfinish(self, session):
         path = self.config.getoption("conformance_json")
-        if path:
-            from conformance.reports.json_report import build_report
+        if path and not hasattr(self.config, "workerinput"):  # the controller writes; xdist workers only run checks
+            from conformance.reports.json_report import render
 
-            report = build_report(self.results, self.metadata())
-            Path(path).write_text(json.dumps(report, indent=2, sort_keys=False) + "\n")
+            Path(path).write_text(render(self.report))
 
     def pytest_terminal_summary(self, terminalreporter):
         if not self.config.getoption("conformance_summary"):
             return
         from conformance.reports.terminal import render
 
-        terminalreporter.write(render(self.results, self.metadata()))
+        terminalreporter.write(render(self.report))

@@ -16,8 +16,8 @@ from hypothesis import strategies as st
 
 from conformance import claims, formulas
 from conformance.diagnosis import PROBE_SEED, Question
-from conformance.strategies import keep_masks, seeds
-from conformance.tolerances import ELEMENTWISE, LAYER, for_dtype
+from conformance.scenarios import keep_masks, seeds
+from conformance.tolerances import ELEMENTWISE, LAYER, for_candidate
 
 SECTION = "§3.2.1 Scaled dot-product attention"
 pytestmark = pytest.mark.requires("scaled_dot_product_attention")
@@ -54,9 +54,6 @@ def attention_question(size, *, masked: bool, dtype: str, which: int, p_keep: fl
     return Question(answer, size, probe(size))
 
 
-def tol(candidate, table=ELEMENTWISE):
-    return for_dtype(table, candidate.conventions.dtype)
-
 
 @claims.ATTENTION
 @given(size=sizes, masked=st.booleans())
@@ -66,9 +63,9 @@ def test_attention_matches_formula(candidate, check, size, masked):
     q, k, v, keep = problem(size, masked, dtype)
     out, weights = candidate.scaled_dot_product_attention(q, k, v, keep)
     want_out, want_weights = formulas.attention(q, k, v, keep)
-    check.close(weights, want_weights, tol(candidate, LAYER), what=f"attention weights {weights.shape}",
+    check.close(weights, want_weights, for_candidate(LAYER, candidate), what=f"attention weights {weights.shape}",
                 ask=attention_question(size, masked=masked, dtype=dtype, which=1))
-    check.close(out, want_out, tol(candidate, LAYER), what=f"attention output {out.shape}",
+    check.close(out, want_out, for_candidate(LAYER, candidate), what=f"attention output {out.shape}",
                 ask=attention_question(size, masked=masked, dtype=dtype, which=0))
 
 
@@ -79,7 +76,8 @@ def test_attention_rows_sum_to_one(candidate, check, size):
     dtype = candidate.conventions.dtype
     _, weights = candidate.scaled_dot_product_attention(*problem(size, True, dtype))
     sums = weights.astype(np.float64).sum(-1)
-    check.close(sums, np.ones_like(sums), tol(candidate), what="row sums of the attention weights",
+    check.close(sums, np.ones_like(sums), for_candidate(ELEMENTWISE, candidate),
+                what="row sums of the attention weights",
                 ask=attention_question(size, masked=True, dtype=dtype, which=1))
 
 
@@ -96,7 +94,7 @@ def test_masked_weights_are_exactly_zero(candidate, check, size):
                 f"masked positions got weight up to {worst:.3g} ({int((leaked != 0).sum())} of {leaked.size} not 0);"
                 " if the masks look inverted, check the polarity the adapter declares (Conventions.mask)",
                 ask=attention_question(size, masked=True, dtype=dtype, which=1, p_keep=0.5),
-                tol=tol(candidate, LAYER), expected="0 at every masked position", actual=f"max {worst:.3g}")
+                tol=for_candidate(LAYER, candidate), expected="0 at every masked position", actual=f"max {worst:.3g}")
 
 
 @claims.FULLY_MASKED_ROW
@@ -110,6 +108,7 @@ def test_fully_masked_row_gives_zero_weights_and_output(candidate, check, rng):
     check.claim(bool(np.isfinite(weights).all() and np.isfinite(out).all()),
                 "a fully masked query row produced NaN or inf (softmax over a row of -inf is 0/0; the suite's"
                 " convention gives such a row weights 0)", expected="finite values", actual="NaN/inf")
-    check.close(weights[0, 1], np.zeros(4), tol(candidate), what="weights of the fully masked row")
-    check.close(out[0, 1], np.zeros(5), tol(candidate), what="output of the fully masked row")
+    check.close(weights[0, 1], np.zeros(4), for_candidate(ELEMENTWISE, candidate),
+                what="weights of the fully masked row")
+    check.close(out[0, 1], np.zeros(5), for_candidate(ELEMENTWISE, candidate), what="output of the fully masked row")
     # The other rows are attention_matches_formula's claim (the paper's); this convention judges this row only.

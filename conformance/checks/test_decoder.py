@@ -18,8 +18,8 @@ from hypothesis import given
 from conformance import claims, oracle, questions
 from conformance.diagnosis import Question, find_structure
 from conformance.diagnosis.localise import locate_decode, suspect_in_decoder_layer
-from conformance.scenarios import MODEL_PARTS, LayerSizes, fast_failure, layer_sizes, model_sizes
-from conformance.tolerances import LAYER, MODEL, for_dtype
+from conformance.scenarios import LOADED_MODEL, LayerSizes, fast_failure, layer_sizes, model_sizes
+from conformance.tolerances import LAYER, MODEL, for_candidate
 
 SECTION = "§3.1 Decoder stack"
 
@@ -29,7 +29,7 @@ def assert_layer_matches_oracle(candidate, check, sizes: LayerSizes, *, what: st
     check.close(
         questions.decoder_layer_output(candidate, sizes),
         oracle.decoder_layer(y, memory, weights, sizes.h, sizes.eps, tgt_keep, src_keep),
-        for_dtype(LAYER, candidate.conventions.dtype), what=f"{what} (y{y.shape}, memory{memory.shape}, h={sizes.h})",
+        for_candidate(LAYER, candidate), what=f"{what} (y{y.shape}, memory{memory.shape}, h={sizes.h})",
         ask=Question(questions.decoder_layer_output, sizes),
         locate=lambda: suspect_in_decoder_layer(candidate, y, memory, weights, sizes.h, sizes.eps, tgt_keep,
                                                 src_keep),
@@ -54,7 +54,7 @@ def test_decoder_layer_matches_reference_at_base_size(candidate, check):
 
 
 @claims.OUTPUT_LAYER
-@pytest.mark.requires(*MODEL_PARTS, "model.decode")
+@pytest.mark.requires(*LOADED_MODEL, "model.decode")
 @fast_failure(2 / 3)
 @given(sizes=model_sizes())
 def test_decode_matches_reference(candidate, check, sizes):
@@ -64,7 +64,7 @@ def test_decode_matches_reference(candidate, check, sizes):
     memory = questions.oracle_memory(sizes)  # the same memory, to the bit, for both
     check.close(
         questions.decoded(candidate, sizes), oracle.OracleModel(cfg, weights).decode(tgt_in, memory, src),
-        for_dtype(MODEL, candidate.conventions.dtype),
+        for_candidate(MODEL, candidate),
         what=f"logits = decode(tgt_in{tgt_in.shape}, memory{memory.shape}) (N={cfg.N}, d_model={cfg.d_model})",
         ask=Question(questions.decoded, sizes),
         locate=lambda: locate_decode(candidate, cfg, weights, tgt_in, memory, src),

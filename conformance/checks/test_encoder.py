@@ -16,8 +16,8 @@ from hypothesis import given
 from conformance import claims, oracle, questions
 from conformance.diagnosis import Question, find_structure
 from conformance.diagnosis.localise import locate_encode, suspect_in_encoder_layer
-from conformance.scenarios import MODEL_PARTS, LayerSizes, fast_failure, layer_sizes, model_sizes
-from conformance.tolerances import LAYER, MODEL, for_dtype
+from conformance.scenarios import LOADED_MODEL, LayerSizes, fast_failure, layer_sizes, model_sizes
+from conformance.tolerances import LAYER, MODEL, for_candidate
 
 SECTION = "§3.1 Encoder stack"
 
@@ -26,7 +26,7 @@ def assert_layer_matches_oracle(candidate, check, sizes: LayerSizes, *, what: st
     weights, x, keep = questions.encoder_layer_problem(sizes)
     check.close(
         questions.encoder_layer_output(candidate, sizes), oracle.encoder_layer(x, weights, sizes.h, sizes.eps, keep),
-        for_dtype(LAYER, candidate.conventions.dtype), what=f"{what} (x{x.shape}, h={sizes.h})",
+        for_candidate(LAYER, candidate), what=f"{what} (x{x.shape}, h={sizes.h})",
         ask=Question(questions.encoder_layer_output, sizes),
         locate=lambda: suspect_in_encoder_layer(candidate, x, weights, sizes.h, sizes.eps, keep),
     )
@@ -50,7 +50,7 @@ def test_encoder_layer_matches_reference_at_base_size(candidate, check):
 
 
 @claims.EMBEDDING
-@pytest.mark.requires(*MODEL_PARTS, "model.encode")
+@pytest.mark.requires(*LOADED_MODEL, "model.encode")
 @fast_failure(2 / 3)
 @given(sizes=model_sizes())
 def test_encode_matches_reference(candidate, check, sizes):
@@ -59,7 +59,7 @@ def test_encode_matches_reference(candidate, check, sizes):
     weights, src, _ = questions.model_problem(sizes)
     check.close(
         questions.memory(candidate, sizes), oracle.OracleModel(cfg, weights).encode(src),
-        for_dtype(MODEL, candidate.conventions.dtype),
+        for_candidate(MODEL, candidate),
         what=f"memory = encode(src{src.shape}) (N={cfg.N}, d_model={cfg.d_model}, h={cfg.h})",
         ask=Question(questions.memory, sizes),
         locate=lambda: locate_encode(candidate, cfg, weights, src),

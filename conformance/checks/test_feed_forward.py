@@ -12,19 +12,17 @@ from hypothesis import strategies as st
 from conformance import claims, oracle, questions
 from conformance.diagnosis import Question
 from conformance.scenarios import LayerSizes, activations, fast_failure, layer_sizes
-from conformance.tolerances import LAYER, for_dtype
+from conformance.tolerances import LAYER, for_candidate
 
 SECTION = "§3.3 Position-wise feed-forward networks"
 pytestmark = pytest.mark.requires("feed_forward")
 
 
-def tol(candidate):
-    return for_dtype(LAYER, candidate.conventions.dtype)
-
 
 def assert_matches_oracle(candidate, check, sizes: LayerSizes, *, what: str):
     weights, x, _ = questions.feed_forward_problem(sizes)
-    check.close(candidate.feed_forward(x, weights), oracle.feed_forward(x, weights), tol(candidate), what=what,
+    check.close(candidate.feed_forward(x, weights), oracle.feed_forward(x, weights), for_candidate(LAYER, candidate),
+                what=what,
                 ask=Question(questions.feed_forward_output, sizes))
 
 
@@ -55,5 +53,6 @@ def test_feed_forward_acts_on_each_position_alone(candidate, check, sizes, data)
     alone = candidate.feed_forward(x[:, i: i + 1], weights)[:, 0]
     for name, seq in (("x", x), ("x with every other position changed", other)):
         got = candidate.feed_forward(seq, weights)
-        check.close(got[:, i], alone, tol(candidate), what=f"FFN({name})[:, {i}] vs FFN(x[:, {i}]) alone"
+        check.close(got[:, i], alone, for_candidate(LAYER, candidate),
+                    what=f"FFN({name})[:, {i}] vs FFN(x[:, {i}]) alone"
                     " (§3.3: two convolutions with kernel size 1)", ask=Question(questions.feed_forward_output, sizes))

@@ -16,7 +16,7 @@ from hypothesis import strategies as st
 from conformance import claims, questions
 from conformance.diagnosis import Question
 from conformance.scenarios import (
-    MODEL_PARTS,
+    LOADED_MODEL,
     fast_failure,
     layer_sizes,
     loaded_model,
@@ -25,14 +25,11 @@ from conformance.scenarios import (
     source_and_target,
     token_ids,
 )
-from conformance.tolerances import LAYER, MODEL, for_dtype
+from conformance.tolerances import LAYER, MODEL, for_candidate
 
 SECTION = "Invariances (§3.2.3 masks, §3.5 positions, §5.4 dropout)"
-FORWARD = (*MODEL_PARTS, "model.forward")
+FORWARD = (*LOADED_MODEL, "model.forward")
 
-
-def tol(candidate, table=MODEL):
-    return for_dtype(table, candidate.conventions.dtype)
 
 
 def problem(candidate, sizes):
@@ -64,7 +61,7 @@ def test_logits_up_to_t_ignore_later_target_tokens(candidate, check, sizes, data
     later = tgt_in.copy()
     later[:, t + 1:] = token_ids(rng, cfg, sizes.B, sizes.T - t - 1)
     before, after = model.forward(src, tgt_in), model.forward(src, later)
-    check.close(after[:, : t + 1], before[:, : t + 1], tol(candidate),
+    check.close(after[:, : t + 1], before[:, : t + 1], for_candidate(MODEL, candidate),
                 what=f"logits at positions 0..{t} after changing the decoder input at {t + 1}..{sizes.T - 1}"
                      " (the future must not leak)", ask=logits_question(sizes))
 
@@ -78,7 +75,8 @@ def test_appending_source_padding_leaves_logits_unchanged(candidate, check, size
     model, src, tgt_in, _ = problem(candidate, sizes)
     before = model.forward(src, tgt_in)
     after = model.forward(pad_columns(src, k, sizes.config.pad_id), tgt_in)
-    check.close(after, before, tol(candidate), what=f"logits after appending {k} source padding tokens (the"
+    check.close(after, before, for_candidate(MODEL, candidate),
+                what=f"logits after appending {k} source padding tokens (the"
                 " padding mask, built from pad_id, hides them)", ask=logits_question(sizes))
 
 
@@ -92,7 +90,7 @@ def test_appending_target_padding_leaves_real_logits_unchanged(candidate, check,
     before = model.forward(src, tgt_in)
     after = model.forward(src, pad_columns(tgt_in, k, sizes.config.pad_id))
     real = tgt_in != sizes.config.pad_id  # the claim is about real positions; padded ones are never read
-    check.close(after[:, : sizes.T][real], before[real], tol(candidate),
+    check.close(after[:, : sizes.T][real], before[real], for_candidate(MODEL, candidate),
                 what=f"logits at the real positions among the first {sizes.T} after appending {k} target padding"
                      " tokens", ask=logits_question(sizes))
 
@@ -109,7 +107,7 @@ def test_batch_equals_rows_run_one_at_a_time(candidate, check, sizes):
     for b in range(sizes.B):
         S, T = int((src[b] != pad).sum()), int((tgt_in[b] != pad).sum())
         alone = model.forward(src[b: b + 1, :S], tgt_in[b: b + 1, :T])
-        check.close(batch[b, :T], alone[0], tol(candidate),
+        check.close(batch[b, :T], alone[0], for_candidate(MODEL, candidate),
                     what=f"row {b} of the batch (source {S}, target {T} real tokens) vs the row alone",
                     ask=logits_question(sizes))
 
@@ -126,7 +124,7 @@ def test_encoder_layer_is_permutation_equivariant(candidate, check, sizes, data)
     order = np.asarray(data.draw(st.permutations(range(sizes.S)), label="permutation"))
     out = candidate.encoder_layer(x, weights, sizes.h, sizes.eps, keep)
     permuted = candidate.encoder_layer(x[:, order], weights, sizes.h, sizes.eps, keep[:, order])
-    check.close(permuted, out[:, order], tol(candidate, LAYER),
+    check.close(permuted, out[:, order], for_candidate(LAYER, candidate),
                 what=f"encoder_layer(x[:, {order.tolist()}]) vs encoder_layer(x)[:, {order.tolist()}]",
                 ask=Question(questions.encoder_layer_output, sizes))
 

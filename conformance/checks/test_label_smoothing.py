@@ -14,8 +14,7 @@ from hypothesis import strategies as st
 
 from conformance import claims, formulas, published
 from conformance.diagnosis import PROBE_SEED, Question
-from conformance.scenarios import no_padding
-from conformance.strategies import seeds
+from conformance.scenarios import no_padding, seeds
 from conformance.tolerances import Tolerance
 
 SECTION = "§5.4 Regularization: label smoothing"
@@ -62,7 +61,7 @@ def test_smoothed_loss_matches_published_floor_and_sure_model(candidate, check):
     sure[0, RIGHT] = 20.0
     for logits, fact_id in ((np.log(q), "ls.best_loss"), (sure, "ls.sure_loss")):
         problem = listing_problem(logits)
-        check.close(loss(candidate, problem), published.value(fact_id), published.tolerance(fact_id),
+        check.close(loss(candidate, problem), check.published(fact_id), published.tolerance(fact_id),
                     what=f"smoothed loss [{fact_id}]", ask=loss_question(problem))
 
 
@@ -79,7 +78,7 @@ def test_smoothed_target_matches_published_values(candidate, check):
     for token, fact_id in ((RIGHT, "ls.right.4dp"), (0, "ls.other.4dp")):
         logits = np.zeros((1, V))
         logits[0, token] = 1.0
-        check.close(implied_target(candidate, token, V, EPS), published.value(fact_id), published.tolerance(fact_id),
+        check.close(implied_target(candidate, token, V, EPS), check.published(fact_id), published.tolerance(fact_id),
                     what=f"q({'right' if token == RIGHT else 'other'}) implied by the loss [{fact_id}]",
                     ask=loss_question(listing_problem(logits)))
 
@@ -93,3 +92,45 @@ def test_smoothed_loss_matches_formula_with_padding(candidate, check, N, V, eps,
     logits, targets, _, pad_id = problem
     check.close(loss(candidate, problem), formulas.smoothed_loss(logits, targets, eps, pad_id), LOSS,
                 what=f"smoothed loss (N={N}, V={V}, eps={eps}, pad_id={pad_id})", ask=loss_question(problem))
+
+
+OWNED = {"ls.best_loss", "ls.sure_loss", "ls.right.4dp", "ls.other.4dp"}
+
+
+# -- Every other printed number of §5.4: each fact has one home, the checks above own theirs
+def smoothing_quantity(candidate, quantity: str, V: int, eps: float) -> float:
+    """What the lesson prints, asked of the candidate's loss: q(right), q(other), the floor, 100 % sure."""
+    right = 5  # the listing's right token
+    if quantity in ("right", "other"):
+        token = right if quantity == "right" else 0
+        logits = np.zeros((1, V))
+        logits[0, token] = 1.0  # L(e_token) = -q(token) + log(V - 1 + e): q(token) read off the loss
+        loss = candidate.label_smoothed_loss(logits, np.array([right]), eps, no_padding(V))
+        return float(np.log(V - 1 + np.e) - loss)
+    q = np.full((1, V), eps / V)
+    q[0, right] += 1 - eps
+    logits = np.log(q) if quantity == "best_loss" else np.where(np.arange(V) == right, 20.0, 0.0)[None]
+    return candidate.label_smoothed_loss(logits, np.array([right]), eps, no_padding(V))
+
+
+@claims.LABEL_SMOOTHING
+@pytest.mark.requires("label_smoothed_loss")
+def test_published_label_smoothing_values(candidate, check):
+    """q = 0.908 / 0.9077 on the right token and 0.0077 elsewhere; the floor 0.537; 1.846 when 100 % sure."""
+    pairs = []
+    for entry in (e for e in published.of_kind("label_smoothing") if e["id"] not in OWNED):
+        a = entry["args"]
+        pairs.append(
+            (entry["id"], a.get("scale", 1) * smoothing_quantity(candidate, a["quantity"], a["n_vocab"], a["eps"]))
+        )
+    for entry in published.of_kind("listing_value"):
+        if entry["args"].get("listing") == "label smoothing" and entry["id"] not in OWNED:
+            pairs.append((entry["id"], smoothing_quantity(candidate, entry["args"]["key"], 13, 0.1)))
+    # "0.9077 0.0077"; "best possible loss 0.537; 100% sure: 1.846"
+    targets, losses = published.listing_lines("label smoothing")
+    pairs += [
+        (targets, [smoothing_quantity(candidate, q, 13, 0.1) for q in ("right", "other")]),
+        (losses, [smoothing_quantity(candidate, "best_loss", 13, 0.1), 100,
+                  smoothing_quantity(candidate, "sure_loss", 13, 0.1)]),
+    ]
+    check.published_values(pairs, what="label smoothing")

@@ -27,20 +27,17 @@ from conformance.errors import Blocked
 from conformance.scenarios import (
     activations,
     fast_failure,
+    keep_masks,
     key_padding,
     layer_sizes,
     layer_weights,
     trailing_keep,
 )
-from conformance.strategies import keep_masks
-from conformance.tolerances import ELEMENTWISE, LAYER, for_dtype
+from conformance.tolerances import ELEMENTWISE, LAYER, for_candidate
 from conformance.weights import attention_shapes, random_weights
 
 SECTION = "§3.2.3 Masks"
 
-
-def tol(candidate, table=LAYER):
-    return for_dtype(table, candidate.conventions.dtype)
 
 
 def reached(candidate, before, afters) -> np.ndarray:
@@ -50,7 +47,7 @@ def reached(candidate, before, afters) -> np.ndarray:
 
     before (..., d), afters [(..., d), ...] -> (...)."""
     before = np.asarray(before, np.float64)
-    allowed = tol(candidate).allowed(np.abs(before))
+    allowed = for_candidate(LAYER, candidate).allowed(np.abs(before))
     return np.max([(np.abs(np.asarray(a, np.float64) - before) / allowed).max(-1) for a in afters], axis=0)
 
 
@@ -137,7 +134,7 @@ def test_changing_padded_source_positions_leaves_real_positions_unchanged(candid
     changed = np.where(keep[..., None], x, activations(rng, *x.shape, scale=3.0))
     before = candidate.encoder_layer(x, weights, sizes.h, sizes.eps, keep)
     after = candidate.encoder_layer(changed, weights, sizes.h, sizes.eps, keep)
-    check.close(after[keep], before[keep], tol(candidate),
+    check.close(after[keep], before[keep], for_candidate(LAYER, candidate),
                 what="encoder layer output at real positions after changing the padded ones (padding must hide"
                      " the keys)", ask=Question(padded_source_output, sizes))
 
@@ -153,11 +150,12 @@ def test_padded_query_rows_still_follow_the_formula(candidate, check, sizes):
     weights, keep, x, _ = padded_source(sizes)
     got = candidate.encoder_layer(x, weights, sizes.h, sizes.eps, keep)
     want = oracle.encoder_layer(x, weights, sizes.h, sizes.eps, keep)
-    if not measure(got[keep], want[keep], tol(candidate)).passed:
+    if not measure(got[keep], want[keep], for_candidate(LAYER, candidate)).passed:
         raise Blocked("the layer already differs from the reference at the real positions, so what it does at"
                       " the padded ones says nothing about the masks (encoder_layer_matches_reference judges the"
                       " layer)", blocked_by="encoder_layer_matches_reference")
-    check.close(got[~keep], want[~keep], tol(candidate), what="encoder layer output at padded positions",
+    check.close(got[~keep], want[~keep], for_candidate(LAYER, candidate),
+                what="encoder layer output at padded positions",
                 ask=Question(padded_source_output, sizes))
 
 
@@ -173,7 +171,7 @@ def test_decoder_layer_ignores_padded_target_and_source_keys(candidate, check, s
     before = candidate.decoder_layer(y, memory, weights, sizes.h, sizes.eps, tgt_keep, src_keep)
     for name, args in (("y at padded target positions", (y2, memory)), ("padded memory positions", (y, memory2))):
         after = candidate.decoder_layer(*args, weights, sizes.h, sizes.eps, tgt_keep, src_keep)
-        check.close(after[tgt_keep], before[tgt_keep], tol(candidate),
+        check.close(after[tgt_keep], before[tgt_keep], for_candidate(LAYER, candidate),
                     what=f"decoder layer output at real target positions after changing {name}",
                     ask=Question(padded_target_and_source_output, sizes))
 
@@ -196,7 +194,7 @@ def test_decoder_output_up_to_t_ignores_later_positions(candidate, check, sizes,
     later[:, t + 1:] = activations(rng, sizes.B, sizes.T - t - 1, sizes.d_model, scale=3.0)
     before = candidate.decoder_layer(y, memory, weights, sizes.h, sizes.eps, tgt_keep, src_keep)
     after = candidate.decoder_layer(later, memory, weights, sizes.h, sizes.eps, tgt_keep, src_keep)
-    check.close(after[:, : t + 1], before[:, : t + 1], tol(candidate),
+    check.close(after[:, : t + 1], before[:, : t + 1], for_candidate(LAYER, candidate),
                 what=f"decoder layer output at positions 0..{t} after changing y at {t + 1}..{sizes.T - 1}"
                      " (the future must not leak)", ask=ask)
     afters = []
@@ -207,7 +205,8 @@ def test_decoder_output_up_to_t_ignores_later_positions(candidate, check, sizes,
     moved = reached(candidate, before[:, t], afters)  # (B,)
     check.claim(bool((moved > 10).all()), f"changing y at position {t} left the output at {t} unchanged"
                 f" (change {moved.min():.3g} x tolerance): the layer does not read its own input at t",
-                ask=ask, tol=tol(candidate), expected="a visible change", actual=f"{moved.min():.3g} x tolerance")
+                ask=ask, tol=for_candidate(LAYER, candidate),
+                                           expected="a visible change", actual=f"{moved.min():.3g} x tolerance")
 
 
 @claims.START_READS_ITSELF
@@ -227,7 +226,7 @@ def test_decoder_position_reads_itself(candidate, check, sizes):
     moved = float(reached(candidate, before[:, 0], afters).min())
     check.claim(moved > 10, f"changing the self-attention's W_V left the output at position 0 unchanged"
                 f" (change {moved:.3g} x tolerance): position 0 reads no value through its self-attention",
-                ask=Question(unpadded_target_output, sizes), tol=tol(candidate),
+                ask=Question(unpadded_target_output, sizes), tol=for_candidate(LAYER, candidate),
                 expected="position 0 reads itself", actual=f"change {moved:.3g} x tolerance")
 
 
@@ -255,7 +254,7 @@ def test_cross_attention_reads_every_real_source_position(candidate, check, size
     blind = sorted({int(t) for t in np.argwhere(moved <= 10)[:, 1]})
     check.claim(not blind, f"changing memory position {s} did not reach target positions {blind}"
                 f" (change {moved.min():.3g} x tolerance at worst): those positions do not read the whole source",
-                ask=Question(uniform_cross_attention_output, sizes), tol=tol(candidate),
+                ask=Question(uniform_cross_attention_output, sizes), tol=for_candidate(LAYER, candidate),
                 expected=f"every target position reads source position {s}", actual=f"blind at {blind}")
 
 
@@ -295,7 +294,7 @@ def test_masked_weights_are_exactly_zero_in_every_head(candidate, check, sizes, 
     worst = float(np.abs(leaked).max()) if leaked.size else 0.0
     check.claim(worst == 0.0, f"masked positions got weight up to {worst:.3g}"
                 f" ({int((leaked != 0).sum())} of {leaked.size} not exactly 0)",
-                ask=masked_weights_question(sizes, causal=causal, p_keep=0.5), tol=tol(candidate),
+                ask=masked_weights_question(sizes, causal=causal, p_keep=0.5), tol=for_candidate(LAYER, candidate),
                 expected="0 at every masked position", actual=f"max {worst:.3g}")
 
 
@@ -308,7 +307,7 @@ def test_masked_rows_sum_to_one_in_every_head(candidate, check, sizes, causal):
     weights, x, keep = masked_self_attention(sizes, causal=causal)
     _, attn = candidate.multi_head_attention(x, x, x, weights, sizes.h, keep)
     sums = attn.astype(np.float64).sum(-1)
-    check.close(sums, np.ones_like(sums), tol(candidate, ELEMENTWISE), what="row sums of masked weights",
+    check.close(sums, np.ones_like(sums), for_candidate(ELEMENTWISE, candidate), what="row sums of masked weights",
                 ask=masked_weights_question(sizes, causal=causal))
 
 
@@ -321,11 +320,11 @@ def test_causal_mask_hides_the_future_and_keeps_the_diagonal(candidate, check, s
     weights, x, keep = masked_self_attention(sizes, causal=True)
     _, attn = candidate.multi_head_attention(x, x, x, weights, sizes.h, keep)
     ask = masked_weights_question(sizes, causal=True)
-    check.close(attn[:, :, 0, 0], np.ones(attn.shape[:2]), tol(candidate, ELEMENTWISE),
+    check.close(attn[:, :, 0, 0], np.ones(attn.shape[:2]), for_candidate(ELEMENTWISE, candidate),
                 what="weight of position 0 on itself (the start token reads only itself)", ask=ask)
     diagonal = np.diagonal(attn, axis1=-2, axis2=-1)
     check.claim(bool((diagonal > 0).all()), "a position gave itself weight 0 under the causal mask",
-                ask=ask, tol=tol(candidate), expected="diagonal > 0",
+                ask=ask, tol=for_candidate(LAYER, candidate), expected="diagonal > 0",
                 actual=f"min diagonal weight {float(diagonal.min()):.3g}")
 
 
@@ -350,10 +349,11 @@ def test_fully_masked_row_gives_zero_weights_and_only_b_O(candidate, check, size
     keep = keep_masks(rng, (sizes.B, sizes.T, sizes.S))
     keep[0, 0, :] = False
     out, attn = candidate.multi_head_attention(query, memory, memory, weights, sizes.h, keep)
-    check.close(attn[0, :, 0], np.zeros((sizes.h, sizes.S)), tol(candidate, ELEMENTWISE),
+    check.close(attn[0, :, 0], np.zeros((sizes.h, sizes.S)), for_candidate(ELEMENTWISE, candidate),
                 what="weights of the fully masked row")
     b_O = weights.get("b_O", np.zeros(sizes.d_model))  # 0 @ W_O + b_O; no bias: 0
-    check.close(out[0, 0], b_O, tol(candidate), what="output of the fully masked row (a finite fill gives"
+    check.close(out[0, 0], b_O, for_candidate(LAYER, candidate),
+                what="output of the fully masked row (a finite fill gives"
                 " uniform weights there, -inf without care gives NaN)")
     # The other rows are the multi-head checks' claim (the lessons'); this convention judges this row only.
 
@@ -380,6 +380,7 @@ def test_masking_keys_equals_removing_them(candidate, check, sizes, data):
     for b in range(sizes.B):
         kept = memory[b: b + 1, key_keep[b]]
         alone_out, alone_attn = candidate.multi_head_attention(query[b: b + 1], kept, kept, weights, sizes.h, None)
-        check.close(out[b], alone_out[0], tol(candidate), what=f"row {b}: masked vs keys removed, output", ask=ask)
-        check.close(attn[b][..., key_keep[b]], alone_attn[0], tol(candidate),
+        check.close(out[b], alone_out[0], for_candidate(LAYER, candidate),
+                    what=f"row {b}: masked vs keys removed, output", ask=ask)
+        check.close(attn[b][..., key_keep[b]], alone_attn[0], for_candidate(LAYER, candidate),
                     what=f"row {b}: masked vs keys removed, weights of the kept keys", ask=ask)

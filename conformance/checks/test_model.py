@@ -21,7 +21,7 @@ from conformance.config import ModelConfig, base_config
 from conformance.diagnosis import PROBE_SEED, Question, find_structure
 from conformance.diagnosis.localise import locate_forward
 from conformance.scenarios import (
-    MODEL_PARTS,
+    LOADED_MODEL,
     ModelSizes,
     fast_failure,
     loaded_model,
@@ -31,7 +31,7 @@ from conformance.scenarios import (
     token_ids,
     trailing_keep,
 )
-from conformance.tolerances import MODEL, Tolerance, for_dtype
+from conformance.tolerances import MODEL, Tolerance, for_candidate
 
 SECTION = "§3.4 Embeddings and softmax"
 
@@ -40,16 +40,14 @@ SECTION = "§3.4 Embeddings and softmax"
 # and test_checkpoint.py runs the same claims on the suite's trained toy checkpoint.
 
 
-def tol(candidate):
-    return for_dtype(MODEL, candidate.conventions.dtype)
-
 
 def assert_logits_match_oracle(candidate, check, sizes: ModelSizes):
     cfg = sizes.config
     weights, src, tgt_in = questions.model_problem(sizes)
     model = loaded_model(candidate, cfg, weights)
     check.close(
-        model.forward(src, tgt_in), oracle.OracleModel(cfg, weights).forward(src, tgt_in), tol(candidate),
+        model.forward(src, tgt_in), oracle.OracleModel(cfg, weights).forward(src, tgt_in),
+        for_candidate(MODEL, candidate),
         what=f"logits = forward(src{src.shape}, tgt_in{tgt_in.shape}) (N={cfg.N}, d_model={cfg.d_model},"
              f" h={cfg.h}, vocab={cfg.tgt_vocab})",
         ask=Question(questions.logits, sizes),
@@ -59,7 +57,7 @@ def assert_logits_match_oracle(candidate, check, sizes: ModelSizes):
 
 
 @claims.OUTPUT_LAYER
-@pytest.mark.requires(*MODEL_PARTS, "model.forward")
+@pytest.mark.requires(*LOADED_MODEL, "model.forward")
 @fast_failure(2 / 3)
 @given(sizes=model_sizes())
 def test_logits_match_reference(candidate, check, sizes):
@@ -68,7 +66,7 @@ def test_logits_match_reference(candidate, check, sizes):
 
 
 @claims.OUTPUT_LAYER
-@pytest.mark.requires(*MODEL_PARTS, "model.forward")
+@pytest.mark.requires(*LOADED_MODEL, "model.forward")
 def test_logits_match_reference_at_base_size(candidate, check, rng):
     """At the base model's sizes (d_model 512, h 8, d_ff 2048) the logits equal the reference's.
 
@@ -95,7 +93,7 @@ def unused_row_logits(candidate, sizes: ModelSizes):
 
 
 @claims.TIED_WEIGHTS
-@pytest.mark.requires(*MODEL_PARTS, "model.forward")
+@pytest.mark.requires(*LOADED_MODEL, "model.forward")
 @fast_failure(1 / 2)
 @given(sizes=model_sizes())
 def test_changing_an_unused_embedding_row_changes_only_its_logit(candidate, check, sizes):
@@ -111,11 +109,12 @@ def test_changing_an_unused_embedding_row_changes_only_its_logit(candidate, chec
     after = model.forward(src, tgt_in)
     others = np.arange(config.tgt_vocab) != v
     ask = Question(unused_row_logits, sizes)
-    check.close(after[..., others], before[..., others], tol(candidate),
+    check.close(after[..., others], before[..., others], for_candidate(MODEL, candidate),
                 what=f"logits of the other tokens after changing row {v} of E (no output bias, no normalisation"
                      " over the vocabulary before the logits)", ask=ask)
     # y . delta is 0 only by accident at a position; tied output moves the logit at (nearly) all of them
-    moved = np.abs(after[..., v].astype(np.float64) - before[..., v]) / tol(candidate).allowed(np.abs(before[..., v]))
+    allowed = for_candidate(MODEL, candidate).allowed(np.abs(before[..., v]))
+    moved = np.abs(after[..., v].astype(np.float64) - before[..., v]) / allowed
     check.claim(bool((moved > 10).mean() >= 0.5),
                 f"the logit of token {v} did not change at {int((moved <= 10).sum())} of {moved.size} positions"
                 f" when row {v} of E did: the output projection does not read the embedding table E", ask=ask,
@@ -166,7 +165,7 @@ def greedy_question(request) -> Question:
 
 
 @claims.GREEDY_DECODING
-@pytest.mark.requires(*MODEL_PARTS, "model.greedy_decode", "model.forward")
+@pytest.mark.requires(*LOADED_MODEL, "model.greedy_decode", "model.forward")
 def test_greedy_decoding_picks_the_argmax_at_every_step(candidate, check, request):
     """Every generated token is the most likely next token given <s> and the tokens before it.
 
@@ -177,7 +176,7 @@ def test_greedy_decoding_picks_the_argmax_at_every_step(candidate, check, reques
     got = model.greedy_decode(src, MAX_LEN)
     tgt_in = np.concatenate([np.full((len(src), 1), GREEDY.bos_id), got[:, :-1]], axis=1)
     logits = model.forward(src, tgt_in).astype(np.float64)  # causal: one pass scores every step
-    allowed = tol(candidate).allowed(np.abs(logits).max(-1))
+    allowed = for_candidate(MODEL, candidate).allowed(np.abs(logits).max(-1))
     for b, row in enumerate(got):
         for t in range(end_of_row(row)):
             best, chosen = int(logits[b, t].argmax()), int(row[t])
@@ -190,7 +189,7 @@ def test_greedy_decoding_picks_the_argmax_at_every_step(candidate, check, reques
 
 
 @claims.GREEDY_DECODING
-@pytest.mark.requires(*MODEL_PARTS, "model.greedy_decode")
+@pytest.mark.requires(*LOADED_MODEL, "model.greedy_decode")
 def test_greedy_decoding_stops_at_the_end_token_then_pads(candidate, check, request):
     """A row ends at its first </s> and holds only padding after it; a row without </s> runs to max_len."""
     weights, src = greedy_problem(request.config.getoption("conformance_seed"))

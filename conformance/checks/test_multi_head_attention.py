@@ -15,15 +15,12 @@ from hypothesis import given
 from conformance import claims, oracle, questions
 from conformance.diagnosis import Question
 from conformance.scenarios import LayerSizes, activations, fast_failure, layer_sizes
-from conformance.tolerances import LAYER, for_dtype
+from conformance.tolerances import LAYER, for_candidate
 from conformance.weights import attention_shapes, random_weights
 
 SECTION = "§3.2.2 Multi-head attention"
 pytestmark = pytest.mark.requires("multi_head_attention")
 
-
-def tol(candidate):
-    return for_dtype(LAYER, candidate.conventions.dtype)
 
 
 def assert_matches_oracle(candidate, check, sizes: LayerSizes, *, cross: bool, what: str):
@@ -32,8 +29,10 @@ def assert_matches_oracle(candidate, check, sizes: LayerSizes, *, cross: bool, w
     want_out, want_attn = oracle.multi_head_attention(query, key, key, weights, sizes.h, keep)
     asked = (questions.cross_attention_weights, questions.cross_attention_output) if cross else \
         (questions.self_attention_weights, questions.self_attention_output)
-    check.close(attn, want_attn, tol(candidate), what=f"{what} weights {attn.shape}", ask=Question(asked[0], sizes))
-    check.close(out, want_out, tol(candidate), what=f"{what} output {out.shape}", ask=Question(asked[1], sizes))
+    check.close(attn, want_attn, for_candidate(LAYER, candidate),
+                what=f"{what} weights {attn.shape}", ask=Question(asked[0], sizes))
+    check.close(out, want_out, for_candidate(LAYER, candidate),
+                what=f"{what} output {out.shape}", ask=Question(asked[1], sizes))
 
 
 @claims.MULTI_HEAD
@@ -85,11 +84,12 @@ def test_head_i_reads_only_its_own_columns_of_W_Q_and_W_K(candidate, check, size
     _, before = candidate.multi_head_attention(x, x, x, weights, sizes.h, None)
     _, after = candidate.multi_head_attention(x, x, x, changed, sizes.h, None)
     ask = Question(head_weights, sizes)
-    check.close(after[:, 1:], before[:, 1:], tol(candidate),
+    check.close(after[:, 1:], before[:, 1:], for_candidate(LAYER, candidate),
                 what=f"weights of heads 2..{sizes.h} after changing head 1's columns [0:{sizes.d_k}] of W_Q, W_K",
                 ask=ask)
     moved = float(np.abs(after[:, 0].astype(np.float64) - before[:, 0]).max())
-    check.claim(moved > 10 * tol(candidate).atol,
+    check.claim(moved > 10 * for_candidate(LAYER, candidate).atol,
                 f"head 1's weights did not change (max change {moved:.3g}) when its columns of W_Q and W_K did:"
                 " head i must read columns [i*d_k:(i+1)*d_k] of x W_Q and x W_K (orientation x @ W)",
-                ask=ask, tol=tol(candidate), expected="a visible change in head 1", actual=f"max change {moved:.3g}")
+                ask=ask, tol=for_candidate(LAYER, candidate),
+                                           expected="a visible change in head 1", actual=f"max change {moved:.3g}")

@@ -61,7 +61,7 @@ def rates_question(points) -> Question:
 def assert_rates(candidate, check, table, d_model, warmup, *, shift=0):
     points = [(step + shift, d_model, warmup) for step in table]
     for (step, fact_id), got in zip(table.items(), rates(candidate, points), strict=True):
-        check.close(got, published.value(fact_id), published.tolerance(fact_id),
+        check.close(got, check.published(fact_id), published.tolerance(fact_id),
                     what=f"lrate(step={step + shift}, d_model={d_model}, warmup={warmup}) [{fact_id}]",
                     ask=rates_question(points))
 
@@ -125,3 +125,24 @@ def test_lrate_rises_linearly_then_decays_from_the_peak_at_warmup(candidate, che
     check.close(at[warmup], max(at.values()), FORMULA, what=f"lrate(warmup={warmup}) is the maximum", ask=ask)
     check.close(at[4 * warmup] / at[warmup], 0.5, FORMULA, what="lrate(4 * warmup) / lrate(warmup): 1/sqrt(4)",
                 ask=ask)
+
+
+OWNED = {*PAPER_TABLE.values(), *PAPER_CHART.values(), *TOY_VALUES.values(), *TOY_LOG.values()}
+
+
+# -- Every other printed rate: each fact has one home, the checks above own theirs
+@claims.LEARNING_RATE
+@pytest.mark.requires("learning_rate")
+def test_published_learning_rates(candidate, check):
+    """Every other printed rate: the chart's, the recap's, the listing's lines, the practice's logged rate."""
+    pairs = []
+    logged = published.of_kind("lambdalr_log")  # the log prints the next step's rate
+    for shift, entries in ((0, published.of_kind("lrate")), (1, logged)):
+        for entry in (e for e in entries if e["id"] not in OWNED):
+            a = entry["args"]
+            step = a["step"] + shift
+            pairs.append((entry["id"], candidate.learning_rate(step, a.get("d_model", 512), a.get("warmup", 4000))))
+    for fact_id in published.listing_lines("lrate table"):  # each line: step, lrate(step, 512, 4000)
+        step = published.fact(fact_id)["value"][0]
+        pairs.append((fact_id, [step, candidate.learning_rate(step, 512, 4000)]))
+    check.published_values(pairs, what="lrate")

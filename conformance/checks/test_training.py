@@ -18,13 +18,12 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from conformance import claims, oracle
-from conformance import training as T
+from conformance import claims, oracle, training
 from conformance.compare import assert_true
 from conformance.config import Recipe, toy_config
 from conformance.diagnosis import PROBE_SEED, Question
 from conformance.errors import Blocked
-from conformance.tolerances import MODEL, Tolerance, for_dtype
+from conformance.tolerances import MODEL, Tolerance, for_candidate
 from conformance.weights import model_shapes, random_weights
 
 SECTION = "§5.3-5.4 Training"
@@ -57,8 +56,8 @@ def seed(request) -> int:
     return request.config.getoption("conformance_seed")
 
 
-def batch_for(rng: np.random.Generator, config, n: int = 64) -> T.Batch:
-    return T.reversal_batch(rng, n, config)
+def batch_for(rng: np.random.Generator, config, n: int = 64) -> training.Batch:
+    return training.reversal_batch(rng, n, config)
 
 
 # --------------------------------------------------------------------------------------------------
@@ -86,7 +85,8 @@ def rates_used(candidate, problem: int) -> np.ndarray:
 def test_rate_used_at_each_step_is_lrate(candidate, check, rng, seed):
     """§5.3: each update uses lrate(step) = d_model^-0.5 min(step^-0.5, step warmup^-1.5), steps from 1."""
     problem = int(rng.integers(2**31))
-    want = [T.lrate(step, 64, warmup) for warmup, n_steps in ((400, 8), (4, 10)) for step in range(1, n_steps + 1)]
+    want = [training.lrate(step, 64, warmup)
+            for warmup, n_steps in ((400, 8), (4, 10)) for step in range(1, n_steps + 1)]
     check.close(rates_used(candidate, problem), np.array(want), RATE_TOL,
                 what="rates train_step used (warmup 400: steps 1-8; warmup 4: steps 1-10)",
                 ask=Question(rates_used, problem, probe=problem + PROBE_SEED, tol=RATE_TOL))
@@ -122,9 +122,9 @@ def test_reported_loss_is_label_smoothed_cross_entropy(candidate, check, rng, se
     model = candidate.build_model(candidate.fit(config), seed=0)
     model.load_weights(weights)
     logits = model.forward(batch.src, batch.tgt_in)
-    want = T.smoothed_loss(logits, targets, config.recipe.label_smoothing, config.pad_id)
+    want = training.smoothed_loss(logits, targets, config.recipe.label_smoothing, config.pad_id)
     padding = float((targets == config.pad_id).mean())
-    tol = for_dtype(LOSS_TOL, candidate.conventions.dtype)
+    tol = for_candidate(LOSS_TOL, candidate)
     check.close(reported_loss(candidate, problem), np.array([want]), tol,
                 what=f"loss of one batch of 64 ({padding:.0%} padding targets), before the update",
                 ask=Question(reported_loss, problem, probe=problem + PROBE_SEED, tol=tol))
@@ -211,7 +211,7 @@ def test_evaluation_mode_has_no_dropout(candidate, check, rng, seed):
         )
     twin = candidate.build_model(config.replace(dropout=0.0, recipe=Recipe(warmup=400, dropout=0.0)), seed=seed)
     twin.load_weights(model.dump_weights())
-    check.close(first, twin.forward(batch.src, batch.tgt_in), for_dtype(MODEL, candidate.conventions.dtype),
+    check.close(first, twin.forward(batch.src, batch.tgt_in), for_candidate(MODEL, candidate),
                 what="logits at dropout 0.1 vs the same weights at dropout 0 (evaluation mode)")
 
 
@@ -224,7 +224,7 @@ def test_evaluation_mode_has_no_dropout(candidate, check, rng, seed):
 @pytest.mark.requires(*TRAINS, "model.greedy_decode")
 def test_reversal_task_is_learned(candidate, check, seed):
     """The toy run: with the paper's recipe the model learns to reverse 3-8 letters as the lesson's did."""
-    run = T.cached_run(candidate, seed)
+    run = training.cached_run(candidate, seed)
     check.record("training", run.curves())
     if run.error is not None:
         raise run.error
@@ -245,17 +245,17 @@ def test_reversal_task_is_learned(candidate, check, seed):
     )
 
 
-def _loss_summary(run: T.TrainingRun) -> str:
+def _loss_summary(run: training.TrainingRun) -> str:
     if not run.losses:
         return "no step ran"
     marks = sorted({1, 100, 300, 500, len(run.losses)} & set(range(1, len(run.losses) + 1)))
     return ", ".join(f"{run.losses[s - 1]:.3f} at step {s}" for s in marks)
 
 
-def _trained(candidate, seed) -> T.TrainingRun:
+def _trained(candidate, seed) -> training.TrainingRun:
     """The cached run, for the learned-behaviour checks (run on demand when the convergence check was
     deselected; skipped as blocked by depends_on when it did not pass)."""
-    run = T.cached_run(candidate, seed)
+    run = training.cached_run(candidate, seed)
     if run.error is not None:
         raise run.error
     if run.status != "passed":
@@ -271,7 +271,7 @@ def test_smoothed_loss_approaches_its_floor_from_above(candidate, check, seed):
     """§5.4: the smoothed loss nears the entropy of the target, 0.537, and never goes below it."""
     run = _trained(candidate, seed)
     config = run.config
-    floor = T.smoothed_loss_floor(config.tgt_vocab, config.recipe.label_smoothing)
+    floor = training.smoothed_loss_floor(config.tgt_vocab, config.recipe.label_smoothing)
     losses = np.array(run.losses)
     lowest = int(losses.argmin())
     # Gibbs' inequality bounds every token's smoothed loss by the entropy of q, so a batch mean below it
@@ -303,11 +303,11 @@ def test_smoothed_loss_approaches_its_floor_from_above(candidate, check, seed):
 def test_greedy_decoding_reverses_cabed(candidate, check, seed):
     """Greedy decoding of "c a b e d" gives "d e b a c </s>", as in the lesson."""
     run = _trained(candidate, seed)
-    reading = T.read_example(run.model, run.config, attention=False)
-    names = T.token_names(run.config)
-    check.record("example", {"source": T.PUBLISHED_EXAMPLE, "greedy": [names[int(i)] for i in reading.output],
+    reading = training.read_example(run.model, run.config, attention=False)
+    names = training.token_names(run.config)
+    check.record("example", {"source": training.PUBLISHED_EXAMPLE, "greedy": [names[int(i)] for i in reading.output],
                              "table": reading.table(names),
-                             "published_top": list(T.PUBLISHED_TOP_PROBABILITIES)})
+                             "published_top": list(training.PUBLISHED_TOP_PROBABILITIES)})
     assert_true(
         reading.correct,
         f"greedy decoding of c a b e d gave {' '.join(names[int(i)] for i in reading.output) or '(nothing)'},"
@@ -324,20 +324,20 @@ def test_greedy_decoding_reverses_cabed(candidate, check, seed):
 def test_last_layer_cross_attention_reads_mirrored_positions(candidate, check, seed):
     """In the last decoder layer, each letter's row of cross-attention peaks on the mirrored source letter."""
     run = _trained(candidate, seed)
-    reading = T.read_example(run.model, run.config)
-    names = T.token_names(run.config)
+    reading = training.read_example(run.model, run.config)
+    names = training.token_names(run.config)
     assert_true(reading.cross_attention is not None,
                 f"model.attention_weights gave no {reading.layer!r} (names: encoder.{{l}}.self_attn,"
                 " decoder.{l}.self_attn, decoder.{l}.cross_attn, l from 0)",
                 expected=reading.layer, actual="missing")
     A = reading.cross_attention
     check.record("example", {"layer": reading.layer, "rows_write": [names[int(i)] for i in reading.output],
-                             "columns": list(T.PUBLISHED_EXAMPLE), "cross_attention_mean_of_heads": A.round(4)})
-    got, want = T.mirrored_rows(reading)
+                             "columns": list(training.PUBLISHED_EXAMPLE), "cross_attention_mean_of_heads": A.round(4)})
+    got, want = training.mirrored_rows(reading)
     wrong = np.flatnonzero(got != want)
     rows = [f"row {t} (writes {names[int(reading.output[t])]}) peaks on source position {got[t] + 1}"
-            f" ({T.PUBLISHED_EXAMPLE[got[t]]}, {A[t, got[t]]:.2f}), mirrored is {want[t] + 1}"
-            f" ({T.PUBLISHED_EXAMPLE[want[t]]}, {A[t, want[t]]:.2f})" for t in wrong]
+            f" ({training.PUBLISHED_EXAMPLE[got[t]]}, {A[t, got[t]]:.2f}), mirrored is {want[t] + 1}"
+            f" ({training.PUBLISHED_EXAMPLE[want[t]]}, {A[t, want[t]]:.2f})" for t in wrong]
     assert_true(
         wrong.size == 0,
         f"the cross-attention of {reading.layer} (mean of heads) is not an anti-diagonal (are these the"
@@ -356,7 +356,7 @@ def test_last_layer_cross_attention_reads_mirrored_positions(candidate, check, s
 def test_top_probabilities_stay_near_the_smoothed_target(candidate, check, seed):
     """§5.4: along the greedy path of "c a b e d" the top probabilities sit near 0.92, not near 0.99."""
     run = _trained(candidate, seed)
-    reading = T.read_example(run.model, run.config, attention=False)
+    reading = training.read_example(run.model, run.config, attention=False)
     top = reading.top()
     low, high = run.plan.top_probability_range
     q_right = 1.0 - run.config.recipe.label_smoothing + run.config.recipe.label_smoothing / run.config.tgt_vocab
