@@ -31,7 +31,7 @@ from concurrent.futures import ProcessPoolExecutor
 import numpy as np
 import torch
 
-from conformance import training as T
+from conformance import training
 from conformance.config import toy_config
 from conformance.loading import load
 
@@ -48,7 +48,7 @@ def seeds_arg(text: str) -> list[int]:
 # --------------------------------------------------------------------------------------------------
 
 
-def plain_loop(seed: int, steps: int, plan: T.Plan, *, log_steps=(1, 500, 1000, 2000, 3000)) -> dict:
+def plain_loop(seed: int, steps: int, plan: training.Plan, *, log_steps=(1, 500, 1000, 2000, 3000)) -> dict:
     from torch import nn
 
     from conformance.implementations.reference.model import Transformer, greedy_decode
@@ -58,15 +58,15 @@ def plain_loop(seed: int, steps: int, plan: T.Plan, *, log_steps=(1, 500, 1000, 
     torch.manual_seed(seed)
     model = Transformer(config, seed=seed)
     opt = torch.optim.Adam(model.parameters(), lr=1.0, betas=recipe.adam_betas, eps=recipe.adam_eps)
-    sched = torch.optim.lr_scheduler.LambdaLR(opt, lambda s: T.lrate(s + 1, config.d_model, recipe.warmup))
+    sched = torch.optim.lr_scheduler.LambdaLR(opt, lambda s: training.lrate(s + 1, config.d_model, recipe.warmup))
     loss_fn = nn.CrossEntropyLoss(ignore_index=config.pad_id, label_smoothing=recipe.label_smoothing)
-    train_rng, _ = T.data_streams(seed, plan)
-    test = T.held_out_set(config, seed, plan)
+    train_rng, _ = training.data_streams(seed, plan)
+    test = training.held_out_set(config, seed, plan)
     test_src = torch.as_tensor(test.src)
     log, train_s, started = [], 0.0, time.perf_counter()
     for step in range(1, steps + 1):
         t0 = time.perf_counter()
-        batch = T.reversal_batch(train_rng, plan.batch_size, config)
+        batch = training.reversal_batch(train_rng, plan.batch_size, config)
         src, tgt_in, tgt_out = (torch.as_tensor(a) for a in batch.arrays())
         model.train()
         loss = loss_fn(model(src, tgt_in).reshape(-1, config.tgt_vocab), tgt_out.reshape(-1))
@@ -79,7 +79,7 @@ def plain_loop(seed: int, steps: int, plan: T.Plan, *, log_steps=(1, 500, 1000, 
             model.eval()
             with torch.no_grad():
                 predicted = greedy_decode(model, test_src, test.src.shape[1] + 1).numpy()
-            em = float(T.exact_match(predicted, test, config.eos_id, config.pad_id).mean())
+            em = float(training.exact_match(predicted, test, config.eos_id, config.pad_id).mean())
             log.append({"step": step, "lr": opt.param_groups[0]["lr"], "loss": loss.item(), "exact_match": em})
             print(f"  step {step:>5}  lr {log[-1]['lr']:.2e}  train loss {log[-1]['loss']:.3f}"
                   f"  exact match {em:.1%}", flush=True)
@@ -98,13 +98,13 @@ def harness_overhead(seed: int, rounds: int = 5, steps: int = 60) -> dict:
     via_suite = candidate.build_model(config, seed=seed)
     module = Transformer(config, seed=seed)
     opt = torch.optim.Adam(module.parameters(), lr=1.0, betas=recipe.adam_betas, eps=recipe.adam_eps)
-    sched = torch.optim.lr_scheduler.LambdaLR(opt, lambda s: T.lrate(s + 1, config.d_model, recipe.warmup))
+    sched = torch.optim.lr_scheduler.LambdaLR(opt, lambda s: training.lrate(s + 1, config.d_model, recipe.warmup))
     loss_fn = nn.CrossEntropyLoss(ignore_index=config.pad_id, label_smoothing=recipe.label_smoothing)
     from conformance.implementations.reference.training import Trainer
 
     trainer = Trainer(Transformer(config, seed=seed), seed=seed)  # the same code, torch tensors, no boundary
     rng = np.random.default_rng(seed)
-    batches = [T.reversal_batch(rng, 64, config) for _ in range(steps)]
+    batches = [training.reversal_batch(rng, 64, config) for _ in range(steps)]
     suite_times, direct_times, plain_times = [], [], []
     for _ in range(rounds):
         t0 = time.perf_counter()
@@ -135,22 +135,22 @@ def warm_up() -> None:
     """Pay the one-time costs (torch.optim's first step imports torch._dynamo) outside the timings."""
     candidate = load("reference")
     model = candidate.build_model(toy_config(), seed=0)
-    model.train_step(*T.reversal_batch(np.random.default_rng(0), 8, toy_config()).arrays())
-    model.greedy_decode(T.reversal_batch(np.random.default_rng(0), 8, toy_config()).src, 9)
+    model.train_step(*training.reversal_batch(np.random.default_rng(0), 8, toy_config()).arrays())
+    model.greedy_decode(training.reversal_batch(np.random.default_rng(0), 8, toy_config()).src, 9)
 
 
 def benchmark(seed: int, threads: int = 2) -> None:
     torch.set_num_threads(threads)
     warm_up()
-    plan = T.DEFAULT_PLAN
+    plan = training.DEFAULT_PLAN
     print(f"training check on the reference, seed {seed} (torch {torch.__version__}, {torch.get_num_threads()}"
           " threads)", flush=True)
-    run = T.train(load("reference"), seed, plan, progress=T.Progress("check", plan.deadline))
+    run = training.train(load("reference"), seed, plan, progress=training.Progress("check", plan.deadline))
     per_step = run.train_s / max(run.stopped_at, 1)
     print(f"  {run.status}: {run.reason}; {run.stopped_at} steps, {run.wall_s:.1f} s"
           f" ({per_step * 1e3:.1f} ms per step, evaluations {run.eval_s:.1f} s)")
-    print(f"plain loop, the lesson's {T.PUBLISHED_STEPS:,} steps:", flush=True)
-    plain = plain_loop(seed, T.PUBLISHED_STEPS, plan)
+    print(f"plain loop, the lesson's {training.PUBLISHED_STEPS:,} steps:", flush=True)
+    plain = plain_loop(seed, training.PUBLISHED_STEPS, plan)
     plain_step = plain["train_s"] / plain["steps"]
     print(f"  {plain['wall_s']:.1f} s ({plain_step * 1e3:.1f} ms per step)")
     overhead = harness_overhead(seed)
@@ -161,8 +161,8 @@ def benchmark(seed: int, threads: int = 2) -> None:
     # The two runs above follow each other, so a machine whose load changes meanwhile skews their ratio;
     # the same ratio from the interleaved per-step times (plus each run's own evaluation time) does not.
     steady = (run.stopped_at * overhead["suite_step_s"] + run.eval_s) / (
-        T.PUBLISHED_STEPS * overhead["plain_step_s"] + plain["wall_s"] - plain["train_s"])
-    print(f"check {run.wall_s:.1f} s ({run.stopped_at} steps, {run.status}); plain {T.PUBLISHED_STEPS}-step loop"
+        training.PUBLISHED_STEPS * overhead["plain_step_s"] + plain["wall_s"] - plain["train_s"])
+    print(f"check {run.wall_s:.1f} s ({run.stopped_at} steps, {run.status}); plain {training.PUBLISHED_STEPS}-step loop"
           f" {plain['wall_s']:.1f} s; ratio {run.wall_s / plain['wall_s']:.3f} (at equal per-step speed {steady:.3f})")
 
 
@@ -174,22 +174,22 @@ def benchmark(seed: int, threads: int = 2) -> None:
 def measure_seed(impl: str, seed: int, deadline: int, threads: int) -> dict:
     torch.set_num_threads(threads)
     candidate, config = load(impl), toy_config()
-    plan = T.Plan(pass_exact_match=None, deadline=deadline)
-    train_rng, _ = T.data_streams(seed, plan)
-    test = T.held_out_set(config, seed, plan)
+    plan = training.Plan(pass_exact_match=None, deadline=deadline)
+    train_rng, _ = training.data_streams(seed, plan)
+    test = training.held_out_set(config, seed, plan)
     model = candidate.build_model(config, seed=seed)
     losses, evals, started = [], [], time.perf_counter()
     for step in range(1, deadline + 1):
-        result = model.train_step(*T.reversal_batch(train_rng, plan.batch_size, config).arrays())
+        result = model.train_step(*training.reversal_batch(train_rng, plan.batch_size, config).arrays())
         losses.append(result["loss"])
         if step % 100 == 0:
-            reading = T.read_example(model, config)
-            point = {"step": step, "exact_match": T.evaluate(model, test, config), "cabed": reading.correct,
+            reading = training.read_example(model, config)
+            point = {"step": step, "exact_match": training.evaluate(model, test, config), "cabed": reading.correct,
                      "min_loss": min(losses), "top_min": None, "top_max": None, "mirrored": None}
             if reading.output.size:
                 point["top_min"], point["top_max"] = float(reading.top().min()), float(reading.top().max())
             if reading.correct and reading.cross_attention is not None:
-                got, want = T.mirrored_rows(reading)
+                got, want = training.mirrored_rows(reading)
                 point["mirrored"] = bool((got == want).all())
             evals.append(point)
     return {"impl": impl, "seed": seed, "evals": evals, "wall_s": time.perf_counter() - started}
@@ -198,16 +198,16 @@ def measure_seed(impl: str, seed: int, deadline: int, threads: int) -> dict:
 def verdict_seed(impl: str, seed: int, threads: int) -> dict:
     """The convergence check as the suite runs it, then the learned-behaviour criteria on its model."""
     torch.set_num_threads(threads)
-    plan, config = T.DEFAULT_PLAN, toy_config()
-    run = T.train(load(impl), seed, plan, progress=T.Progress("", plan.deadline, enabled=False))
+    plan, config = training.DEFAULT_PLAN, toy_config()
+    run = training.train(load(impl), seed, plan, progress=training.Progress("", plan.deadline, enabled=False))
     result = {"seed": seed, "status": run.status, "step": run.stopped_at, "exact_match": run.best_exact_match,
               "min_loss": min(run.losses) if run.losses else None}
     if run.status == "passed":
-        reading = T.read_example(run.model, config)
-        got, want = T.mirrored_rows(reading) if reading.correct else (None, None)
+        reading = training.read_example(run.model, config)
+        got, want = training.mirrored_rows(reading) if reading.correct else (None, None)
         top = reading.top()
         low, high = plan.top_probability_range
-        floor = T.smoothed_loss_floor(config.tgt_vocab, config.recipe.label_smoothing)
+        floor = training.smoothed_loss_floor(config.tgt_vocab, config.recipe.label_smoothing)
         result |= {"cabed": reading.correct, "mirrored": None if got is None else bool((got == want).all()),
                    "top_min": float(top.min()), "top_max": float(top.max()),
                    "learned_ok": bool(reading.correct and (got == want).all() and low <= top.min()
@@ -237,7 +237,7 @@ def measure(impl: str, seeds: list[int], deadline: int, jobs: int, out: str | No
     with ProcessPoolExecutor(jobs) as pool:
         runs = list(pool.map(measure_seed, [impl] * len(seeds), seeds, [deadline] * len(seeds),
                              [threads] * len(seeds)))
-    plan = T.DEFAULT_PLAN
+    plan = training.DEFAULT_PLAN
     steps = [p["step"] for p in runs[0]["evals"]]
     print(f"{impl}: exact match on {plan.test_size} held-out sequences, by step")
     print("seed " + "".join(f"{s:>7}" for s in steps))

@@ -1,5 +1,3 @@
-import sys
+from conformance.cli import run
 
-from conformance.cli import main
-
-sys.exit(main())
+run()

@@ -14,16 +14,23 @@ import argparse
 import contextlib
 import io
 import json
+import os
 import sys
 from pathlib import Path
 
-EXIT_OK, EXIT_FAILED, EXIT_USAGE, EXIT_INTERNAL, EXIT_NOTHING_RAN = 0, 1, 2, 3, 5
-
-
-def checks_dir() -> Path:
-    import conformance.checks
-
-    return Path(conformance.checks.__file__).parent
+from conformance.session import (  # noqa: F401 - the exit codes and checks_dir are the CLI's public names too
+    EXIT_FAILED,
+    EXIT_INTERNAL,
+    EXIT_NOTHING_RAN,
+    EXIT_OK,
+    EXIT_USAGE,
+    AwaitWorker,
+    checks_dir,
+    load_failed,
+    load_options,
+    pytest_argv,
+    run_checks,
+)
 
 
 def build_parser() -> argparse.ArgumentParser:
@@ -35,7 +42,8 @@ def build_parser() -> argparse.ArgumentParser:
     certify.add_argument("--workers", type=int, default=1, metavar="N", help="run checks in N processes (pytest-xdist)")
     certify.add_argument("--seed", type=int, default=0, help="seed for random inputs (default 0)")
     certify.add_argument("-k", dest="keyword", metavar="EXPR", help="only checks matching EXPR (pytest -k)")
-    certify.add_argument("--profile", choices=("ci", "thorough"), default="ci", help="hypothesis profile")
+    certify.add_argument("--profile", choices=("ci", "thorough", "grade"), default="ci",
+                         help="hypothesis profile (grade: examples drawn from --seed, as grade runs them)")
     certify.add_argument("--no-training", action="store_true", help="skip the training-convergence checks")
     certify.add_argument("--timeout", type=float, default=60.0, help="seconds one adapter call may take")
     certify.add_argument("--threads", type=int, default=1, metavar="N",
@@ -52,15 +60,88 @@ def build_parser() -> argparse.ArgumentParser:
     rendering = sub.add_parser("report", help="render a saved JSON report as HTML, JUnit XML, Markdown or a badge")
     rendering.add_argument("report", metavar="REPORT.json", help="a report written by certify --json")
     add_report_flags(rendering)
+    add_isolation_arguments(certify)
     listing = sub.add_parser("list", help="list the checks with their section and claim")
     listing.add_argument("impl", nargs="?", default="reference")
-    sub.add_parser("template", help="print an adapter template to copy and fill")
+    template_parser = sub.add_parser("template", help="print an adapter template to copy and fill")
+    template_parser.add_argument(
+        "--from", dest="source", metavar="MODULE:CLASS",
+        help="draft an adapter for this nn.Module encoder-decoder (name map proposed from its parameters)")
     sub.add_parser("fixtures", help="verify the golden facts and print how many are encoded, verified and used")
+    add_grade_parser(sub)
     kill = sub.add_parser("mutants", help="run the suite over every mutant: the kill matrix, kill rate and survivors")
     kill.add_argument("--workers", type=int, default=1, metavar="N", help="run in N processes (pytest-xdist)")
     kill.add_argument("--training", action="store_true", help="all training checks for all mutants (slow)")
     kill.add_argument("--json", metavar="PATH", help="write the per-check results of every mutant to PATH")
     return parser
+
+
+def add_grade_parser(sub) -> None:
+    grade = sub.add_parser(
+        "grade", help="grade a submission (isolated, fresh seed, points, Gradescope), a class folder, or summarise",
+        description="grade SUBMISSION: one submission folder or .py file. grade DIR: every submission folder in"
+                    " DIR (a class). grade --summarise REPORT...: the class summary of JSON reports."
+                    " grade --init-gradescope DIR: the files of a Gradescope autograder.")
+    grade.add_argument("submission", nargs="?", help="a submission folder or .py file, or a folder of submissions")
+    grade.add_argument("--points", metavar="TOML", help="points per check or section (default: 1 point per check)")
+    grade.add_argument("--gradescope", metavar="PATH", help="write Gradescope's results.json to PATH")
+    grade.add_argument("--json", metavar="PATH", help="write the JSON report (with the score) to PATH")
+    grade.add_argument("--adapter-name", default="adapter.py", metavar="FILE",
+                       help="the adapter's file name in a submission folder (default adapter.py)")
+    grade.add_argument("--seed", type=int, default=None, help="seed of the inputs (default: drawn, and recorded)")
+    grade.add_argument("--one", action="store_true", help="SUBMISSION is one submission, even with subfolders")
+    grade.add_argument("--jobs", type=int, default=2, metavar="N", help="a class: submissions graded at a time")
+    grade.add_argument("--out", metavar="DIR", help="a class or --summarise: where reports and the summary go")
+    grade.add_argument("--summarise", nargs="+", metavar="REPORT", help="summarise JSON reports (files or folders)")
+    grade.add_argument("--init-gradescope", metavar="DIR", help="write setup.sh, run_autograder, points.toml to DIR")
+    grade.add_argument("--training", action="store_true", help="with --init-gradescope: run the training checks")
+    grade.add_argument("-k", dest="keyword", metavar="EXPR", help="only checks matching EXPR")
+    grade.add_argument("--no-training", action="store_true", help="skip the training-convergence checks")
+    grade.add_argument("--timeout", type=float, default=60.0, help="seconds one adapter call may take")
+    grade.add_argument("--threads", type=int, default=1, metavar="N", help="torch intra-op threads (default 1)")
+    add_isolation_arguments(grade, default=True)
+
+
+def grade(args) -> int:
+    from conformance.grading.classroom import grade_class, is_class_folder, summarise
+    from conformance.grading.gradescope_setup import init_gradescope
+    from conformance.grading.points import Points, PointsError
+    from conformance.grading.submission import grade_submission
+
+    if args.init_gradescope:
+        for path in init_gradescope(args.init_gradescope, adapter_name=args.adapter_name, points=args.points,
+                                    training=args.training):
+            print(f"wrote {path}")
+        return EXIT_OK
+    if args.summarise:
+        return summarise(args)
+    if not args.submission:
+        print("transformer-conformance grade: give a SUBMISSION, --summarise or --init-gradescope", file=sys.stderr)
+        return EXIT_USAGE
+    try:
+        if args.points:
+            Points.from_toml(args.points)  # a broken points file is the instructor's to fix, before any grading
+    except PointsError as exc:
+        print(f"transformer-conformance: {exc}", file=sys.stderr)
+        return EXIT_USAGE
+    if not args.one and not args.gradescope and is_class_folder(Path(args.submission), args.adapter_name):
+        return grade_class(args)
+    return grade_submission(args)
+
+
+def add_isolation_arguments(parser, *, default: bool | None = None) -> None:
+    from conformance.isolation.proxy import Limits
+
+    group = parser.add_mutually_exclusive_group()
+    group.add_argument("--isolate", dest="isolate", action="store_const", const=True, default=default,
+                       help="run the implementation in a sandboxed worker process (default for a path to a .py file)")
+    group.add_argument("--no-isolate", dest="isolate", action="store_const", const=False,
+                       help="run it in this process (default for built-ins and module:attribute)")
+    parser.add_argument("--worker-memory", type=int, default=Limits.memory_mib, metavar="MIB",
+                        help=f"address-space limit of the isolated worker (default {Limits.memory_mib})")
+    parser.add_argument("--worker-total-timeout", type=float, default=Limits.total_s, metavar="S",
+                        help="wall-clock seconds the isolated implementation may use in all"
+                             f" (default {Limits.total_s:g})")
 
 
 def add_report_flags(parser) -> None:
@@ -69,56 +150,11 @@ def add_report_flags(parser) -> None:
     add_flags(parser)
 
 
-def pytest_args(args) -> list[str]:
-    argv = [
-        str(checks_dir()),
-        "--impl",
-        args.impl,
-        "--conformance-seed",
-        str(args.seed),
-        "--conformance-profile",
-        args.profile,
-        "--check-timeout",
-        str(args.timeout),
-        "--conformance-threads",
-        str(getattr(args, "threads", 1)),
-        "-p",
-        "no:cacheprovider",
-        "--import-mode=importlib",
-        "-o",
-        "addopts=",
-        "--rootdir",
-        str(checks_dir()),
-        "-c",
-        str(checks_dir() / "pytest.ini"),
-    ]
-    if args.json:
-        argv += ["--conformance-json", args.json]
-    if args.keyword:
-        argv += ["--conformance-select", args.keyword]  # pytest's own -k would also match the implementation's name
-    if args.no_training:
-        argv.append("--no-training")
-    if getattr(args, "strict", False):
-        argv.append("--conformance-strict")
-    if getattr(args, "deviations", None):
-        argv += ["--conformance-deviations", args.deviations]
-    if args.workers > 1:
-        argv += ["-n", str(args.workers), "--dist", "loadfile"]
-    return argv + (["-v"] if args.verbose else ["-q", "--tb=no", "--no-header"])
-
-
 def certify(args) -> int:
-    import pytest
-
     from conformance.errors import LoadError
-    from conformance.loading import load
-    from conformance.reports.terminal import render
+    from conformance.isolation.proxy import stop_all_workers
+    from conformance.loading import discard_preloaded, load, preload
 
-    try:
-        load(args.impl)  # fail fast, with the fix, before pytest starts
-    except LoadError as exc:
-        print(f"transformer-conformance: cannot load {args.impl!r}: {exc}", file=sys.stderr)
-        return EXIT_USAGE
     if args.deviations:
         from conformance import deviations
 
@@ -127,47 +163,24 @@ def certify(args) -> int:
         except LoadError as exc:
             print(f"transformer-conformance: {exc}", file=sys.stderr)
             return EXIT_USAGE
-    from conformance.plugin import COLLECTORS
-    from conformance.reports.progress import ProgressDisplay
-
-    COLLECTORS.clear()
-    captured = io.StringIO()
-    with ProgressDisplay.for_terminal(getattr(args, "progress", "off")) as progress, \
-            contextlib.redirect_stdout(sys.stdout if args.verbose else captured):
-        code = pytest.main(pytest_args(args), plugins=[progress])
-    collector = _collector()
-    if collector is None or code in (pytest.ExitCode.INTERNAL_ERROR, pytest.ExitCode.USAGE_ERROR):
-        sys.stderr.write(captured.getvalue())
-        return EXIT_USAGE if code == pytest.ExitCode.USAGE_ERROR else EXIT_INTERNAL
-    metadata = collector.metadata()
-    print(render(collector.results, metadata), end="")
-    if args.json:
-        print(f"JSON report written to {args.json}")
-    write_renderings(args, collector)
-    unobserved = [d for d in metadata["declared_deviations"] if not d["observed"]]
-    if args.strict and unobserved:
-        return EXIT_FAILED  # a declared deviation the suite does not see: the declaration is wrong
-    return exit_code(code, collector.results)
-
-
-def write_renderings(args, collector) -> None:
-    """--html, --junit, --markdown, --badge: rendered from the JSON report just written (or built)."""
-    from conformance.reports import formats, view
-    from conformance.reports.json_report import build_report
-
-    paths = formats.requested(args)
-    if not paths:
-        return
-    report = view.load(args.json) if args.json else build_report(collector.results, collector.metadata())
-    for written in formats.write(report, paths):
-        print(written.line())
+    try:  # fail fast, with the fix, before pytest starts; an isolated worker imports while pytest starts
+        candidate = load(args.impl, **load_options(args), wait=False)
+    except LoadError as exc:
+        return load_failed(args, str(exc))
+    preload(args.impl, candidate)  # the plugin's load gets it: one worker (one import) per run
+    try:
+        code = run_checks(args, plugins=[AwaitWorker(candidate, on_failure="exit")], quiet_usage=True)
+        error = getattr(candidate.adapter, "reason", None)  # UnloadableAdapter: the worker could not load it
+        return load_failed(args, error) if error else code
+    finally:
+        discard_preloaded()
+        stop_all_workers()
 
 
 def render_report(args) -> int:
     """``report REPORT.json [--html ...]``: every rendering of a saved report; with no flag, the terminal's."""
     from conformance.reports import formats, view
     from conformance.reports.terminal import render
-    from conformance.results import CheckResult
 
     try:
         report = view.load(args.report)
@@ -176,58 +189,41 @@ def render_report(args) -> int:
         return EXIT_USAGE
     paths = formats.requested(args)
     if not paths:
-        print(render([CheckResult.from_dict(c) for c in report["checks"]], report), end="")
+        print(render(report), end="")
     for written in formats.write(report, paths):
         print(written.line())
-    return EXIT_OK
-
-
-def _collector():
-    from conformance.plugin import COLLECTORS
-
-    return COLLECTORS[-1] if COLLECTORS else None
-
-
-def exit_code(pytest_code, results) -> int:
-    from conformance.results import FAILING, RAN, count_statuses
-
-    counts = count_statuses(results)
-    if any(counts[status] for status in FAILING):
-        return EXIT_FAILED
-    if pytest_code == 2:  # interrupted
-        return EXIT_INTERNAL
-    if not any(counts[status] for status in RAN):
-        return EXIT_NOTHING_RAN
     return EXIT_OK
 
 
 def list_checks(args) -> int:
     import pytest
 
-    return int(
-        pytest.main(
-            [
-                str(checks_dir()),
-                "--impl",
-                args.impl,
-                "--collect-only",
-                "-q",
-                "-p",
-                "no:cacheprovider",
-                "--import-mode=importlib",
-                "--rootdir",
-                str(checks_dir()),
-                "-c",
-                str(checks_dir() / "pytest.ini"),
-            ]
-        )
-    )
+    return int(pytest.main(pytest_argv([args.impl], "--collect-only", "-q")))
 
 
 def template(args) -> int:
     import conformance.implementations
 
+    if getattr(args, "source", None):
+        return template_from(args.source)
     print((Path(conformance.implementations.__file__).parent / "template.py").read_text(), end="")
+    return EXIT_OK
+
+
+def template_from(source: str) -> int:
+    """The adapter draft for an nn.Module class (conformance.adapters.draft); exit 2 with the fix if it cannot."""
+    from conformance.adapters.draft import draft
+
+    try:
+        text = draft(source)
+    except ImportError as exc:
+        print(f"template --from {source}: cannot import it ({exc}). Fix: run from the folder that contains the"
+              " module, or give its file: path/to/file.py:Class", file=sys.stderr)
+        return EXIT_USAGE
+    except (ValueError, AttributeError, TypeError) as exc:
+        print(f"template --from {source}: {exc}", file=sys.stderr)
+        return EXIT_USAGE
+    print(text, end="")
     return EXIT_OK
 
 
@@ -266,68 +262,19 @@ def facts_read_by_checks(impl: str) -> set[str]:
 
 
 def kill_matrix(args) -> int:
-    """Every mutant through the suite (pytest sessions with every mutant as an --impl): print the kill
-    matrix; exit 1 if a mutant survives or a declared catch does not happen."""
-    import json
-    import time
+    from conformance.killmatrix import run
 
-    from conformance.killmatrix import WITHOUT_CONVERGENCE, catalogue, render, tabulate
-
-    started = time.perf_counter()
-    rows = catalogue()
-    results = []
-    if args.training:
-        results += _mutant_session(args, [row.name for row in rows], [])
-    else:
-        results += _mutant_session(args, [row.name for row in rows if not row.training], ["--no-training"])
-        training = [row.name for row in rows if row.training]
-        if training:
-            results += _mutant_session(args, training, ["-k", WITHOUT_CONVERGENCE])
-    rows = tabulate(rows, results)
-    checks = list(dict.fromkeys(result.id for result in results))
-    print(render(rows, checks), end="")
-    print(f"wall time: {time.perf_counter() - started:.0f} s")
-    if args.json:
-        Path(args.json).write_text(json.dumps({
-            "mutants": [{"name": r.name, "bug": r.bug, "training": r.training, "declared": sorted(r.expected),
-                         "caught": sorted(r.caught), "ran": sorted(r.ran)} for r in rows],
-            "results": [result.as_dict() for result in results],
-        }, indent=1, default=str))
-    return EXIT_OK if all(row.killed and not row.missed for row in rows) else EXIT_FAILED
+    return EXIT_OK if run(args) else EXIT_FAILED
 
 
-def _mutant_session(args, names: list[str], extra: list[str]) -> list:
-    """The results of one pytest session that certifies every mutant of ``names``."""
-    import pytest
-
-    from conformance.plugin import COLLECTORS
-
-    argv = [
-        str(checks_dir()),
-        "-p",
-        "no:cacheprovider",
-        "--import-mode=importlib",
-        "-o",
-        "addopts=",
-        "--rootdir",
-        str(checks_dir()),
-        "-c",
-        str(checks_dir() / "pytest.ini"),
-        "-q",
-        "--tb=no",
-        "--no-header",
-        *extra,
-    ]
-    for name in names:
-        argv += ["--impl", f"mutant:{name}"]
-    if args.workers > 1:
-        argv += ["-n", str(args.workers), "--dist", "loadfile"]
-    COLLECTORS.clear()
-    with contextlib.redirect_stdout(io.StringIO()):
-        pytest.main(argv)
-    if not COLLECTORS:
-        raise RuntimeError("the kill-matrix session collected no results")
-    return list(COLLECTORS[-1].results)
+def run() -> None:
+    """The console script: ``main``, then exit with its code at once, so that nothing an implementation
+    registered (an ``atexit`` handler calling ``os._exit(0)``) can replace the verdict's exit status."""
+    code = main()
+    for stream in (sys.stdout, sys.stderr):
+        with contextlib.suppress(Exception):
+            stream.flush()
+    os._exit(code)
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -338,6 +285,7 @@ def main(argv: list[str] | None = None) -> int:
         "template": template,
         "fixtures": fixtures,
         "mutants": kill_matrix,
+        "grade": grade,
         "report": render_report,
     }
     return commands[args.command](args)

@@ -1,4 +1,4 @@
-"""Comparing arrays: attributes first, then values with statistics, the margin, and a likely cause.
+"""Comparing arrays: attributes first, then values with statistics and the margin.
 
 Modelled on torch.testing.assert_close (shape and dtype first, then the mismatch count and the
 greatest absolute and relative difference at an index) and numpy.testing (ACTUAL / DESIRED excerpts).
@@ -75,14 +75,6 @@ def fmt_tolerance(tol: Tolerance) -> str:
     return f"atol {tol.atol:.3g} + rtol {tol.rtol:.3g}*|expected| ({tol.reason})"
 
 
-def likely_cause(actual, alternatives: dict[str, np.ndarray] | None, tol: Tolerance) -> str | None:
-    """The first known wrong formula whose output the actual matches, e.g. "no 1/sqrt(d_k) scaling"."""
-    for cause, alternative in (alternatives or {}).items():
-        if np.shape(alternative) == np.shape(actual) and measure(actual, alternative, tol).passed:
-            return cause
-    return None
-
-
 # The report's difference heatmap (reports/figures.py) shows at most this window of a failing tensor.
 DIFFERENCE_WINDOW = (32, 64)
 
@@ -130,18 +122,12 @@ def assert_shape(actual, expected_shape: tuple[int, ...], *, what: str) -> None:
         )
 
 
-def assert_close(
-    actual,
-    expected,
-    tol: Tolerance,
-    *,
-    what: str,
-    alternatives: dict[str, np.ndarray] | None = None,
-) -> Measurement:
+def assert_close(actual, expected, tol: Tolerance, *, what: str) -> Measurement:
     """Raise ``CheckFailure`` unless every element is within ``tol``; return the measurement.
 
-    Equivalent to ``np.testing.assert_allclose(actual, expected, rtol, atol)`` with a message that
-    shows the worst index, the margin and, when ``actual`` matches one of ``alternatives``, its name.
+    Equivalent to ``np.testing.assert_allclose(actual, expected, rtol, atol)`` with a message that shows
+    the worst index and the margin. Which known bug a failure is, is the diagnosis's to say
+    (``conformance.check``), once it is confirmed.
     """
     __tracebackhide__ = True
     assert_shape(actual, np.shape(expected), what=what)
@@ -149,7 +135,6 @@ def assert_close(
     if m.passed:
         return m
     got, want = np.asarray(actual), np.asarray(expected)
-    cause = likely_cause(actual, alternatives, tol)
     lines = [
         f"{what}: {m.mismatched} of {m.total} values outside tolerance",
         f"  worst at index {m.index}: got {got[m.index]:.6g}, expected {want[m.index]:.6g}",
@@ -158,8 +143,6 @@ def assert_close(
         f"  ACTUAL  {fmt_array(got)}",
         f"  DESIRED {fmt_array(want)}",
     ]
-    if cause:
-        lines.append(f"  likely cause: {cause}")
     raise CheckFailure(
         "\n".join(lines),
         expected=fmt_array(want),
@@ -169,14 +152,13 @@ def assert_close(
         max_rel=m.max_rel,
         tolerance=tol.as_dict(),
         margin=m.margin,
-        likely_cause=cause,
         difference=difference_window(got, want, m.index, tol),
     )
 
 
-def assert_true(condition: bool, message: str, *, likely: str | None = None, **fields) -> None:
-    """A claim that is not a numeric comparison (a mask pattern, a stopping rule)."""
+def assert_true(condition: bool, message: str, **fields) -> None:
+    """A claim that is not a numeric comparison (a mask pattern, a stopping rule); ``check.claim`` also
+    puts a failure to the catalogue of known bugs."""
     __tracebackhide__ = True
     if not condition:
-        text = message + (f"\n  likely cause: {likely}" if likely else "")
-        raise CheckFailure(text, likely_cause=likely, **fields)
+        raise CheckFailure(message, **fields)

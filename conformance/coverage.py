@@ -39,8 +39,6 @@ def _kinds_asked(path: Path) -> set[str]:
 
 
 def used_fact_ids() -> set[str]:
-    from conformance.checks.test_published_numbers import OBSERVED_TENSORS
-
     facts = published.facts()
     used: set[str] = set()
     for path in _check_sources():
@@ -48,7 +46,7 @@ def used_fact_ids() -> set[str]:
         for kind in _kinds_asked(path):
             used |= {
                 entry["id"] for entry in published.of_kind(kind)
-                if kind != "shape" or entry["args"].get("tensor") in OBSERVED_TENSORS
+                if kind != "shape" or entry["args"].get("tensor") in published.OBSERVED_TENSORS
             }
     return used
 
@@ -57,11 +55,14 @@ def reproducible_ids() -> set[str]:
     return {fact_id for fact_id, entry in published.facts().items() if entry["reproducible"]}
 
 
-def reproduced(results) -> tuple[int, int]:
-    """(k, N): reproducible facts read only by passing checks of these results, out of all reproducible."""
+def reproduced(results, *, selected: bool = False) -> tuple[int, int]:
+    """(k, N): reproducible facts read only by passing checks of these results, out of all reproducible ones,
+    or, when the run selected some checks (``-k``), out of those the selected checks read."""
     passed = {f for r in results if r.status == "passed" for f in r.facts}
     not_passed = {f for r in results if r.status != "passed" for f in r.facts}
     reproducible = reproducible_ids()
+    if selected:
+        reproducible &= passed | not_passed
     return len((passed - not_passed) & reproducible), len(reproducible)
 
 

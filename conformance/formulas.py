@@ -1,8 +1,8 @@
 """The paper's formulas in float64 NumPy: the oracle every numeric check compares against.
 
-Written straight from the lessons, one function per formula, with the known wrong variants beside
-them (``ALTERNATIVES``) so a failure can name its likely cause. This is deliberately not the
-reference implementation: the oracle is a few lines per formula, the reference is a model.
+Written straight from the lessons, one function per formula. This is deliberately not the reference
+implementation: the oracle is a few lines per formula, the reference is a model. The known wrong
+versions are the catalogue's mutants (``implementations/mutants/``), not here.
 """
 
 from __future__ import annotations
@@ -11,48 +11,17 @@ import numpy as np
 
 
 # §3.5: PE(pos, 2i) = sin(pos / 10000^(2i/d_model)), PE(pos, 2i+1) = cos(pos / 10000^(2i/d_model))
-def frequencies(d_model: int, *, exponent_scale: float = 2.0) -> np.ndarray:
+def frequencies(d_model: int) -> np.ndarray:
     i = np.arange(d_model // 2, dtype=np.float64)
-    return 1.0 / 10000.0 ** (exponent_scale * i / d_model)
+    return 1.0 / 10000.0 ** (2.0 * i / d_model)
 
 
-def positional_encoding(n: int, d_model: int, *, first: int = 0) -> np.ndarray:
-    angle = np.arange(first, first + n, dtype=np.float64)[:, None] * frequencies(d_model)[None, :]
+def positional_encoding(n: int, d_model: int) -> np.ndarray:
+    angle = np.arange(n, dtype=np.float64)[:, None] * frequencies(d_model)[None, :]
     pe = np.empty((n, d_model))
     pe[:, 0::2] = np.sin(angle)
     pe[:, 1::2] = np.cos(angle)
     return pe
-
-
-def pe_halves_concatenated(n: int, d_model: int) -> np.ndarray:
-    angle = np.arange(n, dtype=np.float64)[:, None] * frequencies(d_model)[None, :]
-    return np.concatenate([np.sin(angle), np.cos(angle)], axis=1)
-
-
-def pe_alternatives(n: int, d_model: int) -> dict[str, np.ndarray]:
-    return {
-        "sines and cosines concatenated in halves instead of interleaved (sin in 2i, cos in 2i+1)": (
-            pe_halves_concatenated(n, d_model)
-        ),
-        "exponent i/d_model instead of 2i/d_model": _interleave(
-            np.arange(n)[:, None] * frequencies(d_model, exponent_scale=1.0)[None, :]
-        ),
-        "positions counted from 1 instead of 0": positional_encoding(n, d_model, first=1),
-        "sine and cosine swapped": _interleave(np.arange(n)[:, None] * frequencies(d_model)[None, :])[
-            :, _swap(d_model)
-        ],
-    }
-
-
-def _interleave(angle: np.ndarray) -> np.ndarray:
-    pe = np.empty((angle.shape[0], 2 * angle.shape[1]))
-    pe[:, 0::2], pe[:, 1::2] = np.sin(angle), np.cos(angle)
-    return pe
-
-
-def _swap(d_model: int) -> np.ndarray:
-    idx = np.arange(d_model)
-    return idx + np.where(idx % 2 == 0, 1, -1)
 
 
 def rotation(omega_k: float) -> np.ndarray:
@@ -61,27 +30,11 @@ def rotation(omega_k: float) -> np.ndarray:
 
 
 # §3.1 LayerNorm (Ba et al.): gamma * (x - mu) / sqrt(sigma^2 + eps) + beta, sigma^2 divided by d
-def layer_norm(x, gamma, beta, eps: float, *, ddof: int = 0, eps_outside: bool = False) -> np.ndarray:
+def layer_norm(x, gamma, beta, eps: float) -> np.ndarray:
     x = np.asarray(x, dtype=np.float64)
     mu = x.mean(-1, keepdims=True)
-    var = x.var(-1, keepdims=True, ddof=ddof) if x.shape[-1] > ddof else np.zeros_like(mu)
-    denom = np.sqrt(var) + eps if eps_outside else np.sqrt(var + eps)
-    return np.asarray(gamma, np.float64) * (x - mu) / denom + np.asarray(beta, np.float64)
-
-
-def layer_norm_alternatives(x, gamma, beta, eps: float) -> dict[str, np.ndarray]:
-    alternatives = {
-        "eps added outside the square root: (x - mu) / (sigma + eps)": layer_norm(
-            x, gamma, beta, eps, eps_outside=True
-        ),
-        "gamma and beta swapped": layer_norm(x, beta, gamma, eps),
-    }
-    if np.shape(x)[-1] > 1:
-        alternatives = {
-            "variance divided by d - 1 (unbiased) instead of d": layer_norm(x, gamma, beta, eps, ddof=1),
-            **alternatives,
-        }
-    return alternatives
+    return np.asarray(gamma, np.float64) * (x - mu) / np.sqrt(x.var(-1, keepdims=True) + eps) \
+        + np.asarray(beta, np.float64)
 
 
 # §3.2.1: Attention(Q, K, V) = softmax(Q K^T / sqrt(d_k)) V, masked scores at -inf before softmax
@@ -91,31 +44,51 @@ def softmax(scores: np.ndarray, axis: int = -1) -> np.ndarray:
     return e / e.sum(axis=axis, keepdims=True)
 
 
-def attention(q, k, v, keep=None, *, scale: float | None = None, axis: int = -1):
+def attention(q, k, v, keep=None):
     """Returns (output, weights). A query row whose keys are all masked gets weights 0 and output 0:
-    the suite's specified behaviour for a fully masked row (finite, and it carries no information)."""
+    the suite's convention for a fully masked row (finite, and it carries no information)."""
     q, k, v = (np.asarray(t, dtype=np.float64) for t in (q, k, v))
-    scale = 1.0 / np.sqrt(q.shape[-1]) if scale is None else scale
-    scores = q @ np.swapaxes(k, -1, -2) * scale
+    scores = q @ np.swapaxes(k, -1, -2) / np.sqrt(q.shape[-1])
     if keep is None:
-        return softmax(scores, axis) @ v, softmax(scores, axis)
+        return softmax(scores) @ v, softmax(scores)
     keep = np.broadcast_to(np.asarray(keep, bool), scores.shape)
     masked = np.where(keep, scores, -np.inf)
-    any_keep = keep.any(axis=axis, keepdims=True)
+    any_keep = keep.any(axis=-1, keepdims=True)
     with np.errstate(invalid="ignore"):
-        weights = np.where(any_keep, softmax(np.where(any_keep, masked, 0.0), axis), 0.0)
+        weights = np.where(any_keep, softmax(np.where(any_keep, masked, 0.0)), 0.0)
     weights = np.where(keep, weights, 0.0)
     return weights @ v, weights
 
 
-def attention_alternatives(q, k, v, keep=None) -> dict[str, tuple[np.ndarray, np.ndarray]]:
-    d_k = np.shape(q)[-1]
-    alternatives = {
-        "no 1/sqrt(d_k) scaling": attention(q, k, v, keep, scale=1.0),
-        "scores divided by d_k instead of sqrt(d_k)": attention(q, k, v, keep, scale=1.0 / d_k),
-    }
-    if keep is None:
-        alternatives["softmax over the query axis instead of the key axis"] = attention(q, k, v, keep, axis=-2)
-    else:
-        alternatives["mask ignored"] = attention(q, k, v, None)
-    return alternatives
+# §5.3: lrate = d_model^-0.5 * min(step^-0.5, step * warmup^-1.5), steps counted from 1
+def lrate(step: int, d_model: int, warmup: int) -> float:
+    return d_model**-0.5 * min(step**-0.5, step * warmup**-1.5)
+
+
+# §5.4 as PyTorch spreads it (the lesson's loss): q(k) = (1 - eps)[k = right] + eps / V
+def smoothed_target(vocab: int, epsilon: float, right: int) -> np.ndarray:
+    q = np.full(vocab, epsilon / vocab)
+    q[right] += 1.0 - epsilon
+    return q
+
+
+def smoothed_loss_floor(vocab: int, epsilon: float) -> float:
+    """The entropy of q: the smallest smoothed cross-entropy any prediction can get (0.537 for 13, 0.1).
+
+    By Gibbs' inequality, -sum q log p >= -sum q log q for every distribution p, so this bounds every
+    single token's loss, hence every batch mean, with or without dropout, not only the expectation."""
+    q = smoothed_target(vocab, epsilon, 0)
+    return float(-(q[q > 0] * np.log(q[q > 0])).sum())
+
+
+def smoothed_loss(logits, targets, epsilon: float, pad_id: int) -> float:
+    """Mean over the non-padding targets of -sum_k q(k) log softmax(logits)_k, in float64 (logits (..., V))."""
+    logits = np.asarray(logits, np.float64).reshape(-1, np.shape(logits)[-1])
+    targets = np.asarray(targets).reshape(-1)
+    V = logits.shape[-1]
+    shifted = logits - logits.max(-1, keepdims=True)
+    log_p = shifted - np.log(np.exp(shifted).sum(-1, keepdims=True))
+    q = np.full_like(log_p, epsilon / V)
+    q[np.arange(len(targets)), targets] += 1.0 - epsilon
+    per_token = -(q * log_p).sum(-1)
+    return float(per_token[targets != pad_id].mean())

@@ -111,3 +111,59 @@ def render(rows: list[MutantRow], checks: list[str] | None = None) -> str:
     survivors = [row.name for row in rows if not row.killed]
     lines.append("survivors: " + (", ".join(survivors) if survivors else "none"))
     return "\n".join(lines) + "\n"
+
+
+# --------------------------------------------------------------------------------------------------
+# The run: every mutant through the suite, in pytest sessions with every mutant as an --impl
+# --------------------------------------------------------------------------------------------------
+
+
+def run(args) -> bool:
+    """Certify every mutant, print the kill matrix (and write ``args.json``); True when every mutant is
+    killed and every declared catch happened."""
+    import json
+    import time
+    from pathlib import Path
+
+    started = time.perf_counter()
+    rows = catalogue()
+    results = []
+    if args.training:
+        results += session(args, [row.name for row in rows], [])
+    else:
+        results += session(args, [row.name for row in rows if not row.training], ["--no-training"])
+        training = [row.name for row in rows if row.training]
+        if training:
+            results += session(args, training, ["-k", WITHOUT_CONVERGENCE])
+    rows = tabulate(rows, results)
+    checks = list(dict.fromkeys(result.id for result in results))
+    print(render(rows, checks), end="")
+    print(f"wall time: {time.perf_counter() - started:.0f} s")
+    if args.json:
+        Path(args.json).write_text(json.dumps({
+            "mutants": [{"name": r.name, "bug": r.bug, "training": r.training, "declared": sorted(r.expected),
+                         "caught": sorted(r.caught), "ran": sorted(r.ran)} for r in rows],
+            "results": [result.as_dict() for result in results],
+        }, indent=1, default=str))
+    return all(row.killed and not row.missed for row in rows)
+
+
+def session(args, names: list[str], extra: list[str]) -> list:
+    """The results of one pytest session that certifies every mutant of ``names``."""
+    import contextlib
+    import io
+
+    import pytest
+
+    from conformance.plugin import ResultCollector
+    from conformance.session import pytest_argv
+
+    argv = pytest_argv([f"mutant:{name}" for name in names], "-q", "--tb=no", "--no-header", *extra)
+    if args.workers > 1:
+        argv += ["-n", str(args.workers), "--dist", "loadfile"]
+    collector = ResultCollector()
+    with contextlib.redirect_stdout(io.StringIO()):
+        pytest.main(argv, plugins=[collector])
+    if collector.config is None:
+        raise RuntimeError("the kill-matrix session collected no results")
+    return list(collector.results)

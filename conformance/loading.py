@@ -18,30 +18,7 @@ from conformance import supports
 from conformance.adapter import ADAPTER_PARTS, Conventions
 from conformance.candidate import Candidate
 from conformance.errors import LoadError
-
-_IMPLS = "conformance.implementations"
-BUILTINS = {
-    "reference": f"{_IMPLS}.reference.adapter:adapter",
-    "numpy": f"{_IMPLS}.numpy_impl.adapter:adapter",
-    "reference-float64": f"{_IMPLS}.reference.adapter:adapter_float64",
-    "torch-fused-qkv": f"{_IMPLS}.variants.fused_qkv:adapter",
-    "torch-nn-transformer": f"{_IMPLS}.torch_nn.adapter:torch_nn_default",
-    "torch-nn-transformer-fixed": f"{_IMPLS}.torch_nn.adapter:torch_nn_fixed",
-}
-MUTANT_PREFIX = "mutant:"
-
-
-def builtin_names() -> list[str]:
-    return sorted(BUILTINS)
-
-
-def resolve(spec: str) -> str:
-    """A built-in name or ``mutant:<name>`` -> ``module:attribute``; anything else is returned as is."""
-    if spec in BUILTINS:
-        return BUILTINS[spec]
-    if spec.startswith(MUTANT_PREFIX):
-        return f"{_IMPLS}.mutants.{spec[len(MUTANT_PREFIX) :]}:adapter"
-    return spec
+from conformance.naming import BUILTINS, MUTANT_PREFIX, builtin_names, resolve  # noqa: F401 - loading's names too
 
 
 def import_target(spec: str) -> Any:
@@ -74,6 +51,8 @@ def _import_module(name: str, spec: str) -> Any:
                 f" the folder that contains it, or give a path to its .py file"
             ) from exc
         raise LoadError(f"importing {name} failed: {exc}. Fix: install {exc.name!r}") from exc
+    except SystemExit as exc:
+        raise LoadError(exited_at_import(exc)) from None
     except Exception as exc:
         raise LoadError(
             f"importing {name} raised {type(exc).__name__}: {exc}. Fix the module's import-time code"
@@ -91,6 +70,9 @@ def _import_file(path_text: str) -> Any:
     sys.path.insert(0, str(path.parent))  # the candidate's own sibling modules import as they would
     try:
         spec.loader.exec_module(module)
+    except SystemExit as exc:
+        del sys.modules[module_name]
+        raise LoadError(exited_at_import(exc)) from None
     except Exception as exc:
         del sys.modules[module_name]
         raise LoadError(
@@ -99,6 +81,11 @@ def _import_file(path_text: str) -> Any:
     finally:
         sys.path.remove(str(path.parent))
     return module
+
+
+def exited_at_import(exc: SystemExit) -> str:
+    return (f"the implementation exited with status {exc.code} while being imported (sys.exit at import time:"
+            " put the script's own code under `if __name__ == '__main__':`)")
 
 
 def validate(adapter: Any, spec: str) -> list[str]:
@@ -129,8 +116,44 @@ def validate(adapter: Any, spec: str) -> list[str]:
     return warnings
 
 
-def load(spec: str, *, timeout_s: float | None = None) -> Candidate:
-    """Load and validate an implementation; the result is what every check receives."""
+def is_builtin(spec: str) -> bool:
+    """A built-in name or a mutant: the suite's own code, trusted to run in its process."""
+    return spec in BUILTINS or spec.startswith(MUTANT_PREFIX)
+
+
+def names_a_path(spec: str) -> bool:
+    return resolve(spec).partition(":")[0].endswith(".py")
+
+
+def should_isolate(spec: str, isolate: bool | None) -> bool:
+    """``isolate`` None: the default, isolated for an implementation named by a path."""
+    return names_a_path(spec) if isolate is None else isolate
+
+
+_PRELOADED: dict[str, Candidate] = {}
+
+
+def preload(spec: str, candidate: Candidate) -> None:
+    """Hand a candidate loaded before pytest starts (the CLI's) to the next ``load(spec)``: an isolated
+    implementation's worker is then started once per run, not twice."""
+    _PRELOADED[spec] = candidate
+
+
+def discard_preloaded() -> None:
+    _PRELOADED.clear()
+
+
+def load(spec: str, *, timeout_s: float | None = None, isolate: bool | None = None, limits=None,
+         threads: int = 1, wait: bool = True) -> Candidate:
+    """Load and validate an implementation; the result is what every check receives. Isolated (see
+    ``should_isolate``), the adapter lives in a worker process behind ``isolation.proxy.ProxyAdapter``."""
+    if spec in _PRELOADED:
+        return _PRELOADED.pop(spec)
+    if should_isolate(spec, isolate):
+        from conformance.isolation.proxy import load_isolated
+
+        return load_isolated(spec, timeout_s=timeout_s, limits=limits, threads=threads, builtin=is_builtin(spec),
+                             wait=wait)
     target = import_target(spec)
     adapter = target() if inspect.isclass(target) else target
     warnings = validate(adapter, spec)

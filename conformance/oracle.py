@@ -6,19 +6,15 @@ itself checked against ``torch.nn.Transformer`` (``tests/test_reference_vs_torch
 modules are built in float64, the canonical weights loaded (``load_canonical``), evaluation mode,
 no gradients, so the only error left in a comparison is the candidate's own.
 
-Each function can also run a *variant*: the same computation with one known bug (``VARIANTS``), used
-to name the likely cause of a failure ("no 1/sqrt(d_k) scaling", "pre-norm", ...). Inputs are
-batch-first and masks are boolean *keep* masks, the suite's conventions. torch is imported lazily, so
-``import conformance`` works without it; only the checks that need the oracle need torch.
+Inputs are batch-first and masks are boolean *keep* masks, the suite's conventions. torch is imported
+lazily, so ``import conformance`` works without it; only the checks that need the oracle need torch.
+The known wrong versions of the model are the catalogue's mutants (``implementations/mutants/``).
 """
 
 from __future__ import annotations
 
 import dataclasses
 import functools
-import math
-from collections.abc import Callable
-from dataclasses import dataclass, field
 
 import numpy as np
 
@@ -44,182 +40,15 @@ def _modules():
     return torch, ref
 
 
-# --------------------------------------------------------------------------------------------------
-# Variants: one known bug each, to name the likely cause of a failure
-# --------------------------------------------------------------------------------------------------
-
-
-@dataclass(frozen=True)
-class Variant:
-    """One bug: replaced formulas, and optionally a different decoder/encoder layer or padding mask."""
-
-    formulas: dict[str, Callable] = field(default_factory=dict)
-    decoder_layer: str | None = None  # name of a DecoderLayer subclass in _layer_classes()
-    encoder_layer: str | None = None  # name of an EncoderLayer subclass in _layer_classes()
-    final_norm: bool = False  # a LayerNorm (gamma 1, beta 0) after each stack, as torch.nn.Transformer adds
-    zero_padded_memory: bool = False  # the memory is 0 at padded source positions (a padded fast path)
-
-
-def _variant_formulas() -> dict[str, Variant]:
-    torch, ref = _modules()
-
-    def attention_unscaled(q, k, v, keep):  # scores q.k instead of q.k / sqrt(d_k)
-        return ref.scaled_dot_product_attention(q * math.sqrt(q.shape[-1]), k, v, keep)
-
-    def split_no_transpose(x, h):
-        B, L, d = x.shape
-        return x.reshape(B, h, L, d // h)
-
-    def merge_no_transpose(x):
-        B, h, L, d_k = x.shape
-        return x.reshape(B, L, h * d_k)
-
-    return {
-        "no 1/sqrt(d_k) scaling of the scores": Variant({"attention": attention_unscaled}),
-        "scores divided by sqrt(d_model) instead of sqrt(d_k)": Variant(),  # needs h: built in _mha_variant
-        "heads split by reshaping (B, L, d_model) -> (B, h, L, d_k) without the transpose": Variant(
-            {"split_heads": split_no_transpose, "merge_heads": merge_no_transpose}
-        ),
-        "padding applied to the queries instead of the keys": Variant(
-            encoder_layer="queries_padded", decoder_layer="queries_padded"
-        ),
-        "causal mask blocks the diagonal (a position cannot read itself)": Variant(
-            {"causal_mask": lambda T: torch.ones(T, T, dtype=torch.bool).tril(-1)}
-        ),
-        "no causal mask: the future leaks into the decoder self-attention": Variant(
-            {"causal_mask": lambda T: torch.ones(T, T, dtype=torch.bool)}
-        ),
-        "causal mask applied to the cross-attention": Variant(decoder_layer="causal_cross"),
-        "cross-attention reads the decoder states (K, V) instead of the memory": Variant(
-            decoder_layer="cross_reads_decoder"
-        ),
-        "causal mask applied in the encoder": Variant(encoder_layer="causal_encoder"),
-        "pre-norm x + Sublayer(LayerNorm(x)) instead of post-norm LayerNorm(x + Sublayer(x))": Variant(
-            {"sublayer": lambda x, fn, norm, dropout: x + dropout(fn(norm(x)))}
-        ),
-        "no residual connection: LayerNorm(Sublayer(x))": Variant(
-            {"sublayer": lambda x, fn, norm, dropout: norm(dropout(fn(x)))}
-        ),
-        "GELU instead of ReLU in the feed-forward network": Variant({"activation": torch.nn.functional.gelu}),
-        "no ReLU in the feed-forward network": Variant({"activation": lambda x: x}),
-        "embeddings not multiplied by sqrt(d_model)": Variant({"embed_scale": lambda d_model: 1.0}),
-        "an extra LayerNorm after the encoder and decoder stacks (torch.nn.Transformer's default final norm)":
-            Variant(final_norm=True),
-        "the memory zeroed at padded source positions (torch.nn.Transformer's nested-tensor fast path)":
-            Variant(zero_padded_memory=True),
-        "no padding mask built from pad_id: padding tokens are read as content": Variant(
-            {"padding_mask": lambda ids, pad_id: torch.ones_like(ids, dtype=torch.bool).unsqueeze(1)}
-        ),
-    }
-
-
-VARIANTS_BY_PART = {
-    "multi_head_attention": (
-        "no 1/sqrt(d_k) scaling of the scores",
-        "scores divided by sqrt(d_model) instead of sqrt(d_k)",
-        "heads split by reshaping (B, L, d_model) -> (B, h, L, d_k) without the transpose",
-        "no output projection W_O",
-    ),
-    "feed_forward": ("GELU instead of ReLU in the feed-forward network", "no ReLU in the feed-forward network"),
-    "encoder_layer": (
-        "pre-norm x + Sublayer(LayerNorm(x)) instead of post-norm LayerNorm(x + Sublayer(x))",
-        "no residual connection: LayerNorm(Sublayer(x))",
-        "padding applied to the queries instead of the keys",
-        "causal mask applied in the encoder",
-        "no 1/sqrt(d_k) scaling of the scores",
-        "heads split by reshaping (B, L, d_model) -> (B, h, L, d_k) without the transpose",
-        "GELU instead of ReLU in the feed-forward network",
-    ),
-    "decoder_layer": (
-        "causal mask blocks the diagonal (a position cannot read itself)",
-        "no causal mask: the future leaks into the decoder self-attention",
-        "causal mask applied to the cross-attention",
-        "cross-attention reads the decoder states (K, V) instead of the memory",
-        "padding applied to the queries instead of the keys",
-        "pre-norm x + Sublayer(LayerNorm(x)) instead of post-norm LayerNorm(x + Sublayer(x))",
-        "no residual connection: LayerNorm(Sublayer(x))",
-        "no 1/sqrt(d_k) scaling of the scores",
-        "heads split by reshaping (B, L, d_model) -> (B, h, L, d_k) without the transpose",
-        "GELU instead of ReLU in the feed-forward network",
-    ),
-    "model": (
-        "embeddings not multiplied by sqrt(d_model)",
-        "an extra LayerNorm after the encoder and decoder stacks (torch.nn.Transformer's default final norm)",
-        "the memory zeroed at padded source positions (torch.nn.Transformer's nested-tensor fast path)",
-        "no padding mask built from pad_id: padding tokens are read as content",
-        "no causal mask: the future leaks into the decoder self-attention",
-        "causal mask blocks the diagonal (a position cannot read itself)",
-        "pre-norm x + Sublayer(LayerNorm(x)) instead of post-norm LayerNorm(x + Sublayer(x))",
-        "no residual connection: LayerNorm(Sublayer(x))",
-        "no 1/sqrt(d_k) scaling of the scores",
-    ),
-}
-"""Which variants are worth trying when a part fails (the ones that can change that part's output)."""
-
-
 @functools.cache
-def _variants() -> dict[str, Variant]:
-    return _variant_formulas()
-
-
-def _formulas(variant: str | None = None, *, h: int | None = None):
-    """The reference formulas with a float64 positional encoding, and the variant's replacements."""
+def _formulas():
+    """The reference formulas with an exact float64 positional encoding."""
     torch, ref = _modules()
 
     def positional_encoding(n: int, d_model: int):
         return torch.from_numpy(np_formulas.positional_encoding(n, d_model))  # float64, exact
 
-    changes: dict[str, Callable] = {"positional_encoding": positional_encoding}
-    if variant == "scores divided by sqrt(d_model) instead of sqrt(d_k)":
-        changes["attention"] = lambda q, k, v, keep: ref.scaled_dot_product_attention(q / math.sqrt(h), k, v, keep)
-    elif variant is not None:
-        changes.update(_variants()[variant].formulas)
-    return dataclasses.replace(ref.REFERENCE, **changes)
-
-
-@functools.cache
-def _layer_classes() -> dict[str, type]:
-    """The reference's layers with one wiring bug each (cross-attention on the decoder states, ...)."""
-    torch, ref = _modules()
-
-    class CausalCross(ref.DecoderLayer):
-        def forward(self, y, memory, tgt_keep, src_keep):
-            f, (T, S) = self.formulas, (y.shape[1], memory.shape[1])
-            self_keep = f.causal_mask(T) & tgt_keep if tgt_keep is not None else f.causal_mask(T).unsqueeze(0)
-            cross_keep = torch.ones(T, S, dtype=torch.bool).tril()
-            cross_keep = cross_keep & src_keep if src_keep is not None else cross_keep.unsqueeze(0)
-            y = f.sublayer(y, lambda y: self.self_attn(y, y, y, self_keep), self.norm1, self.dropout)
-            y = f.sublayer(y, lambda y: self.cross_attn(y, memory, memory, cross_keep), self.norm2, self.dropout)
-            return f.sublayer(y, self.ffn, self.norm3, self.dropout)
-
-    class CrossReadsDecoder(ref.DecoderLayer):
-        def forward(self, y, memory, tgt_keep, src_keep):
-            f, T = self.formulas, y.shape[1]
-            self_keep = f.causal_mask(T) & tgt_keep if tgt_keep is not None else f.causal_mask(T).unsqueeze(0)
-            y = f.sublayer(y, lambda y: self.self_attn(y, y, y, self_keep), self.norm1, self.dropout)
-            y = f.sublayer(y, lambda y: self.cross_attn(y, y, y, self_keep), self.norm2, self.dropout)
-            return f.sublayer(y, self.ffn, self.norm3, self.dropout)
-
-    class CausalEncoder(ref.EncoderLayer):
-        def forward(self, x, src_keep):
-            causal = self.formulas.causal_mask(x.shape[1])
-            return super().forward(x, causal & src_keep if src_keep is not None else causal.unsqueeze(0))
-
-    def rows(keep):  # (B, 1, L) key padding -> (B, L, 1): hides query rows instead
-        return None if keep is None else keep.transpose(-1, -2)
-
-    class QueriesPaddedEncoder(ref.EncoderLayer):
-        def forward(self, x, src_keep):
-            return super().forward(x, rows(src_keep))
-
-    class QueriesPaddedDecoder(ref.DecoderLayer):  # in the self-attention; the cross-attention is unchanged
-        def forward(self, y, memory, tgt_keep, src_keep):
-            return super().forward(y, memory, rows(tgt_keep), src_keep)
-
-    return {
-        "causal_cross": CausalCross, "cross_reads_decoder": CrossReadsDecoder, "causal_encoder": CausalEncoder,
-        "queries_padded": {"encoder": QueriesPaddedEncoder, "decoder": QueriesPaddedDecoder},
-    }
+    return dataclasses.replace(ref.REFERENCE, positional_encoding=positional_encoding)
 
 
 # --------------------------------------------------------------------------------------------------
@@ -255,16 +84,6 @@ def _loaded(module, weights: dict):
     return module.eval()
 
 
-def _layer_class(stack: str, variant: str | None):
-    _, ref = _modules()
-    spec = _variants().get(variant) if variant else None
-    name = spec and (spec.decoder_layer if stack == "decoder" else spec.encoder_layer)
-    if name:
-        found = _layer_classes()[name]
-        return found[stack] if isinstance(found, dict) else found
-    return ref.DecoderLayer if stack == "decoder" else ref.EncoderLayer
-
-
 def _quiet(fn):
     """Run ``fn`` without gradients and on one torch thread (restored afterwards): the oracle's tensors
     are small, and on a busy machine a second intra-op thread makes each tiny op wait milliseconds."""
@@ -289,15 +108,11 @@ def _quiet(fn):
 
 
 @_quiet
-def multi_head_attention(query, key, value, weights: dict, h: int, keep=None, *, variant: str | None = None):
+def multi_head_attention(query, key, value, weights: dict, h: int, keep=None):
     """§3.2.2: query (B, Lq, d), key and value (B, Lk, d), keep (B, Lq, Lk) -> (out, weights (B, h, Lq, Lk))."""
     torch, ref = _modules()
-    if variant == "no output projection W_O":
-        d = np.shape(weights["W_Q"])[0]
-        weights = {**weights, "W_O": np.eye(d)} | ({"b_O": np.zeros(d)} if "b_O" in weights else {})
-        variant = None
     d_model = np.shape(weights["W_Q"])[0]
-    mha = _loaded(ref.MultiHeadAttention(d_model, h, "b_Q" in weights, _formulas(variant, h=h)), weights)
+    mha = _loaded(ref.MultiHeadAttention(d_model, h, "b_Q" in weights, _formulas()), weights)
     keep_t = None if keep is None else torch.as_tensor(np.asarray(keep, dtype=bool))
     with torch.no_grad():
         out = mha(_t(query), _t(key), _t(value), keep_t)
@@ -305,36 +120,65 @@ def multi_head_attention(query, key, value, weights: dict, h: int, keep=None, *,
 
 
 @_quiet
-def feed_forward(x, weights: dict, *, variant: str | None = None) -> np.ndarray:
+def feed_forward(x, weights: dict) -> np.ndarray:
     """§3.3: x (B, L, d_model) -> (B, L, d_model)."""
     torch, ref = _modules()
     d_model, d_ff = np.shape(weights["W1"])
-    ffn = _loaded(ref.FeedForward(d_model, d_ff, _formulas(variant)), weights)
+    ffn = _loaded(ref.FeedForward(d_model, d_ff, _formulas()), weights)
     with torch.no_grad():
         return _np(ffn(_t(x)))
 
 
-def _layer(stack: str, weights: dict, h: int, eps: float, variant: str | None):
-    d_model, d_ff = np.shape(weights["ffn.W1"])
-    cls = _layer_class(stack, variant)
-    return _loaded(cls(d_model, h, d_ff, eps, 0.0, "self_attn.b_Q" in weights, _formulas(variant, h=h)), weights)
+def _post_norm(x, fn, weights: dict, eps: float):
+    """§3.1 as the reference writes it: LayerNorm(x + Sublayer(x)) with the norm's gamma and beta."""
+    torch, ref = _modules()
+    norm = _loaded(ref.LayerNorm(np.shape(weights["norm.gamma"])[0], eps, _formulas()),
+                   {"gamma": weights["norm.gamma"], "beta": weights["norm.beta"]})
+    return _formulas().sublayer(_t(x), fn, norm, torch.nn.Identity())
 
 
 @_quiet
-def encoder_layer(x, weights: dict, h: int, eps: float, src_keep, *, variant: str | None = None) -> np.ndarray:
+def attention_sublayer(x, memory, weights: dict, h: int, eps: float, keep=None) -> np.ndarray:
+    """LayerNorm(x + MultiHead(x, kv, kv)), kv = memory or x: x (B, Lq, d), keep (B, Lq, Lk) -> (B, Lq, d);
+    weights W_Q.. (b_Q..), norm.gamma, norm.beta."""
+    torch, ref = _modules()
+    attention = {name: value for name, value in weights.items() if not name.startswith("norm.")}
+    mha = _loaded(ref.MultiHeadAttention(np.shape(weights["W_Q"])[0], h, "b_Q" in weights, _formulas()), attention)
+    kv = None if memory is None else _t(memory)
+    keep_t = None if keep is None else torch.as_tensor(np.asarray(keep, dtype=bool))
+    return _np(_post_norm(x, lambda q: mha(q, q if kv is None else kv, q if kv is None else kv, keep_t), weights, eps))
+
+
+@_quiet
+def ffn_sublayer(x, weights: dict, eps: float) -> np.ndarray:
+    """LayerNorm(x + FFN(x)): x (B, L, d) -> (B, L, d)."""
+    _, ref = _modules()
+    d_model, d_ff = np.shape(weights["W1"])
+    ffn = _loaded(ref.FeedForward(d_model, d_ff, _formulas()), {k: weights[k] for k in ("W1", "b1", "W2", "b2")})
+    return _np(_post_norm(x, ffn, weights, eps))
+
+
+def _layer(stack: str, weights: dict, h: int, eps: float):
+    _, ref = _modules()
+    d_model, d_ff = np.shape(weights["ffn.W1"])
+    cls = ref.DecoderLayer if stack == "decoder" else ref.EncoderLayer
+    return _loaded(cls(d_model, h, d_ff, eps, 0.0, "self_attn.b_Q" in weights, _formulas()), weights)
+
+
+@_quiet
+def encoder_layer(x, weights: dict, h: int, eps: float, src_keep) -> np.ndarray:
     """§3.1: x (B, S, d_model), src_keep (B, S) -> (B, S, d_model)."""
     torch, _ = _modules()
-    layer = _layer("encoder", weights, h, eps, variant)
+    layer = _layer("encoder", weights, h, eps)
     with torch.no_grad():
         return _np(layer(_t(x), _key_padding(src_keep)))
 
 
 @_quiet
-def decoder_layer(y, memory, weights: dict, h: int, eps: float, tgt_keep, src_keep, *,
-                  variant: str | None = None) -> np.ndarray:
+def decoder_layer(y, memory, weights: dict, h: int, eps: float, tgt_keep, src_keep) -> np.ndarray:
     """§3.1: y (B, T, d_model), memory (B, S, d_model), tgt_keep (B, T), src_keep (B, S) -> (B, T, d_model)."""
     torch, _ = _modules()
-    layer = _layer("decoder", weights, h, eps, variant)
+    layer = _layer("decoder", weights, h, eps)
     with torch.no_grad():
         out = layer(_t(y), _t(memory), _key_padding(tgt_keep), _key_padding(src_keep))
     return _np(out)
@@ -345,7 +189,7 @@ def encoder_sublayers(x, weights: dict, h: int, eps: float, src_keep) -> dict[st
     """Each sublayer's output on the way through one encoder layer, plus the inputs it received:
     ``self_attn`` (MHA output), ``norm1`` (after Add & Norm), ``ffn``, ``out`` (after the second norm)."""
     torch, _ = _modules()
-    layer, keep = _layer("encoder", weights, h, eps, None), _key_padding(src_keep)
+    layer, keep = _layer("encoder", weights, h, eps), _key_padding(src_keep)
     with torch.no_grad():
         x = _t(x)
         attn = layer.self_attn(x, x, x, keep)
@@ -360,7 +204,7 @@ def decoder_sublayers(y, memory, weights: dict, h: int, eps: float, tgt_keep, sr
     """As ``encoder_sublayers`` for a decoder layer: ``self_attn``, ``norm1``, ``cross_attn``, ``norm2``,
     ``ffn``, ``out``; ``self_keep`` is the (B, T, T) mask the self-attention used (causal and padding)."""
     torch, _ = _modules()
-    layer = _layer("decoder", weights, h, eps, None)
+    layer = _layer("decoder", weights, h, eps)
     with torch.no_grad():
         y, memory = _t(y), _t(memory)
         self_keep = causal_keep(y.shape[1], tgt_keep)
@@ -394,16 +238,10 @@ class OracleModel:
     """
 
     @_quiet
-    def __init__(self, config: ModelConfig, weights: dict, *, variant: str | None = None):
-        torch, ref = _modules()
-        self.config, self.variant = config, variant
-        module = ref.Transformer(config, _formulas(variant, h=config.h), seed=None)
-        for stack in ("encoder", "decoder"):
-            cls = _layer_class(stack, variant)
-            if cls is not (ref.DecoderLayer if stack == "decoder" else ref.EncoderLayer):
-                args = (config.d_model, config.h, config.d_ff, config.eps, config.dropout, config.attention_bias)
-                setattr(module, stack, torch.nn.ModuleList(cls(*args, module.formulas) for _ in range(config.N)))
-        self.module = _loaded(module, weights)
+    def __init__(self, config: ModelConfig, weights: dict):
+        _, ref = _modules()
+        self.config = config
+        self.module = _loaded(ref.Transformer(config, _formulas(), seed=None), weights)
 
     def keep(self, ids) -> np.ndarray:
         """(B, L) ids -> (B, L) bool: True for real tokens."""
@@ -437,20 +275,11 @@ class OracleModel:
         """§3.4: y (B, T, d_model) -> y @ E^T (tied) or y @ W_out."""
         return np.asarray(y, np.float64) @ _np(self.module.output_matrix)
 
-    def _after_stack(self, x: np.ndarray, keep: np.ndarray | None = None) -> np.ndarray:
-        """What a variant does after the last layer of a stack (nothing, in the paper's model)."""
-        spec = _variants().get(self.variant) if self.variant else None
-        if spec and spec.final_norm:
-            x = np_formulas.layer_norm(x, 1.0, 0.0, self.config.eps)
-        if spec and spec.zero_padded_memory and keep is not None:
-            x = x * keep[..., None]
-        return x
-
     def encode(self, src) -> np.ndarray:
-        return self._after_stack(self.encoder_states(src)[-1], self.keep(src))
+        return self.encoder_states(src)[-1]
 
     def decode(self, tgt_in, memory, src) -> np.ndarray:
-        return self.logits_from_states(self._after_stack(self.decoder_states(tgt_in, memory, src)[-1]))
+        return self.logits_from_states(self.decoder_states(tgt_in, memory, src)[-1])
 
     def forward(self, src, tgt_in) -> np.ndarray:
         return self.decode(tgt_in, self.encode(src), src)
@@ -460,7 +289,3 @@ class OracleModel:
         """The lesson's loop (the reference's ``greedy_decode``): ids after <s>, padding after </s>."""
         _, ref = _modules()
         return ref.greedy_decode(self.module, _ids(src), int(max_len)).numpy()
-
-
-def variants_for(part: str) -> tuple[str, ...]:
-    return VARIANTS_BY_PART[part]

@@ -12,7 +12,6 @@ returns garbage gives an *error* for that one check, and the run goes on.
 from __future__ import annotations
 
 import functools
-import json
 import shutil
 import sys
 import time
@@ -23,10 +22,9 @@ import pytest
 
 from conformance import claims, deviations
 from conformance.errors import Blocked, ConformanceOutcome, LoadError, PartNotImplemented
-from conformance.results import FAILING, CheckResult
+from conformance.results import FAILING, CheckResult, plain
 
 RESULTS_KEY = "conformance"
-COLLECTORS: list[ResultCollector] = []  # the CLI reads the results of the run it started here
 
 
 def pytest_addoption(parser):
@@ -45,9 +43,10 @@ def pytest_addoption(parser):
     group.addoption("--conformance-summary", action="store_true", help="print one line per check, grouped by section")
     group.addoption(
         "--conformance-profile",
-        choices=("ci", "thorough"),
+        choices=("ci", "thorough", "grade"),
         default="ci",
-        help="hypothesis profile: ci (deterministic, fast) or thorough (certification)",
+        help="hypothesis profile: ci (deterministic, fast), thorough (certification) or grade (ci's size, examples"
+             " drawn from --hypothesis-seed: inputs a submission cannot predict)",
     )
     group.addoption("--check-timeout", type=float, default=60.0, metavar="S", help="seconds one adapter call may take")
     group.addoption("--no-training", action="store_true", help="skip the training-convergence checks")
@@ -69,6 +68,9 @@ def pytest_addoption(parser):
         "--conformance-threads", type=int, default=1, metavar="N",
         help="torch intra-op threads while the checks run (default 1; 0 leaves torch's default)",
     )
+    from conformance.isolation.options import add_options
+
+    add_options(group)
 
 
 def pytest_configure(config):
@@ -76,6 +78,8 @@ def pytest_configure(config):
         "requires(*parts): the adapter parts a check needs; missing parts make it not implemented",
         "depends_on(check_id): a prerequisite check in the same module; if it did not pass, this one is blocked",
         "section(text): the paper section a check certifies, when it differs from its module's SECTION",
+        "superseded_by(*parts): a check of a coarse part (attention_sublayer) that runs only where the candidate"
+        " lacks these finer parts (multi_head_attention), whose own checks already judge it",
         "training: a training-convergence check (slow); deselect with --no-training",
         "claim(source, where, text): what the verdict rests on (conformance.claims): the paper, a lesson, or a"
         " convention of the suite (advisory unless --conformance-strict)",
@@ -85,19 +89,32 @@ def pytest_configure(config):
     if not specs:
         return
     from conformance.hypothesis_profiles import load_profile
+    from conformance.isolation.options import load_options
     from conformance.loading import load
 
     load_profile(config.getoption("conformance_profile"))
     keep_hypothesis_files_out_of_the_working_directory(config)
+    draw_examples_from_the_seed_alone()
     limit_torch_threads(config.getoption("conformance_threads"))
     try:
-        candidates = {spec: load(spec, timeout_s=config.getoption("check_timeout")) for spec in specs}
+        candidates = {spec: load(spec, timeout_s=config.getoption("check_timeout"), **load_options(config))
+                      for spec in specs}
         path = config.getoption("conformance_deviations")
         config.stash[_deviations_key] = deviations.load(path) if path else []
     except LoadError as exc:
         raise pytest.UsageError(str(exc)) from exc
     config.stash[_candidates_key] = candidates
-    config.pluginmanager.register(ResultCollector(config, candidates), "conformance-collector")
+    collector = next((p for p in config.pluginmanager.get_plugins() if isinstance(p, ResultCollector)), None)
+    if collector is None:
+        collector = ResultCollector()
+        config.pluginmanager.register(collector, "conformance-collector")
+    collector.bind(config, candidates)
+
+
+def pytest_unconfigure(config):
+    from conformance.isolation.options import close
+
+    close(config.stash.get(_candidates_key, {}).values())  # isolated workers end with the session
 
 
 def keep_hypothesis_files_out_of_the_working_directory(config) -> None:
@@ -111,6 +128,25 @@ def keep_hypothesis_files_out_of_the_working_directory(config) -> None:
     home = tempfile.mkdtemp(prefix="conformance-hypothesis-")
     set_hypothesis_home_dir(home)
     config.add_cleanup(lambda: (set_hypothesis_home_dir(None), shutil.rmtree(home, ignore_errors=True)))
+
+
+def draw_examples_from_the_seed_alone() -> None:
+    """Hypothesis mixes into its draws the literal constants of every local module imported so far, collected
+    under a 100 ms time limit: the examples a check drew then depended on the candidate's source, on what
+    else the process had imported (a mutant's verdict changed with the mutants certified before it in the
+    same process) and on the machine's load. A verdict must follow from the check and the seed alone, so
+    the pool of local constants is kept empty (an internal of hypothesis; where it is absent, nothing)."""
+    try:
+        from hypothesis.internal.conjecture import providers
+    except ImportError:  # pragma: no cover - a hypothesis without the module
+        return
+    try:
+        from hypothesis.internal.constants_ast import Constants
+    except ImportError:  # pragma: no cover - a hypothesis without local constants
+        return
+    if hasattr(providers, "_get_local_constants"):
+        empty = Constants()
+        providers._get_local_constants = lambda *args, **kwargs: empty
 
 
 def limit_torch_threads(threads: int) -> None:
@@ -154,58 +190,16 @@ def rng(request) -> np.random.Generator:
 
 
 @pytest.fixture
-def check(request) -> Recorder:
-    recorder = Recorder()
+def check(request, candidate):
+    """The check's recorder and explainer (``conformance.check.Check``): comparisons, claims, data."""
+    from conformance.check import Check
+
+    recorder = Check(candidate)
     request.node.stash[_recorder_key] = recorder
     return recorder
 
 
-_recorder_key = pytest.StashKey["Recorder"]()
-
-
-class Recorder:
-    """Collects every comparison a check makes, so the report shows margins of passing checks too."""
-
-    def __init__(self):
-        self.measurements: list[dict] = []
-        self.data: dict = {}
-
-    def __repr__(self) -> str:  # hypothesis prints the arguments of a failing example
-        return f"check({len(self.measurements)} comparisons so far)"
-
-    def record(self, name: str, data) -> None:
-        """Keep ``data`` (plain numbers, lists, dicts) in the report under the check's ``data[name]``:
-        curves and tables that are not one comparison, e.g. the training check's loss curve."""
-        self.data[name] = _plain(data)
-
-    def close(self, actual, expected, tol, *, what: str, alternatives=None, rerun=None):
-        """``assert_close`` that records the margin. ``rerun(candidate)`` recomputes ``actual`` for any
-        candidate on the same input: on failure, the mutants whose output matches are named."""
-        from conformance.compare import assert_close
-
-        __tracebackhide__ = True
-        try:
-            m = assert_close(actual, expected, tol, what=what, alternatives=alternatives)
-        except ConformanceOutcome as exc:
-            self.measurements.append({"what": what, **{k: exc.fields.get(k) for k in ("max_abs", "max_rel", "margin")}})
-            if rerun is not None:
-                self.diagnose(exc, actual, rerun, tol)
-            raise
-        self.measurements.append({"what": what, "max_abs": m.max_abs, "max_rel": m.max_rel, "margin": m.margin})
-        return m
-
-    @staticmethod
-    def diagnose(failure, actual, rerun, tol) -> None:
-        from conformance.diagnose import reporting
-        from conformance.diagnosis import fmt_matches, matching_mutants
-
-        if not reporting():  # inside hypothesis: only on the final replay, not while it shrinks
-            return
-        matches = matching_mutants(actual, rerun, tol)
-        failure.fields["diagnosis"] = matches
-        if matches:
-            failure.message += "\n  " + fmt_matches(matches)
-            failure.args = (failure.message,)
+_recorder_key = pytest.StashKey["Check"]()
 
 
 def check_id(item) -> str:
@@ -294,12 +288,26 @@ def pytest_collection_modifyitems(config, items):
         items[:] = [item for item in items if not item.get_closest_marker("training")]
     for item in items:
         _wrap_property_check(item)
+    deselect_superseded(config, items)
     expression = config.getoption("conformance_select")
     if expression:
         selected, deselected = select_by_check_id(items, expression)
         if deselected:
             config.hook.pytest_deselected(items=deselected)
         items[:] = selected
+
+
+def deselect_superseded(config, items) -> None:
+    """Drop the checks of a coarse part (``superseded_by``) for the candidates that have the finer part:
+    an adapter with ``multi_head_attention`` is judged by its checks, not again through ``attention_sublayer``."""
+    dropped = []
+    for item in items:
+        marker, candidate = item.get_closest_marker("superseded_by"), _item_candidate(item)
+        if marker and candidate is not None and any(candidate.provides(part) for part in marker.args):
+            dropped.append(item)
+    if dropped:
+        config.hook.pytest_deselected(items=dropped)
+        items[:] = [item for item in items if item not in dropped]
 
 
 def select_by_check_id(items, expression: str):
@@ -336,35 +344,30 @@ def pytest_runtest_setup(item):
 
 @pytest.hookimpl(hookwrapper=True)
 def pytest_runtest_call(item):
-    """Track which published facts a check reads, for the report's coverage line."""
+    """Seed torch for the check, and count the examples a property check runs and skips."""
     if _item_candidate(item) is None:
         yield
         return
-    from conformance import published
-
     global _running
     seed_torch(item)
-    outer, published.accessed = published.accessed, set()
     _running = item.stash[_examples_key] = Examples()
     try:
         yield
     finally:
-        item.stash[_facts_key] = sorted(published.accessed)
-        published.accessed = outer
         _running = None
-
-
-_facts_key = pytest.StashKey[list]()
 
 
 def seed_torch(item) -> None:
     """Seed torch's global generator from --conformance-seed and the check, so a candidate that draws
     from it (dropout left on, its own initialisation) gives the same verdict in every run and order."""
-    torch = sys.modules.get("torch")
-    if torch is None:
-        return
+    from conformance.isolation.options import seed_worker
+
     seed = item.config.getoption("conformance_seed")
-    torch.manual_seed(int(np.random.default_rng([seed, *check_id(item).encode()]).integers(2**31)))
+    torch_seed = int(np.random.default_rng([seed, *check_id(item).encode()]).integers(2**31))
+    seed_worker(_item_candidate(item), torch_seed)  # an isolated candidate's torch, in its worker
+    torch = sys.modules.get("torch")
+    if torch is not None:
+        torch.manual_seed(torch_seed)
 
 
 def _item_candidate(item):
@@ -401,12 +404,14 @@ def _classify(item, call, candidate) -> CheckResult:
         section=check_section(item),
         status="passed",
         duration_s=round(call.duration, 6),
-        reproduction=f"transformer-conformance certify {candidate.name} -k '{check_id(item)}' --seed {seed}",
+        reproduction=f"transformer-conformance certify {candidate.name} -k '{check_id(item)}' --seed {seed}"
+                     + ("" if item.config.getoption("conformance_profile") == "ci" else
+                        f" --profile {item.config.getoption('conformance_profile')}"),
     )
-    result.facts = item.stash.get(_facts_key, [])
     result.claim = claims.of(item)
     recorder = item.stash.get(_recorder_key, None)
     if recorder:
+        result.facts = sorted(recorder.facts)
         result.measurements = recorder.measurements
         margins = [m["margin"] for m in recorder.measurements if m.get("margin") is not None]
         result.margin = max(margins) if margins else None
@@ -423,9 +428,10 @@ def _classify(item, call, candidate) -> CheckResult:
         result.status = exc.status
         for name, value in exc.as_fields().items():
             if name in CheckResult.__dataclass_fields__ and value is not None:
-                setattr(result, name, _plain(value))
-    elif isinstance(exc, pytest.skip.Exception):
-        result.status, result.message = "not_implemented", str(exc)
+                setattr(result, name, plain(value))
+    elif isinstance(exc, pytest.skip.Exception):  # the suite could not run it (torch missing): not the candidate's
+        result.status, result.message, result.blocked_by = "blocked", f"the suite could not run this check: {exc}", \
+            "the suite"
     elif isinstance(exc, AssertionError):
         result.status, result.message = "failed", str(exc)
     else:  # a bug in the check itself, not in the candidate: still an error, and still reported
@@ -449,28 +455,27 @@ def _unwrap(exc: BaseException) -> BaseException:
     return exc
 
 
-def _plain(value):
-    """Make a value JSON- and xdist-serialisable."""
-    if isinstance(value, np.generic):
-        return value.item()
-    if isinstance(value, np.ndarray):
-        return value.tolist()
-    if isinstance(value, dict):
-        return {k: _plain(v) for k, v in value.items()}
-    if isinstance(value, list | tuple):
-        return [_plain(v) for v in value]
-    return value
+
+
+def isolation_summary(candidate) -> dict:
+    from conformance.isolation.options import summary
+
+    return summary(candidate)
 
 
 class ResultCollector:
-    """Runs where the results arrive (the controller under xdist): gathers them and writes the reports."""
+    """Runs where the results arrive (the controller under xdist): gathers them and builds the run's one
+    report (``conformance.report``). The CLI hands one in (``pytest.main(plugins=[collector])``) and reads
+    ``collector.report`` afterwards; without one, the plugin makes its own."""
 
-    def __init__(self, config, candidates):
-        self.config = config
-        self.candidates = candidates
+    def __init__(self):
+        self.config, self.candidates = None, {}
         self.results: list[CheckResult] = []
         self.started = time.time()
-        COLLECTORS.append(self)
+        self._report: dict | None = None
+
+    def bind(self, config, candidates) -> None:
+        self.config, self.candidates = config, candidates
 
     def pytest_runtest_logreport(self, report):
         for key, value in report.user_properties:
@@ -481,6 +486,7 @@ class ResultCollector:
         declared = self.config.stash.get(_deviations_key, [])
         return {
             "strict": self.config.getoption("conformance_strict"),
+            "selection": self.config.getoption("conformance_select"),
             "declared_deviations": deviations.summary(self.results, declared) if declared else [],
             "seed": self.config.getoption("conformance_seed"),
             "hypothesis_profile": self.config.getoption("conformance_profile"),
@@ -492,22 +498,33 @@ class ResultCollector:
                     "conventions": c.conventions.as_dict(),
                     "provided_parts": c.provided_parts(),
                     "load_warnings": getattr(c, "load_warnings", []),
+                    "isolation": isolation_summary(c),
                 }
                 for spec, c in self.candidates.items()
             ],
         }
 
+    @property
+    def report(self) -> dict:
+        """The run's report, built once, after the last result (every rendering reads this dict)."""
+        if self._report is None:
+            from conformance.report import build_report
+            from conformance.twins import annotate_hard_coding
+
+            annotate_hard_coding(self.results)
+            self._report = build_report(self.results, self.metadata())
+        return self._report
+
     def pytest_sessionfinish(self, session):
         path = self.config.getoption("conformance_json")
-        if path:
-            from conformance.reports.json_report import build_report
+        if path and not hasattr(self.config, "workerinput"):  # the controller writes; xdist workers only run checks
+            from conformance.reports.json_report import render
 
-            report = build_report(self.results, self.metadata())
-            Path(path).write_text(json.dumps(report, indent=2, sort_keys=False) + "\n")
+            Path(path).write_text(render(self.report))
 
     def pytest_terminal_summary(self, terminalreporter):
         if not self.config.getoption("conformance_summary"):
             return
         from conformance.reports.terminal import render
 
-        terminalreporter.write(render(self.results, self.metadata()))
+        terminalreporter.write(render(self.report))

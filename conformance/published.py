@@ -1,12 +1,14 @@
 """Published numbers, read from ``fixtures/published.toml`` by id: checks never type a golden number.
 
 ``value(id)`` is the number as the lesson prints it; ``tolerance(id)`` is half a unit of its last
-printed digit. Every id a check names here counts as *used* in the coverage line.
+printed digit. A check reads a fact through ``check.published(id)``, which records it: the report's
+"published numbers reproduced" line counts the facts read by checks that passed.
 """
 
 from __future__ import annotations
 
 import functools
+import tomllib
 from pathlib import Path
 
 import numpy as np
@@ -14,14 +16,24 @@ import numpy as np
 from conformance.tolerances import Tolerance, printed, printed_significant
 
 
-@functools.cache
-def facts() -> dict[str, dict]:
+def default_path() -> Path:
     import conformance.fixtures
 
-    path = Path(conformance.fixtures.__file__).parent / "published.toml"
-    from conformance.fixtures.verify import load_facts
+    return Path(conformance.fixtures.__file__).parent / "published.toml"
 
-    return {entry["id"]: entry for entry in load_facts(path)}
+
+def load_facts(path: str | Path | None = None) -> list[dict]:
+    """The facts of ``published.toml`` (or of ``path``), refusing an unknown schema."""
+    with open(path or default_path(), "rb") as handle:
+        data = tomllib.load(handle)
+    if data.get("schema_version") != 1:
+        raise ValueError(f"unsupported schema_version {data.get('schema_version')!r}")
+    return data["fact"]
+
+
+@functools.cache
+def facts() -> dict[str, dict]:
+    return {entry["id"]: entry for entry in load_facts()}
 
 
 def fact(fact_id: str) -> dict:
@@ -31,15 +43,9 @@ def fact(fact_id: str) -> dict:
         raise KeyError(f"no published fact {fact_id!r} in fixtures/published.toml") from None
 
 
-# The plugin sets this to a fresh set around each check, so the report says which facts a check used.
-accessed: set[str] | None = None
-
-
 def value(fact_id: str):
-    entry = fact(fact_id)
-    if accessed is not None:
-        accessed.add(fact_id)
-    return entry["value"]
+    """The number as printed. A check asks ``check.published(fact_id)`` instead, which also records the use."""
+    return fact(fact_id)["value"]
 
 
 def of_kind(verify: str, *, reproducible: bool = True) -> list[dict]:
@@ -64,3 +70,17 @@ def cite(fact_id: str) -> str:
     """Where a number was printed, for messages: document, section."""
     entry = fact(fact_id)
     return f"{entry['document']}, {entry['section']}"
+
+
+def listing_lines(listing: str) -> list[str]:
+    """The ids of a listing's printed lines, in order."""
+    entries = [e for e in of_kind("listing_line") if e["args"]["listing"] == listing]
+    return [e["id"] for e in sorted(entries, key=lambda e: e["args"]["line"])]
+
+
+# Shapes the protocol can observe; the rest (Q/K/V per head, the FFN's hidden layer, the embedded
+# inputs before the first layer, the token-id inputs) are not asked of the candidate.
+OBSERVED_TENSORS = {
+    "memory", "logits", "embedding_table", "output_projection", "enc_self_weights", "dec_self_weights",
+    "cross_weights", "cross_per_head", "dec_self_per_head", "hidden_cells",
+}

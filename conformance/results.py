@@ -81,6 +81,21 @@ def unsupported(results: list[CheckResult]) -> list[dict]:
     return sorted(found.values(), key=lambda entry: -entry["checks"])
 
 
+def plain(value):
+    """A value made JSON- and xdist-serialisable: numpy scalars and arrays as Python numbers and lists."""
+    import numpy as np
+
+    if isinstance(value, np.generic):
+        return value.item()
+    if isinstance(value, np.ndarray):
+        return value.tolist()
+    if isinstance(value, dict):
+        return {k: plain(v) for k, v in value.items()}
+    if isinstance(value, list | tuple):
+        return [plain(v) for v in value]
+    return value
+
+
 def count_statuses(results: list[CheckResult]) -> dict[str, int]:
     counts = dict.fromkeys(STATUSES, 0)
     for result in results:

@@ -15,7 +15,6 @@ from hypothesis import Phase, settings
 from hypothesis import strategies as st
 
 from conformance.config import ModelConfig
-from conformance.strategies import seeds
 from conformance.weights import (
     DECODER_SUBLAYERS,
     ENCODER_SUBLAYERS,
@@ -25,6 +24,24 @@ from conformance.weights import (
     norm_shapes,
     random_weights,
 )
+
+
+def arrays(rng_seed: int, shape, *, scale: float = 1.0) -> np.ndarray:
+    return np.random.default_rng(rng_seed).normal(0.0, scale, shape)
+
+
+seeds = st.integers(0, 2**32 - 1)
+
+
+def keep_masks(rng: np.random.Generator, shape, *, p_keep: float = 0.7, every_row: bool = True) -> np.ndarray:
+    """A random boolean keep-mask; with ``every_row`` each query row keeps at least one key (a fully masked
+    row is the suite's convention, judged by its own checks only: docs/claims.md)."""
+    keep = rng.random(shape) < p_keep
+    if every_row:
+        rows = ~keep.any(-1)
+        keep[rows, rng.integers(0, shape[-1], rows.sum())] = True
+    return keep
+
 
 EPS = 1e-5  # LayerNorm epsilon of the layer checks (PyTorch's default, the lesson's 10^-5)
 MIN_D_MODEL = 4
@@ -184,8 +201,8 @@ def loaded_model(candidate, config: ModelConfig, weights: dict[str, np.ndarray])
     return model
 
 
-MODEL_PARTS = ("build_model", "model.load_weights")
-"""What every model-level check needs besides the method it calls."""
+LOADED_MODEL = ("build_model", "model.load_weights")
+"""The parts every model-level check needs besides the method it calls: a model with the suite's weights."""
 
 
 def fast_failure(fraction: float = 1.0) -> settings:

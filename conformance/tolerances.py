@@ -68,3 +68,8 @@ def printed_significant(significant: int, magnitude: float, *, computed_in: str 
 
 def for_dtype(table: dict[str, Tolerance], dtype: str) -> Tolerance:
     return table.get(dtype, table["float32"])
+
+
+def for_candidate(table: dict[str, Tolerance], candidate) -> Tolerance:
+    """The table's tolerance for the dtype the candidate declares it computes in."""
+    return for_dtype(table, candidate.conventions.dtype)

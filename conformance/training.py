@@ -27,7 +27,7 @@ from typing import Any, ClassVar
 
 import numpy as np
 
-from conformance import published
+from conformance import formulas, published
 from conformance.candidate import CandidateModel
 from conformance.config import ModelConfig, toy_config
 from conformance.errors import BadOutput, ConformanceOutcome
@@ -56,69 +56,9 @@ def _published_log() -> tuple[dict, ...]:
 PUBLISHED_LOG = _published_log()
 
 
-def lrate(step: int, d_model: int, warmup: int) -> float:
-    """§5.3: d_model^-0.5 * min(step^-0.5, step * warmup^-1.5), steps counted from 1."""
-    return d_model**-0.5 * min(step**-0.5, step * warmup**-1.5)
-
-
-def smoothed_target(vocab: int, epsilon: float, right: int) -> np.ndarray:
-    """§5.4 as PyTorch spreads it: q(k) = (1 - eps)[k = right] + eps / vocab."""
-    q = np.full(vocab, epsilon / vocab)
-    q[right] += 1.0 - epsilon
-    return q
-
-
-def smoothed_loss_floor(vocab: int, epsilon: float) -> float:
-    """The entropy of q: the smallest smoothed cross-entropy any prediction can get (0.537 for 13, 0.1).
-
-    By Gibbs' inequality, -sum q log p >= -sum q log q for every distribution p, so this bounds every
-    single token's loss, hence every batch mean, with or without dropout, not only the expectation.
-    """
-    q = smoothed_target(vocab, epsilon, 0)
-    return float(-(q * np.log(q)).sum())
-
-
-def smoothed_loss(logits: np.ndarray, targets: np.ndarray, epsilon: float, pad_id: int) -> float:
-    """§5.4 in float64: mean over the non-padding targets of -sum_k q(k) log softmax(logits)_k."""
-    logits = np.asarray(logits, np.float64).reshape(-1, np.shape(logits)[-1])
-    targets = np.asarray(targets).reshape(-1)
-    V = logits.shape[-1]
-    shifted = logits - logits.max(-1, keepdims=True)
-    log_p = shifted - np.log(np.exp(shifted).sum(-1, keepdims=True))
-    q = np.full_like(log_p, epsilon / V)
-    q[np.arange(len(targets)), targets] += 1.0 - epsilon
-    per_token = -(q * log_p).sum(-1)
-    return float(per_token[targets != pad_id].mean())
-
-
-def smoothed_loss_alternatives(logits, targets, epsilon: float, pad_id: int) -> dict[str, float]:
-    """The known wrong losses, for naming a likely cause."""
-    logits64 = np.asarray(logits, np.float64).reshape(-1, np.shape(logits)[-1])
-    targets = np.asarray(targets).reshape(-1)
-    V, real = logits64.shape[-1], targets != pad_id
-    shifted = logits64 - logits64.max(-1, keepdims=True)
-    log_p = shifted - np.log(np.exp(shifted).sum(-1, keepdims=True))
-    nll = -log_p[np.arange(len(targets)), targets]
-    q_rest = np.full_like(log_p, epsilon / (V - 1))  # 1 - eps on the right token, eps over the others
-    q_rest[np.arange(len(targets)), targets] = 1.0 - epsilon
-    rest = -(q_rest * log_p).sum(-1)
-    smoothed_sum = smoothed_loss(logits, targets, epsilon, pad_id) * real.sum()
-    return {
-        "padding targets counted in the mean (ignore_index missing)":
-            float(_smoothed_per_token(log_p, targets, epsilon).mean()),
-        "no label smoothing (plain cross-entropy)": float(nll[real].mean()),
-        "eps spread over the V - 1 wrong tokens (1 - eps on the right one)": float(rest[real].mean()),
-        "summed over the tokens instead of averaged": float(smoothed_sum),
-        "KL divergence to q (cross-entropy minus the entropy of q)":
-            float(_smoothed_per_token(log_p, targets, epsilon)[real].mean() - smoothed_loss_floor(V, epsilon)),
-    }
-
-
-def _smoothed_per_token(log_p: np.ndarray, targets: np.ndarray, epsilon: float) -> np.ndarray:
-    V = log_p.shape[-1]
-    q = np.full_like(log_p, epsilon / V)
-    q[np.arange(len(targets)), targets] += 1.0 - epsilon
-    return -(q * log_p).sum(-1)
+# The formulas live once, in conformance.formulas; training reads them under their old names.
+lrate, smoothed_target, smoothed_loss_floor, smoothed_loss = (
+    formulas.lrate, formulas.smoothed_target, formulas.smoothed_loss_floor, formulas.smoothed_loss)
 
 
 # --------------------------------------------------------------------------------------------------
@@ -416,8 +356,7 @@ def train(
                 run.losses.append(math.nan)
                 run.stopped_at = step
                 return _finish(run, "failed", f"training diverged: the loss of step {step} is not finite"
-                               f" ({exc.message})", "a rate too large for the model (warmup missing?), or an"
-                               " overflow", started, progress)
+                               f" ({exc.message}); {SEE_CHEAP_CHECKS}", None, started, progress)
             run.train_s += time.perf_counter() - t0
             run.losses.append(result["loss"])
             run.rates.append(result["lr"])
@@ -428,8 +367,8 @@ def train(
                 return _finish(
                     run, "failed",
                     f"step {step} used the rate {result['lr']:.6g}, but lrate({step}, d_model={d_model},"
-                    f" warmup={warmup}) = {want:.6g}: the run does not follow §5.3's schedule",
-                    rate_cause(step, result["lr"], d_model, warmup), started, progress,
+                    f" warmup={warmup}) = {want:.6g}: the run does not follow §5.3's schedule"
+                    " (rate_used_at_each_step_is_lrate diagnoses the schedule)", None, started, progress,
                 )
             if step in eval_steps:
                 window = run.losses[-plan.divergence_window:]
@@ -438,9 +377,8 @@ def train(
                     return _finish(
                         run, "failed",
                         f"diverged: the mean loss of steps {step - len(window) + 1}-{step} is {mean:.3f}, no better"
-                        f" than guessing uniformly (ln {config.tgt_vocab} = {math.log(config.tgt_vocab):.3f})",
-                        "updates too large (no warmup, Adam's epsilon or betas), or gradients that do not reach"
-                        " the weights", started, progress,
+                        f" than guessing uniformly (ln {config.tgt_vocab} = {math.log(config.tgt_vocab):.3f});"
+                        f" {SEE_CHEAP_CHECKS}", None, started, progress,
                     )
                 t1 = time.perf_counter()
                 em = evaluate(model, test, config)
@@ -460,11 +398,14 @@ def train(
     return _finish(
         run, "failed",
         f"exact match reached only {best:.1%} by step {plan.deadline} (needs {plan.pass_exact_match:.0%};"
-        f" the lesson's run: 88.8% at step 500, 98.2% at step 1,000)",
-        "updates that differ from the recipe's (adam_steps_match_reference names how, when it fails too:"
-        " Adam's settings, the schedule, a gradient cut, the loss), or dropout left on at evaluation",
+        f" the lesson's run: 88.8% at step 500, 98.2% at step 1,000); {SEE_CHEAP_CHECKS}", None,
         started, progress,
     )
+
+
+SEE_CHEAP_CHECKS = ("the cheap training checks (rate_used_at_each_step_is_lrate, reported_loss_is_label_smoothed_"
+                    "cross_entropy, adam_steps_match_reference, evaluation_mode_has_no_dropout) compare single"
+                    " updates with the reference's and name a known cause where one fits")
 
 
 def _finish(run: TrainingRun, status: str, reason: str, cause: str | None, started: float, progress: Progress):
@@ -472,21 +413,6 @@ def _finish(run: TrainingRun, status: str, reason: str, cause: str | None, start
     run.wall_s = time.perf_counter() - started
     progress.finish(f"{status}: {reason} ({run.wall_s:.1f} s)")
     return run
-
-
-def rate_cause(step: int, got: float, d_model: int, warmup: int) -> str | None:
-    """Which known wrong schedule gives ``got`` at ``step``."""
-    candidates = {
-        "no warmup: d_model^-0.5 * step^-0.5": d_model**-0.5 * step**-0.5,
-        "steps counted from 0 (LambdaLR's count without + 1)": lrate(step - 1, d_model, warmup) if step > 1 else 0.0,
-        "the rate of the next step reported (read after scheduler.step())": lrate(step + 1, d_model, warmup),
-        "warmup 4000 (the paper's) instead of the config's": lrate(step, d_model, 4000),
-        "d_model 512 (the base model's) instead of the config's": lrate(step, 512, warmup),
-    }
-    for cause, value in candidates.items():
-        if math.isclose(got, value, rel_tol=1e-5, abs_tol=1e-12):
-            return cause
-    return None
 
 
 # --------------------------------------------------------------------------------------------------

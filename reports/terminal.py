@@ -3,19 +3,24 @@
 from __future__ import annotations
 
 from conformance.reports.view import section_key, style
-from conformance.results import FAILING, CheckResult, count_statuses, unsupported
+from conformance.results import FAILING, CheckResult, count_statuses
 from conformance.supports import describe as describe_supports
 
 
-def render(results: list[CheckResult], metadata: dict) -> str:
+def render(report: dict) -> str:
+    """The terminal's rendering of a report (``conformance.report.build_report``): per implementation, its
+    conventions, one line per check grouped by paper section, the details of what did not pass, a summary."""
     lines = []
-    for impl in metadata.get("implementations", []):
-        mine = [r for r in results if r.impl == impl["name"]]
-        lines += _header(impl, mine) + _by_section(mine) + _details(mine) + _declared(metadata) + [_summary(mine), ""]
+    checks = [CheckResult.from_dict(c) for c in report["checks"]]
+    for impl in report.get("implementations", []):
+        name = impl["name"]
+        mine = [r for r in checks if r.impl == name]
+        lines += _header(impl, report.get("unsupported", {}).get(name, [])) + _by_section(mine) + _details(mine)
+        lines += _declared(report) + [_summary(mine, report.get("published_numbers", {}).get(name)), ""]
     return "\n".join(lines) + "\n"
 
 
-def _header(impl: dict, results: list[CheckResult]) -> list[str]:
+def _header(impl: dict, unsupported: list[dict]) -> list[str]:
     conv = impl["conventions"]
     lines = [
         "",
@@ -26,7 +31,7 @@ def _header(impl: dict, results: list[CheckResult]) -> list[str]:
     declared = describe_supports(conv.get("supports") or {}, conv.get("reasons") or {})
     if declared:
         lines.append("supports only: " + "; ".join(declared))
-    for entry in unsupported(results):
+    for entry in unsupported:
         lines.append(f"could not build: {entry['reason']} ({entry['examples_skipped']} examples skipped in"
                      f" {entry['checks']} checks)")
     if conv.get("ties_embeddings") is False:
@@ -103,10 +108,7 @@ def _detail(r: CheckResult) -> list[str]:
     return lines
 
 
-def _summary(results: list[CheckResult]) -> str:
-    from conformance.coverage import REPRODUCED_LINE, reproduced
-
+def _summary(results: list[CheckResult], published: dict | None) -> str:
     counts = count_statuses(results)
     parts = [f"{counts[s]} {s.replace('_', ' ')}" for s in counts]
-    k, n = reproduced(results)
-    return "\n" + ", ".join(parts) + "\n" + REPRODUCED_LINE.format(k=k, n=n)
+    return "\n" + ", ".join(parts) + ("\n" + published["line"] if published else "")

@@ -12,6 +12,7 @@ import copy
 import importlib.util
 import os
 import re
+import tomllib
 from pathlib import Path
 
 import pytest
@@ -44,7 +45,7 @@ def expected_status(fact: dict) -> str:
 def test_file_starts_with_schema_version_1():
     text = V.DEFAULT_PATH.read_text(encoding="utf-8")
     assert text.splitlines()[0] == "schema_version = 1"
-    assert V.tomllib.loads(text)["schema_version"] == 1
+    assert tomllib.loads(text)["schema_version"] == 1
 
 
 def test_ids_are_unique():

@@ -3,7 +3,7 @@
 import json
 import xml.etree.ElementTree as ET
 
-from conftest import FAILING_RUN, adapter_path
+from conftest import FAILING_RUN
 
 from conformance.cli import EXIT_FAILED, EXIT_OK, EXIT_USAGE, main
 
@@ -15,7 +15,7 @@ def render_flags(folder) -> list[str]:
 
 
 def test_certify_writes_every_rendering_it_is_asked_for(certify, tmp_path):
-    run = certify(adapter_path("nan_attention"), *FAILING_RUN, *render_flags(tmp_path))
+    run = certify("mutant:layer_norm_unbiased_variance", *FAILING_RUN, *render_flags(tmp_path))
     assert run.code == EXIT_FAILED
     for name in FLAGS:
         assert (tmp_path / f"r.{name}").stat().st_size > 0
@@ -24,7 +24,7 @@ def test_certify_writes_every_rendering_it_is_asked_for(certify, tmp_path):
 
 
 def test_report_renders_a_saved_report_like_certify_does(certify, tmp_path, capsys):
-    run = certify(adapter_path("nan_attention"), *FAILING_RUN, "--junit", str(tmp_path / "a.xml"))
+    run = certify("mutant:layer_norm_unbiased_variance", *FAILING_RUN, "--junit", str(tmp_path / "a.xml"))
     saved = tmp_path / "saved.json"
     saved.write_text(json.dumps(run.report))
     assert main(["report", str(saved), *render_flags(tmp_path)]) == EXIT_OK

@@ -157,7 +157,7 @@ def test_junit_has_one_testcase_per_check_classed_by_section(failing):
         assert case.get("classname") == check["section"]
         assert (case.find("failure") is not None) == (check["status"] == "failed")
     failure = by_id["multi_head_attention_matches_reference_at_base_size"].find("failure")
-    assert "likely cause: no 1/sqrt(d_k) scaling" in failure.text
+    assert "likely cause: Attention scores not scaled" in failure.text
     assert int(root.get("failures")) == sum(c["status"] == "failed" for c in failing["checks"])
 
 
@@ -177,7 +177,7 @@ def test_junit_reports_not_implemented_and_blocked_as_skipped_with_reason(tmp_pa
 def test_markdown_lists_failures_with_diagnosis(failing):
     text = markdown_report.render(failing)
     assert "| `mutant:attention_no_scaling` | not conformant |" in text
-    assert "**likely cause:** no 1/sqrt(d_k) scaling of the scores" in text
+    assert "**likely cause:** Attention scores not scaled" in text
     assert "**diagnosis** (matches these known bugs, closest first): `mutant:attention_no_scaling`" in text
 
 

@@ -14,13 +14,13 @@ import functools
 import numpy as np
 import pytest
 
-from conformance import claims, diagnose, oracle, published
-from conformance import training as T
-from conformance.compare import assert_true
+from conformance import claims, oracle, training
 from conformance.config import toy_config
+from conformance.diagnosis import Question, find_structure
+from conformance.diagnosis.localise import locate_encode, locate_forward
 from conformance.fixtures import golden
-from conformance.scenarios import MODEL_PARTS, loaded_model
-from conformance.tolerances import MODEL, Tolerance, for_dtype
+from conformance.scenarios import LOADED_MODEL, loaded_model
+from conformance.tolerances import MODEL, Tolerance, for_candidate
 
 SECTION = "§3 Model architecture: the trained toy checkpoint"
 EXACT = Tolerance(0, 0, "token ids are exact")
@@ -37,7 +37,7 @@ def outputs() -> dict[str, np.ndarray]:
     return golden.load("toy_outputs")
 
 
-def tol(candidate) -> Tolerance:
+def golden_tolerance(candidate) -> Tolerance:
     return golden.tolerance_for("toy_outputs", candidate.conventions.dtype)
 
 
@@ -45,61 +45,97 @@ def trained_model(candidate):
     return loaded_model(candidate, CONFIG, checkpoint())
 
 
+# The trained weights asked about other sources: a second problem to confirm a known bug's match.
+PROBE_BATCH = 20260
+
+
+def fresh_batch(seed: int):
+    return training.reversal_batch(np.random.default_rng(seed), 12, CONFIG)
+
+
+def trained_memory(candidate, src) -> np.ndarray:
+    return trained_model(candidate).encode(np.asarray(src))
+
+
+def trained_logits(candidate, problem) -> np.ndarray:
+    """The trained model's teacher-forced logits for ``problem`` = (src, tgt_in), or a seed of a fresh batch."""
+    src, tgt_in = (fresh_batch(problem).arrays()[:2]) if isinstance(problem, int) else problem
+    return trained_model(candidate).forward(np.asarray(src), np.asarray(tgt_in))
+
+
+def close_trained(check, candidate, got, expected, tol, *, what: str, problem, memory: bool = False):
+    """A comparison of the trained model's memory or logits, explained by the catalogue (on the trained
+    weights), the first layer that diverges, and the structural patterns of the model."""
+    src = problem[0] if not isinstance(problem, int) else fresh_batch(problem).src
+    if memory:
+        ask = Question(trained_memory, src, probe=fresh_batch(PROBE_BATCH).src)
+        locate = lambda: locate_encode(candidate, CONFIG, checkpoint(), src)  # noqa: E731
+    else:
+        ask = Question(trained_logits, problem, probe=PROBE_BATCH)
+        tgt_in = problem[1] if not isinstance(problem, int) else fresh_batch(problem).tgt_in
+        locate = lambda: locate_forward(candidate, trained_model(candidate), CONFIG, checkpoint(), src,  # noqa: E731
+                                        tgt_in)
+    check.close(got, expected, tol, what=what, ask=ask, locate=locate,
+                structure=lambda: find_structure(candidate, "encoder", "decoder"))
+
+
 @claims.TRAINED_EXAMPLE
-@pytest.mark.requires(*MODEL_PARTS, "model.encode", "model.forward")
+@pytest.mark.requires(*LOADED_MODEL, "model.encode", "model.forward")
 def test_trained_checkpoint_outputs_match_golden(candidate, check):
     """With the trained weights loaded, memory and logits of "c a b e d" and of a padded batch equal the
     reference's stored outputs (trained gamma and beta: an extra final LayerNorm shows here)."""
     model, stored = trained_model(candidate), outputs()
     for name, label in (("example", '"c a b e d"'), ("batch", f"a padded batch {stored['batch_src'].shape}")):
         src, tgt_in = stored[f"{name}_src"], stored[f"{name}_tgt_in"]
-        diagnose.close(check, model.encode(src), stored[f"{name}_memory"], tol(candidate),
-                       what=f"memory of {label}",
-                       alternatives=lambda src=src: diagnose.variant_outputs(
-                           "model", lambda v: oracle.OracleModel(CONFIG, checkpoint(), variant=v).encode(src)),
-                       explain=lambda src=src: diagnose.explain_encode(candidate, CONFIG, checkpoint(), src,
-                                                                        model.encode(src)))
-        diagnose.close_logits(check, candidate, model, CONFIG, checkpoint(), src, tgt_in, stored[f"{name}_logits"],
-                              tol(candidate), what=f"logits of {label}, teacher-forced")
+        close_trained(check, candidate, model.encode(src), stored[f"{name}_memory"], golden_tolerance(candidate),
+                      what=f"memory of {label}", problem=(src, tgt_in), memory=True)
+        close_trained(check, candidate, model.forward(src, tgt_in), stored[f"{name}_logits"],
+                      golden_tolerance(candidate), what=f"logits of {label}, teacher-forced", problem=(src, tgt_in))
 
 
 @claims.TRAINED_EXAMPLE
-@pytest.mark.requires(*MODEL_PARTS, "model.forward")
+@pytest.mark.requires(*LOADED_MODEL, "model.forward")
 def test_trained_checkpoint_matches_reference_on_fresh_inputs(candidate, check, rng):
     """The randomised twin: on reversal sequences drawn for this run, the logits equal the float64
     reference's with the same trained weights."""
-    batch = T.reversal_batch(rng, 12, CONFIG)
+    seed = int(rng.integers(2**31))
+    batch = fresh_batch(seed)
     expected = oracle.OracleModel(CONFIG, checkpoint()).forward(batch.src, batch.tgt_in)
-    diagnose.close_logits(check, candidate, trained_model(candidate), CONFIG, checkpoint(), batch.src, batch.tgt_in,
-                          expected, for_dtype(MODEL, candidate.conventions.dtype),
-                          what=f"logits of a fresh padded batch {batch.src.shape}, teacher-forced")
+    close_trained(check, candidate, trained_logits(candidate, seed), expected,
+                  for_candidate(MODEL, candidate),
+                  what=f"logits of a fresh padded batch {batch.src.shape}, teacher-forced", problem=seed)
+
+
+def decoded_ids(candidate, src) -> np.ndarray:
+    src = np.asarray(src)
+    return trained_model(candidate).greedy_decode(src, src.shape[1] + 1)
 
 
 @claims.TRAINED_EXAMPLE
-@pytest.mark.requires(*MODEL_PARTS, "model.greedy_decode")
+@pytest.mark.requires(*LOADED_MODEL, "model.greedy_decode")
 def test_trained_checkpoint_decodes_like_the_reference(candidate, check):
     """Greedy decoding with the trained weights: "c a b e d" gives "d e b a c </s>" (as in the lesson),
     and every sequence of the stored batch gives the reference's tokens."""
-    model, stored, names = trained_model(candidate), outputs(), T.token_names(CONFIG)
-    example = model.greedy_decode(stored["example_src"], stored["example_src"].shape[1] + 1)
+    stored, names = outputs(), training.token_names(CONFIG)
+    example = decoded_ids(candidate, stored["example_src"])
     # Printed three times: the task, the diagram's next tokens, the rows of the cross-attention chart.
-    published_output = published.value("toy.task.example").split() + ["</s>"]
-    assert published_output == published.value("diagram.next_tokens").split() \
-        == published.value("cross_chart.rows_write").split(), "fixtures/published.toml disagrees with itself"
+    published_output = check.published("toy.task.example").split() + ["</s>"]
+    assert published_output == check.published("diagram.next_tokens").split() \
+        == check.published("cross_chart.rows_write").split(), "fixtures/published.toml disagrees with itself"
     spelled = " ".join(names[int(i)] for i in np.asarray(example)[0][: len(published_output)])
-    assert_true(spelled == " ".join(published_output),
-                f"greedy decoding of c a b e d with the trained weights gave {spelled}",
-                likely="greedy decoding that does not feed back its choices, reads the wrong position's"
-                       " prediction, or a forward pass that differs (see trained_checkpoint_outputs_match_golden)",
+    ask = Question(decoded_ids, stored["batch_src"], probe=fresh_batch(PROBE_BATCH).src, tol=EXACT)
+    check.claim(spelled == " ".join(published_output),
+                f"greedy decoding of c a b e d with the trained weights gave {spelled} (if the logits differ too,"
+                " trained_checkpoint_outputs_match_golden says where)", ask=ask,
                 expected=" ".join(published_output), actual=spelled)
-    check.close(model.greedy_decode(stored["batch_src"], stored["batch_src"].shape[1] + 1), stored["batch_greedy"],
-                EXACT, what=f"greedy token ids of the stored batch {stored['batch_src'].shape}")
+    check.close(decoded_ids(candidate, stored["batch_src"]), stored["batch_greedy"], EXACT,
+                what=f"greedy token ids of the stored batch {stored['batch_src'].shape}", ask=ask)
 
 
 def record_attention(check, got: dict, stored: dict) -> None:
     """Every layer's weights (heads, queries, keys) beside the reference's, for the report's maps; a
     layer of the wrong shape is left out (the comparison below says why)."""
-    names = T.token_names(CONFIG)
+    names = training.token_names(CONFIG)
     layers = {}
     for key in sorted(k for k in stored if k.startswith("example_attention.")):
         layer, reference = key.removeprefix("example_attention."), stored[key][0]
@@ -112,7 +148,7 @@ def record_attention(check, got: dict, stored: dict) -> None:
 
 
 @claims.MIRRORED_ATTENTION
-@pytest.mark.requires(*MODEL_PARTS, "model.attention_weights")
+@pytest.mark.requires(*LOADED_MODEL, "model.attention_weights")
 def test_trained_checkpoint_attention_matches_golden(candidate, check):
     """Every attention layer's weights on "c a b e d" equal the reference's, and the last decoder layer's
     cross-attention reads the source back to front (the lesson's anti-diagonal)."""
@@ -121,16 +157,15 @@ def test_trained_checkpoint_attention_matches_golden(candidate, check):
     record_attention(check, got, stored)
     layers = sorted(key.removeprefix("example_attention.") for key in stored if key.startswith("example_attention."))
     missing = [layer for layer in layers if layer not in got]
-    assert_true(not missing, f"model.attention_weights gave no {missing} (names: encoder.{{l}}.self_attn,"
+    check.claim(not missing, f"model.attention_weights gave no {missing} (names: encoder.{{l}}.self_attn,"
                 " decoder.{l}.self_attn, decoder.{l}.cross_attn, l from 0)", expected=layers, actual=sorted(got))
     for layer in layers:
-        check.close(got[layer], stored[f"example_attention.{layer}"], tol(candidate),
+        check.close(got[layer], stored[f"example_attention.{layer}"], golden_tolerance(candidate),
                     what=f"{layer} weights (1, h, queries, keys) on c a b e d")
     last = np.asarray(got[f"decoder.{CONFIG.N - 1}.cross_attn"], np.float64)[0].mean(0)  # (T, S)
     S = stored["example_src"].shape[1]
     peaks = last[:S].argmax(-1)
-    assert_true(bool((peaks == S - 1 - np.arange(S)).all()),
+    check.claim(bool((peaks == S - 1 - np.arange(S)).all()),
                 f"rows 1-{S} of decoder.{CONFIG.N - 1}.cross_attn (mean of heads) peak on source positions"
-                f" {(peaks + 1).tolist()}, not on the mirrored ones",
-                likely="the weights returned are self-attention, or transposed (keys x queries)",
-                expected=list(range(S, 0, -1)), actual=(peaks + 1).tolist())
+                f" {(peaks + 1).tolist()}, not on the mirrored ones (are these the cross-attention's weights, queries"
+                " x keys?)", expected=list(range(S, 0, -1)), actual=(peaks + 1).tolist())

@@ -9,31 +9,21 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from conformance import claims, diagnose, oracle
+from conformance import claims, oracle, questions
+from conformance.diagnosis import Question
 from conformance.scenarios import LayerSizes, activations, fast_failure, layer_sizes
-from conformance.tolerances import LAYER, for_dtype
-from conformance.weights import ffn_shapes, random_weights
+from conformance.tolerances import LAYER, for_candidate
 
 SECTION = "§3.3 Position-wise feed-forward networks"
 pytestmark = pytest.mark.requires("feed_forward")
 
 
-def tol(candidate):
-    return for_dtype(LAYER, candidate.conventions.dtype)
 
-
-def problem(sizes: LayerSizes, L: int):
-    rng = sizes.rng()
-    weights = random_weights(ffn_shapes(sizes.d_model, sizes.d_ff), rng)
-    return weights, activations(rng, sizes.B, L, sizes.d_model), rng
-
-
-def assert_matches_oracle(candidate, check, x, weights, *, what):
-    got = candidate.feed_forward(x, weights)
-    alternatives = lambda: diagnose.variant_outputs(  # noqa: E731
-        "feed_forward", lambda v: oracle.feed_forward(x, weights, variant=v))
-    diagnose.close(check, got, oracle.feed_forward(x, weights), tol(candidate), what=what, alternatives=alternatives,
-                   rerun=lambda other: other.feed_forward(x, weights))
+def assert_matches_oracle(candidate, check, sizes: LayerSizes, *, what: str):
+    weights, x, _ = questions.feed_forward_problem(sizes)
+    check.close(candidate.feed_forward(x, weights), oracle.feed_forward(x, weights), for_candidate(LAYER, candidate),
+                what=what,
+                ask=Question(questions.feed_forward_output, sizes))
 
 
 @claims.FEED_FORWARD
@@ -41,15 +31,14 @@ def assert_matches_oracle(candidate, check, x, weights, *, what):
 @given(sizes=layer_sizes())
 def test_feed_forward_matches_reference(candidate, check, sizes):
     """For any d_model and d_ff (1 included), FFN(x) equals max(0, x W1 + b1) W2 + b2 from the reference."""
-    weights, x, _ = problem(sizes, sizes.S)
-    assert_matches_oracle(candidate, check, x, weights, what=f"FFN(x{x.shape}), d_ff={sizes.d_ff}")
+    assert_matches_oracle(candidate, check, sizes, what=f"FFN(x{(sizes.B, sizes.S, sizes.d_model)}), d_ff={sizes.d_ff}")
 
 
 @claims.FEED_FORWARD
 def test_feed_forward_matches_reference_at_base_size(candidate, check):
     """At the paper's base size, 512 -> 2048 -> 512, the FFN equals the reference."""
-    weights, x, _ = problem(candidate.fit(LayerSizes(B=2, S=6, T=6, h=8, d_k=64, d_ff=2048, bias=True, seed=2048)), 6)
-    assert_matches_oracle(candidate, check, x, weights, what="base-size FFN(x(2, 6, 512)), d_ff=2048")
+    sizes = candidate.fit(LayerSizes(B=2, S=6, T=6, h=8, d_k=64, d_ff=2048, bias=True, seed=2048))
+    assert_matches_oracle(candidate, check, sizes, what="base-size FFN(x(2, 6, 512)), d_ff=2048")
 
 
 @claims.FEED_FORWARD
@@ -57,13 +46,13 @@ def test_feed_forward_matches_reference_at_base_size(candidate, check):
 @given(sizes=layer_sizes(), data=st.data())
 def test_feed_forward_acts_on_each_position_alone(candidate, check, sizes, data):
     """Position i's output depends on x_i only: changing every other position leaves it unchanged."""
-    weights, x, rng = problem(sizes, sizes.S)
+    weights, x, rng = questions.feed_forward_problem(sizes)
     i = data.draw(st.integers(0, sizes.S - 1), label="i")
     other = activations(rng, *x.shape, scale=2.0)
     other[:, i] = x[:, i]
     alone = candidate.feed_forward(x[:, i: i + 1], weights)[:, 0]
     for name, seq in (("x", x), ("x with every other position changed", other)):
         got = candidate.feed_forward(seq, weights)
-        diagnose.close(check, got[:, i], alone, tol(candidate), what=f"FFN({name})[:, {i}] vs FFN(x[:, {i}]) alone",
-                       likely="the FFN mixes positions (a kernel wider than 1, or a matmul over the sequence axis);"
-                              " §3.3 is two convolutions with kernel size 1")
+        check.close(got[:, i], alone, for_candidate(LAYER, candidate),
+                    what=f"FFN({name})[:, {i}] vs FFN(x[:, {i}]) alone"
+                    " (§3.3: two convolutions with kernel size 1)", ask=Question(questions.feed_forward_output, sizes))

@@ -13,40 +13,40 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from conformance import claims, diagnose
-from conformance.compare import assert_true
+from conformance import claims, questions
+from conformance.diagnosis import Question
 from conformance.scenarios import (
-    MODEL_PARTS,
-    activations,
+    LOADED_MODEL,
     fast_failure,
     layer_sizes,
-    layer_weights,
     loaded_model,
     model_sizes,
     model_weights,
     source_and_target,
     token_ids,
-    trailing_keep,
 )
-from conformance.tolerances import LAYER, MODEL, for_dtype
+from conformance.tolerances import LAYER, MODEL, for_candidate
 
 SECTION = "Invariances (§3.2.3 masks, §3.5 positions, §5.4 dropout)"
-FORWARD = (*MODEL_PARTS, "model.forward")
+FORWARD = (*LOADED_MODEL, "model.forward")
 
-
-def tol(candidate, table=MODEL):
-    return for_dtype(table, candidate.conventions.dtype)
 
 
 def problem(candidate, sizes):
+    """The candidate's model with ``questions.model_problem``'s weights, its inputs, and the rng after them."""
     rng = sizes.rng()
     weights = model_weights(sizes.config, rng)
-    src, tgt_in = source_and_target(sizes, rng)
+    src, tgt_in = source_and_target(sizes, rng)  # as questions.model_problem draws them
     return loaded_model(candidate, sizes.config, weights), src, tgt_in, rng
 
 
 def pad_columns(ids: np.ndarray, k: int, pad_id: int) -> np.ndarray:
     return np.concatenate([ids, np.full((ids.shape[0], k), pad_id, dtype=ids.dtype)], axis=1)
+
+
+def logits_question(sizes) -> Question:
+    """The logits of the drawn problem (questions.model_problem): what each model invariance's diagnosis asks."""
+    return Question(questions.logits, sizes)
 
 
 @claims.CAUSAL_MASK
@@ -61,10 +61,9 @@ def test_logits_up_to_t_ignore_later_target_tokens(candidate, check, sizes, data
     later = tgt_in.copy()
     later[:, t + 1:] = token_ids(rng, cfg, sizes.B, sizes.T - t - 1)
     before, after = model.forward(src, tgt_in), model.forward(src, later)
-    diagnose.close(check, after[:, : t + 1], before[:, : t + 1], tol(candidate),
-                   what=f"logits at positions 0..{t} after changing the decoder input at {t + 1}..{sizes.T - 1}",
-                   likely="no causal mask in the decoder self-attention (or a softmax over the query axis):"
-                          " the future leaks")
+    check.close(after[:, : t + 1], before[:, : t + 1], for_candidate(MODEL, candidate),
+                what=f"logits at positions 0..{t} after changing the decoder input at {t + 1}..{sizes.T - 1}"
+                     " (the future must not leak)", ask=logits_question(sizes))
 
 
 @claims.KEY_PADDING
@@ -76,8 +75,9 @@ def test_appending_source_padding_leaves_logits_unchanged(candidate, check, size
     model, src, tgt_in, _ = problem(candidate, sizes)
     before = model.forward(src, tgt_in)
     after = model.forward(pad_columns(src, k, sizes.config.pad_id), tgt_in)
-    diagnose.close(check, after, before, tol(candidate), what=f"logits after appending {k} source padding tokens",
-                   likely="the source padding mask is missing or not built from pad_id (padding keys are read)")
+    check.close(after, before, for_candidate(MODEL, candidate),
+                what=f"logits after appending {k} source padding tokens (the"
+                " padding mask, built from pad_id, hides them)", ask=logits_question(sizes))
 
 
 @claims.KEY_PADDING
@@ -90,11 +90,9 @@ def test_appending_target_padding_leaves_real_logits_unchanged(candidate, check,
     before = model.forward(src, tgt_in)
     after = model.forward(src, pad_columns(tgt_in, k, sizes.config.pad_id))
     real = tgt_in != sizes.config.pad_id  # the claim is about real positions; padded ones are never read
-    diagnose.close(check, after[:, : sizes.T][real], before[real], tol(candidate),
-                   what=f"logits at the real positions among the first {sizes.T} after appending {k} target padding"
-                        " tokens",
-                   likely="later (padding) positions reach earlier ones: a softmax over the query axis, or a"
-                          " normalisation across positions")
+    check.close(after[:, : sizes.T][real], before[real], for_candidate(MODEL, candidate),
+                what=f"logits at the real positions among the first {sizes.T} after appending {k} target padding"
+                     " tokens", ask=logits_question(sizes))
 
 
 @claims.KEY_PADDING
@@ -109,9 +107,9 @@ def test_batch_equals_rows_run_one_at_a_time(candidate, check, sizes):
     for b in range(sizes.B):
         S, T = int((src[b] != pad).sum()), int((tgt_in[b] != pad).sum())
         alone = model.forward(src[b: b + 1, :S], tgt_in[b: b + 1, :T])
-        diagnose.close(check, batch[b, :T], alone[0], tol(candidate),
-                       what=f"row {b} of the batch (source {S}, target {T} real tokens) vs the row alone",
-                       likely="padding is read as content (a missing padding mask), or rows of the batch mix")
+        check.close(batch[b, :T], alone[0], for_candidate(MODEL, candidate),
+                    what=f"row {b} of the batch (source {S}, target {T} real tokens) vs the row alone",
+                    ask=logits_question(sizes))
 
 
 @claims.PERMUTATION_EQUIVARIANT
@@ -122,27 +120,24 @@ def test_encoder_layer_is_permutation_equivariant(candidate, check, sizes, data)
     """An encoder layer is permutation-equivariant: permuting x and its mask permutes the output alike.
 
     No positional encoding enters a layer, and the encoder has no order-dependent mask."""
-    rng = sizes.rng()
-    weights = layer_weights(sizes, "encoder", rng)
-    x, keep = activations(rng, sizes.B, sizes.S, sizes.d_model), trailing_keep(rng, sizes.B, sizes.S)
+    weights, x, keep = questions.encoder_layer_problem(sizes)
     order = np.asarray(data.draw(st.permutations(range(sizes.S)), label="permutation"))
     out = candidate.encoder_layer(x, weights, sizes.h, sizes.eps, keep)
     permuted = candidate.encoder_layer(x[:, order], weights, sizes.h, sizes.eps, keep[:, order])
-    diagnose.close(check, permuted, out[:, order], tol(candidate, LAYER),
-                   what=f"encoder_layer(x[:, {order.tolist()}]) vs encoder_layer(x)[:, {order.tolist()}]",
-                   likely="the encoder layer depends on positions: a causal mask in the encoder, or positions"
-                          " added inside the layer")
+    check.close(permuted, out[:, order], for_candidate(LAYER, candidate),
+                what=f"encoder_layer(x[:, {order.tolist()}]) vs encoder_layer(x)[:, {order.tolist()}]",
+                ask=Question(questions.encoder_layer_output, sizes))
 
 
 @claims.DROPOUT_IN_TRAINING_ONLY
 @pytest.mark.requires(*FORWARD)
 @fast_failure(1 / 3)
 @given(sizes=model_sizes())
-def test_evaluation_is_deterministic(candidate, sizes):
+def test_evaluation_is_deterministic(candidate, check, sizes):
     """In evaluation mode (dropout 0.1 configured, switched off) two forward calls give identical logits."""
     model, src, tgt_in, _ = problem(candidate, sizes)
     first, second = model.forward(src, tgt_in), model.forward(src, tgt_in)
     worst = float(np.abs(first.astype(np.float64) - second).max())
-    assert_true(worst == 0.0, f"two forward calls on the same input differ by up to {worst:.3g}",
-                likely="dropout still active at inference (the model not switched to evaluation mode)",
-                expected="identical logits", actual=f"max difference {worst:.3g}")
+    check.claim(worst == 0.0, f"two forward calls on the same input differ by up to {worst:.3g} (evaluation mode"
+                " is deterministic: no dropout at inference)", expected="identical logits",
+                actual=f"max difference {worst:.3g}")

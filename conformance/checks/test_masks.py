@@ -6,11 +6,13 @@ exactly 0; "the strictly upper triangle is blocked; the diagonal stays visible b
 input predicts the next token"; "Cross-attention can read the full source sentence, not just a source
 prefix"; the padding mask "excludes the first input's two placeholder keys". A padded *query* row is
 still computed by the formula (it reads the real keys); only its use downstream is ignored. A query
-whose keys are all masked has no defined softmax: this suite specifies weights 0 and attention output
-0 for it (``conformance.formulas.attention``), so multi-head attention returns b_O there.
+whose keys are all masked has no defined softmax: the suite's convention (advisory, docs/claims.md)
+gives it weights 0 and attention output 0, so multi-head attention returns b_O there.
 
 Layer checks run the candidate's own layers twice, changing only what a mask must hide (or must
-show), so they hold whatever the candidate's numerics.
+show), so they hold whatever the candidate's numerics. Each asks its question as a function of the
+drawn sizes (the layer's output on the check's own inputs), so that a failure can be put to the
+catalogue of known bugs and confirmed on a second, bigger problem.
 """
 
 import numpy as np
@@ -18,30 +20,24 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from conformance import claims, diagnose, oracle
-from conformance.compare import assert_true, measure
+from conformance import claims, oracle
+from conformance.compare import measure
+from conformance.diagnosis import Question
 from conformance.errors import Blocked
 from conformance.scenarios import (
     activations,
     fast_failure,
+    keep_masks,
     key_padding,
     layer_sizes,
     layer_weights,
     trailing_keep,
 )
-from conformance.strategies import keep_masks
-from conformance.tolerances import ELEMENTWISE, LAYER, for_dtype
+from conformance.tolerances import ELEMENTWISE, LAYER, for_candidate
 from conformance.weights import attention_shapes, random_weights
 
 SECTION = "§3.2.3 Masks"
 
-QUERIES_PADDED = "padding applied to the queries (rows) instead of the keys (columns)"
-LEAKY_MASK = ("the mask multiplied into the scores or added as a finite number instead of -inf,"
-              " or applied after the softmax")
-
-
-def tol(candidate, table=LAYER):
-    return for_dtype(table, candidate.conventions.dtype)
 
 
 def reached(candidate, before, afters) -> np.ndarray:
@@ -51,7 +47,7 @@ def reached(candidate, before, afters) -> np.ndarray:
 
     before (..., d), afters [(..., d), ...] -> (...)."""
     before = np.asarray(before, np.float64)
-    allowed = tol(candidate).allowed(np.abs(before))
+    allowed = for_candidate(LAYER, candidate).allowed(np.abs(before))
     return np.max([(np.abs(np.asarray(a, np.float64) - before) / allowed).max(-1) for a in afters], axis=0)
 
 
@@ -61,6 +57,66 @@ def padded_keep(rng, B: int, L: int) -> np.ndarray:
     keep[0, -1] = False
     keep[:, 0] = True
     return keep
+
+
+# --------------------------------------------------------------------------------------------------
+# The problems, each a function of the drawn sizes, and the layer output each check's question reads
+# --------------------------------------------------------------------------------------------------
+
+
+def padded_source(sizes):
+    """Encoder-layer weights, a keep mask with padding, x; and the rng for the check's perturbations."""
+    rng = sizes.rng()
+    weights, keep = layer_weights(sizes, "encoder", rng), padded_keep(rng, sizes.B, sizes.S)
+    return weights, keep, activations(rng, sizes.B, sizes.S, sizes.d_model), rng
+
+
+def padded_source_output(candidate, sizes):
+    weights, keep, x, _ = padded_source(sizes)
+    return candidate.encoder_layer(x, weights, sizes.h, sizes.eps, keep)
+
+
+def padded_target_and_source(sizes):
+    rng = sizes.rng()
+    weights = layer_weights(sizes, "decoder", rng)
+    tgt_keep, src_keep = padded_keep(rng, sizes.B, sizes.T), padded_keep(rng, sizes.B, sizes.S)
+    y, memory = activations(rng, sizes.B, sizes.T, sizes.d_model), activations(rng, sizes.B, sizes.S, sizes.d_model)
+    return weights, tgt_keep, src_keep, y, memory, rng
+
+
+def padded_target_and_source_output(candidate, sizes):
+    weights, tgt_keep, src_keep, y, memory, _ = padded_target_and_source(sizes)
+    return candidate.decoder_layer(y, memory, weights, sizes.h, sizes.eps, tgt_keep, src_keep)
+
+
+def unpadded_target(sizes):
+    """Decoder-layer weights, a padded source, y without padding (every position a real query), memory."""
+    rng = sizes.rng()
+    weights, src_keep = layer_weights(sizes, "decoder", rng), trailing_keep(rng, sizes.B, sizes.S)
+    y, memory = activations(rng, sizes.B, sizes.T, sizes.d_model), activations(rng, sizes.B, sizes.S, sizes.d_model)
+    return weights, np.ones((sizes.B, sizes.T), bool), src_keep, y, memory, rng
+
+
+def unpadded_target_output(candidate, sizes):
+    weights, tgt_keep, src_keep, y, memory, _ = unpadded_target(sizes)
+    return candidate.decoder_layer(y, memory, weights, sizes.h, sizes.eps, tgt_keep, src_keep)
+
+
+def uniform_cross_attention(sizes):
+    """Decoder-layer weights whose cross-attention W_Q and b_Q are 0 (every visible source position gets
+    weight 1/S exactly), y and memory without padding."""
+    rng = sizes.rng()
+    weights = layer_weights(sizes, "decoder", rng)
+    weights.update({name: np.zeros_like(weights[name]) for name in ("cross_attn.W_Q", "cross_attn.b_Q")
+                    if name in weights})
+    y, memory = activations(rng, sizes.B, sizes.T, sizes.d_model), activations(rng, sizes.B, sizes.S, sizes.d_model)
+    return weights, y, memory, rng
+
+
+def uniform_cross_attention_output(candidate, sizes):
+    weights, y, memory, _ = uniform_cross_attention(sizes)
+    everything = np.ones((sizes.B, sizes.T), bool), np.ones((sizes.B, sizes.S), bool)
+    return candidate.decoder_layer(y, memory, weights, sizes.h, sizes.eps, *everything)
 
 
 # --------------------------------------------------------------------------------------------------
@@ -74,15 +130,13 @@ def padded_keep(rng, B: int, L: int) -> np.ndarray:
 @given(sizes=layer_sizes().filter(lambda s: s.S >= 2))
 def test_changing_padded_source_positions_leaves_real_positions_unchanged(candidate, check, sizes):
     """In an encoder layer, the vectors at padded positions do not reach any real position."""
-    rng = sizes.rng()
-    weights, keep = layer_weights(sizes, "encoder", rng), padded_keep(rng, sizes.B, sizes.S)
-    x = activations(rng, sizes.B, sizes.S, sizes.d_model)
+    weights, keep, x, rng = padded_source(sizes)
     changed = np.where(keep[..., None], x, activations(rng, *x.shape, scale=3.0))
     before = candidate.encoder_layer(x, weights, sizes.h, sizes.eps, keep)
     after = candidate.encoder_layer(changed, weights, sizes.h, sizes.eps, keep)
-    diagnose.close(check, after[keep], before[keep], tol(candidate),
-                   what="encoder layer output at real positions after changing the padded ones",
-                   likely=f"the padding mask not applied to the keys ({QUERIES_PADDED}, inverted, or ignored)")
+    check.close(after[keep], before[keep], for_candidate(LAYER, candidate),
+                what="encoder layer output at real positions after changing the padded ones (padding must hide"
+                     " the keys)", ask=Question(padded_source_output, sizes))
 
 
 @claims.KEY_PADDING
@@ -93,21 +147,16 @@ def test_padded_query_rows_still_follow_the_formula(candidate, check, sizes):
     """Padded positions are queries like any other: their outputs read the real keys, as the formula says.
 
     Judged only where the layer is right at the real positions; elsewhere the check is blocked."""
-    rng = sizes.rng()
-    weights, keep = layer_weights(sizes, "encoder", rng), padded_keep(rng, sizes.B, sizes.S)
-    x = activations(rng, sizes.B, sizes.S, sizes.d_model)
+    weights, keep, x, _ = padded_source(sizes)
     got = candidate.encoder_layer(x, weights, sizes.h, sizes.eps, keep)
     want = oracle.encoder_layer(x, weights, sizes.h, sizes.eps, keep)
-    if not measure(got[keep], want[keep], tol(candidate)).passed:
+    if not measure(got[keep], want[keep], for_candidate(LAYER, candidate)).passed:
         raise Blocked("the layer already differs from the reference at the real positions, so what it does at"
                       " the padded ones says nothing about the masks (encoder_layer_matches_reference judges the"
                       " layer)", blocked_by="encoder_layer_matches_reference")
-    queries = oracle.encoder_layer(x, weights, sizes.h, sizes.eps, keep,
-                                   variant="padding applied to the queries instead of the keys")
-    diagnose.close(check, got[~keep], want[~keep], tol(candidate),
-                   what="encoder layer output at padded positions",
-                   alternatives=lambda: {QUERIES_PADDED: queries[~keep],
-                                         "outputs at padded positions zeroed (a padded fast path)": 0 * want[~keep]})
+    check.close(got[~keep], want[~keep], for_candidate(LAYER, candidate),
+                what="encoder layer output at padded positions",
+                ask=Question(padded_source_output, sizes))
 
 
 @claims.DECODER_KEYS
@@ -116,18 +165,15 @@ def test_padded_query_rows_still_follow_the_formula(candidate, check, sizes):
 @given(sizes=layer_sizes().filter(lambda s: s.S >= 2 and s.T >= 2))
 def test_decoder_layer_ignores_padded_target_and_source_keys(candidate, check, sizes):
     """Changing y at padded target positions, or the memory at padded source positions, changes no real output."""
-    rng = sizes.rng()
-    weights = layer_weights(sizes, "decoder", rng)
-    tgt_keep, src_keep = padded_keep(rng, sizes.B, sizes.T), padded_keep(rng, sizes.B, sizes.S)
-    y, memory = activations(rng, sizes.B, sizes.T, sizes.d_model), activations(rng, sizes.B, sizes.S, sizes.d_model)
+    weights, tgt_keep, src_keep, y, memory, rng = padded_target_and_source(sizes)
     y2 = np.where(tgt_keep[..., None], y, activations(rng, *y.shape, scale=3.0))
     memory2 = np.where(src_keep[..., None], memory, activations(rng, *memory.shape, scale=3.0))
     before = candidate.decoder_layer(y, memory, weights, sizes.h, sizes.eps, tgt_keep, src_keep)
     for name, args in (("y at padded target positions", (y2, memory)), ("padded memory positions", (y, memory2))):
         after = candidate.decoder_layer(*args, weights, sizes.h, sizes.eps, tgt_keep, src_keep)
-        diagnose.close(check, after[tgt_keep], before[tgt_keep], tol(candidate),
-                       what=f"decoder layer output at real target positions after changing {name}",
-                       likely=f"a padding mask not applied to the keys ({QUERIES_PADDED}, or ignored)")
+        check.close(after[tgt_keep], before[tgt_keep], for_candidate(LAYER, candidate),
+                    what=f"decoder layer output at real target positions after changing {name}",
+                    ask=Question(padded_target_and_source_output, sizes))
 
 
 # --------------------------------------------------------------------------------------------------
@@ -142,27 +188,25 @@ def test_decoder_layer_ignores_padded_target_and_source_keys(candidate, check, s
 def test_decoder_output_up_to_t_ignores_later_positions(candidate, check, sizes, data):
     """Changing y after position t leaves the outputs at positions 0..t unchanged; changing y_t changes output t."""
     t = data.draw(st.integers(0, sizes.T - 2), label="t")
-    rng = sizes.rng()
-    weights, src_keep = layer_weights(sizes, "decoder", rng), trailing_keep(rng, sizes.B, sizes.S)
-    y, memory = activations(rng, sizes.B, sizes.T, sizes.d_model), activations(rng, sizes.B, sizes.S, sizes.d_model)
-    tgt_keep = np.ones((sizes.B, sizes.T), bool)
+    weights, tgt_keep, src_keep, y, memory, rng = unpadded_target(sizes)
+    ask = Question(unpadded_target_output, sizes)
     later = y.copy()
     later[:, t + 1:] = activations(rng, sizes.B, sizes.T - t - 1, sizes.d_model, scale=3.0)
     before = candidate.decoder_layer(y, memory, weights, sizes.h, sizes.eps, tgt_keep, src_keep)
     after = candidate.decoder_layer(later, memory, weights, sizes.h, sizes.eps, tgt_keep, src_keep)
-    diagnose.close(check, after[:, : t + 1], before[:, : t + 1], tol(candidate),
-                   what=f"decoder layer output at positions 0..{t} after changing y at {t + 1}..{sizes.T - 1}",
-                   likely="no causal mask in the decoder self-attention: the future leaks")
+    check.close(after[:, : t + 1], before[:, : t + 1], for_candidate(LAYER, candidate),
+                what=f"decoder layer output at positions 0..{t} after changing y at {t + 1}..{sizes.T - 1}"
+                     " (the future must not leak)", ask=ask)
     afters = []
     for _ in range(2):
         now = y.copy()
         now[:, t] = activations(rng, sizes.B, sizes.d_model, scale=3.0)
         afters.append(candidate.decoder_layer(now, memory, weights, sizes.h, sizes.eps, tgt_keep, src_keep)[:, t])
     moved = reached(candidate, before[:, t], afters)  # (B,)
-    assert_true(bool((moved > 10).all()), f"changing y at position {t} left the output at {t} unchanged"
-                f" (change {moved.min():.3g} x tolerance)",
-                likely="the decoder layer ignores its own input at t (no residual connection?)",
-                expected="a visible change", actual=f"{moved.min():.3g} x tolerance")
+    check.claim(bool((moved > 10).all()), f"changing y at position {t} left the output at {t} unchanged"
+                f" (change {moved.min():.3g} x tolerance): the layer does not read its own input at t",
+                ask=ask, tol=for_candidate(LAYER, candidate),
+                                           expected="a visible change", actual=f"{moved.min():.3g} x tolerance")
 
 
 @claims.START_READS_ITSELF
@@ -173,21 +217,16 @@ def test_decoder_position_reads_itself(candidate, check, sizes):
     """The diagonal is visible: position 0 reads its own value (changing W_V changes its output).
 
     Position 0, the start token, can read only itself; with the diagonal blocked it reads nothing."""
-    rng = sizes.rng()
-    weights, src_keep = layer_weights(sizes, "decoder", rng), trailing_keep(rng, sizes.B, sizes.S)
-    y, memory = activations(rng, sizes.B, sizes.T, sizes.d_model), activations(rng, sizes.B, sizes.S, sizes.d_model)
-    tgt_keep = np.ones((sizes.B, sizes.T), bool)
+    weights, tgt_keep, src_keep, y, memory, rng = unpadded_target(sizes)
     before = candidate.decoder_layer(y, memory, weights, sizes.h, sizes.eps, tgt_keep, src_keep)
     afters = []
     for _ in range(2):
         changed = {**weights, "self_attn.W_V": activations(rng, sizes.d_model, sizes.d_model, scale=2.0)}
         afters.append(candidate.decoder_layer(y, memory, changed, sizes.h, sizes.eps, tgt_keep, src_keep)[:, 0])
     moved = float(reached(candidate, before[:, 0], afters).min())
-    assert_true(moved > 10, f"changing the self-attention's W_V left the output at position 0 unchanged"
-                f" (change {moved:.3g} x tolerance): position 0 reads no value",
-                likely="the causal mask blocks the diagonal (torch.triu(..., diagonal=0) where 1 was meant),"
-                       " so the start token reads nothing; or the self-attention's output does not reach the"
-                       " layer's output (no residual connection)",
+    check.claim(moved > 10, f"changing the self-attention's W_V left the output at position 0 unchanged"
+                f" (change {moved:.3g} x tolerance): position 0 reads no value through its self-attention",
+                ask=Question(unpadded_target_output, sizes), tol=for_candidate(LAYER, candidate),
                 expected="position 0 reads itself", actual=f"change {moved:.3g} x tolerance")
 
 
@@ -202,12 +241,7 @@ def test_cross_attention_reads_every_real_source_position(candidate, check, size
     The cross-attention's W_Q and b_Q are 0 here, so its scores are all equal and every visible source
     position gets weight 1/S exactly: what the check sees is the mask, not a softmax that happens to
     give position s a tiny weight."""
-    rng = sizes.rng()
-    weights = layer_weights(sizes, "decoder", rng)
-    weights.update({name: np.zeros_like(weights[name]) for name in ("cross_attn.W_Q", "cross_attn.b_Q")
-                    if name in weights})
-    y = activations(rng, sizes.B, sizes.T, sizes.d_model)
-    memory = activations(rng, sizes.B, sizes.S, sizes.d_model)
+    weights, y, memory, rng = uniform_cross_attention(sizes)
     tgt_keep, src_keep = np.ones((sizes.B, sizes.T), bool), np.ones((sizes.B, sizes.S), bool)
     s = data.draw(st.integers(1, sizes.S - 1), label="s")
     before = candidate.decoder_layer(y, memory, weights, sizes.h, sizes.eps, tgt_keep, src_keep)
@@ -218,10 +252,9 @@ def test_cross_attention_reads_every_real_source_position(candidate, check, size
         afters.append(candidate.decoder_layer(y, changed, weights, sizes.h, sizes.eps, tgt_keep, src_keep))
     moved = reached(candidate, before, afters)  # (B, T)
     blind = sorted({int(t) for t in np.argwhere(moved <= 10)[:, 1]})
-    assert_true(not blind, f"changing memory position {s} did not reach target positions {blind}"
-                f" (change {moved.min():.3g} x tolerance at worst)",
-                likely="a causal mask on the cross-attention, or the cross-attention reads the decoder states"
-                       " instead of the memory",
+    check.claim(not blind, f"changing memory position {s} did not reach target positions {blind}"
+                f" (change {moved.min():.3g} x tolerance at worst): those positions do not read the whole source",
+                ask=Question(uniform_cross_attention_output, sizes), tol=for_candidate(LAYER, candidate),
                 expected=f"every target position reads source position {s}", actual=f"blind at {blind}")
 
 
@@ -230,26 +263,38 @@ def test_cross_attention_reads_every_real_source_position(candidate, check, size
 # --------------------------------------------------------------------------------------------------
 
 
-def mha_problem(sizes, rng, Lq, Lk):
+def masked_self_attention(sizes, *, causal: bool, p_keep: float = 0.7):
+    """Weights, x (B, T), and a causal or random keep mask (B, T, T) in which every query keeps a key."""
+    rng = sizes.rng()
     weights = random_weights(attention_shapes(sizes.d_model, bias=sizes.bias), rng)
-    return weights, activations(rng, sizes.B, Lq, sizes.d_model), activations(rng, sizes.B, Lk, sizes.d_model)
+    x = activations(rng, sizes.B, sizes.T, sizes.d_model)
+    activations(rng, sizes.B, sizes.T, sizes.d_model)  # an unused draw that keeps the examples of earlier versions
+    keep = oracle.causal_keep(sizes.T).repeat(sizes.B, 0) if causal else \
+        keep_masks(rng, (sizes.B, sizes.T, sizes.T), p_keep=p_keep)
+    return weights, x, keep
+
+
+def masked_weights_question(sizes, *, causal: bool, p_keep: float = 0.7) -> Question:
+    def answer(candidate, sizes):
+        weights, x, keep = masked_self_attention(sizes, causal=causal, p_keep=p_keep)
+        return candidate.multi_head_attention(x, x, x, weights, sizes.h, keep)[1]
+
+    return Question(answer, sizes)
 
 
 @claims.MASKED_WEIGHTS_ZERO
 @pytest.mark.requires("multi_head_attention")
 @fast_failure()
 @given(sizes=layer_sizes(), causal=st.booleans())
-def test_masked_weights_are_exactly_zero_in_every_head(candidate, sizes, causal):
+def test_masked_weights_are_exactly_zero_in_every_head(candidate, check, sizes, causal):
     """Where the mask forbids a key (padding, or the future), every head's weight is exactly 0 (e^-inf)."""
-    rng = sizes.rng()
-    L = sizes.T
-    weights, x, _ = mha_problem(sizes, rng, L, L)
-    keep = oracle.causal_keep(L).repeat(sizes.B, 0) if causal else keep_masks(rng, (sizes.B, L, L), p_keep=0.5)
+    weights, x, keep = masked_self_attention(sizes, causal=causal, p_keep=0.5)
     _, attn = candidate.multi_head_attention(x, x, x, weights, sizes.h, keep)
     leaked = attn[np.broadcast_to(~keep[:, None], attn.shape)]
     worst = float(np.abs(leaked).max()) if leaked.size else 0.0
-    assert_true(worst == 0.0, f"masked positions got weight up to {worst:.3g}"
-                f" ({int((leaked != 0).sum())} of {leaked.size} not exactly 0)", likely=LEAKY_MASK,
+    check.claim(worst == 0.0, f"masked positions got weight up to {worst:.3g}"
+                f" ({int((leaked != 0).sum())} of {leaked.size} not exactly 0)",
+                ask=masked_weights_question(sizes, causal=causal, p_keep=0.5), tol=for_candidate(LAYER, candidate),
                 expected="0 at every masked position", actual=f"max {worst:.3g}")
 
 
@@ -259,13 +304,11 @@ def test_masked_weights_are_exactly_zero_in_every_head(candidate, sizes, causal)
 @given(sizes=layer_sizes(), causal=st.booleans())
 def test_masked_rows_sum_to_one_in_every_head(candidate, check, sizes, causal):
     """With a mask, each head's weights over the visible keys still sum to 1 (the mask acts before the softmax)."""
-    rng = sizes.rng()
-    weights, x, _ = mha_problem(sizes, rng, sizes.T, sizes.T)
-    keep = oracle.causal_keep(sizes.T).repeat(sizes.B, 0) if causal else keep_masks(rng, (sizes.B, sizes.T, sizes.T))
+    weights, x, keep = masked_self_attention(sizes, causal=causal)
     _, attn = candidate.multi_head_attention(x, x, x, weights, sizes.h, keep)
     sums = attn.astype(np.float64).sum(-1)
-    diagnose.close(check, sums, np.ones_like(sums), tol(candidate, ELEMENTWISE), what="row sums of masked weights",
-                   likely="the mask applied after the softmax (weights zeroed, rows not renormalised)")
+    check.close(sums, np.ones_like(sums), for_candidate(ELEMENTWISE, candidate), what="row sums of masked weights",
+                ask=masked_weights_question(sizes, causal=causal))
 
 
 @claims.START_READS_ITSELF
@@ -274,15 +317,23 @@ def test_masked_rows_sum_to_one_in_every_head(candidate, check, sizes, causal):
 @given(sizes=layer_sizes())
 def test_causal_mask_hides_the_future_and_keeps_the_diagonal(candidate, check, sizes):
     """With the causal mask, position 0 reads only itself (weight 1) and every position reads itself."""
-    rng = sizes.rng()
-    weights, x, _ = mha_problem(sizes, rng, sizes.T, sizes.T)
-    _, attn = candidate.multi_head_attention(x, x, x, weights, sizes.h, oracle.causal_keep(sizes.T).repeat(sizes.B, 0))
-    diagnose.close(check, attn[:, :, 0, 0], np.ones(attn.shape[:2]), tol(candidate, ELEMENTWISE),
-                   what="weight of position 0 on itself (the start token reads only itself)", likely=LEAKY_MASK)
+    weights, x, keep = masked_self_attention(sizes, causal=True)
+    _, attn = candidate.multi_head_attention(x, x, x, weights, sizes.h, keep)
+    ask = masked_weights_question(sizes, causal=True)
+    check.close(attn[:, :, 0, 0], np.ones(attn.shape[:2]), for_candidate(ELEMENTWISE, candidate),
+                what="weight of position 0 on itself (the start token reads only itself)", ask=ask)
     diagonal = np.diagonal(attn, axis1=-2, axis2=-1)
-    assert_true(bool((diagonal > 0).all()), "a position gave itself weight 0 under the causal mask",
-                likely="the causal mask blocks the diagonal", expected="diagonal > 0",
+    check.claim(bool((diagonal > 0).all()), "a position gave itself weight 0 under the causal mask",
+                ask=ask, tol=for_candidate(LAYER, candidate), expected="diagonal > 0",
                 actual=f"min diagonal weight {float(diagonal.min()):.3g}")
+
+
+def cross_attention_problem(sizes):
+    """Weights, queries (B, T), memory (B, S), and the rng for the check's masks."""
+    rng = sizes.rng()
+    weights = random_weights(attention_shapes(sizes.d_model, bias=sizes.bias), rng)
+    return weights, activations(rng, sizes.B, sizes.T, sizes.d_model), activations(rng, sizes.B, sizes.S,
+                                                                                     sizes.d_model), rng
 
 
 @claims.FULLY_MASKED_ROW
@@ -294,17 +345,27 @@ def test_fully_masked_row_gives_zero_weights_and_only_b_O(candidate, check, size
 
     The suite's convention for a row with no visible key (docs/claims.md): weights 0 and attention output
     0, before W_O and b_O. Only that row is judged here."""
-    rng = sizes.rng()
-    weights, query, memory = mha_problem(sizes, rng, sizes.T, sizes.S)
+    weights, query, memory, rng = cross_attention_problem(sizes)
     keep = keep_masks(rng, (sizes.B, sizes.T, sizes.S))
     keep[0, 0, :] = False
     out, attn = candidate.multi_head_attention(query, memory, memory, weights, sizes.h, keep)
-    check.close(attn[0, :, 0], np.zeros((sizes.h, sizes.S)), tol(candidate, ELEMENTWISE),
+    check.close(attn[0, :, 0], np.zeros((sizes.h, sizes.S)), for_candidate(ELEMENTWISE, candidate),
                 what="weights of the fully masked row")
     b_O = weights.get("b_O", np.zeros(sizes.d_model))  # 0 @ W_O + b_O; no bias: 0
-    diagnose.close(check, out[0, 0], b_O, tol(candidate), what="output of the fully masked row",
-                   likely="softmax over a row of -inf replaced by uniform weights (a finite fill value)")
+    check.close(out[0, 0], b_O, for_candidate(LAYER, candidate),
+                what="output of the fully masked row (a finite fill gives"
+                " uniform weights there, -inf without care gives NaN)")
     # The other rows are the multi-head checks' claim (the lessons'); this convention judges this row only.
+
+
+def keys_removed(sizes):
+    weights, query, memory, rng = cross_attention_problem(sizes)
+    return weights, query, memory, keep_masks(rng, (sizes.B, sizes.S), p_keep=0.6)
+
+
+def keys_masked_output(candidate, sizes):
+    weights, query, memory, key_keep = keys_removed(sizes)
+    return candidate.multi_head_attention(query, memory, memory, weights, sizes.h, key_padding(key_keep, sizes.T))[0]
 
 
 @claims.MASKED_WEIGHTS_ZERO
@@ -313,14 +374,13 @@ def test_fully_masked_row_gives_zero_weights_and_only_b_O(candidate, check, size
 @given(sizes=layer_sizes(), data=st.data())
 def test_masking_keys_equals_removing_them(candidate, check, sizes, data):
     """Attention with some keys masked equals attention over the kept keys alone (K and V shortened)."""
-    rng = sizes.rng()
-    weights, query, memory = mha_problem(sizes, rng, sizes.T, sizes.S)
-    key_keep = keep_masks(rng, (sizes.B, sizes.S), p_keep=0.6)
+    weights, query, memory, key_keep = keys_removed(sizes)
     out, attn = candidate.multi_head_attention(query, memory, memory, weights, sizes.h, key_padding(key_keep, sizes.T))
+    ask = Question(keys_masked_output, sizes)
     for b in range(sizes.B):
         kept = memory[b: b + 1, key_keep[b]]
         alone_out, alone_attn = candidate.multi_head_attention(query[b: b + 1], kept, kept, weights, sizes.h, None)
-        diagnose.close(check, out[b], alone_out[0], tol(candidate), what=f"row {b}: masked vs keys removed, output",
-                       likely=LEAKY_MASK)
-        check.close(attn[b][..., key_keep[b]], alone_attn[0], tol(candidate),
-                    what=f"row {b}: masked vs keys removed, weights of the kept keys")
+        check.close(out[b], alone_out[0], for_candidate(LAYER, candidate),
+                    what=f"row {b}: masked vs keys removed, output", ask=ask)
+        check.close(attn[b][..., key_keep[b]], alone_attn[0], for_candidate(LAYER, candidate),
+                    what=f"row {b}: masked vs keys removed, weights of the kept keys", ask=ask)

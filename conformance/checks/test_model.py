@@ -16,11 +16,12 @@ import numpy as np
 import pytest
 from hypothesis import given
 
-from conformance import claims, diagnose, diagnosis, oracle
-from conformance.compare import assert_true
+from conformance import claims, oracle, questions
 from conformance.config import ModelConfig, base_config
+from conformance.diagnosis import PROBE_SEED, Question, find_structure
+from conformance.diagnosis.localise import locate_forward
 from conformance.scenarios import (
-    MODEL_PARTS,
+    LOADED_MODEL,
     ModelSizes,
     fast_failure,
     loaded_model,
@@ -30,7 +31,7 @@ from conformance.scenarios import (
     token_ids,
     trailing_keep,
 )
-from conformance.tolerances import MODEL, for_dtype
+from conformance.tolerances import MODEL, Tolerance, for_candidate
 
 SECTION = "§3.4 Embeddings and softmax"
 
@@ -39,75 +40,84 @@ SECTION = "§3.4 Embeddings and softmax"
 # and test_checkpoint.py runs the same claims on the suite's trained toy checkpoint.
 
 
-def tol(candidate):
-    return for_dtype(MODEL, candidate.conventions.dtype)
 
-
-def assert_logits_match_oracle(candidate, check, config: ModelConfig, weights, src, tgt_in):
-    diagnose.close_logits(
-        check, candidate, loaded_model(candidate, config, weights), config, weights, src, tgt_in,
-        oracle.OracleModel(config, weights).forward(src, tgt_in), tol(candidate),
-        what=f"logits = forward(src{src.shape}, tgt_in{tgt_in.shape}) (N={config.N}, d_model={config.d_model},"
-             f" h={config.h}, vocab={config.tgt_vocab})",
-        structure=lambda: diagnosis.find_structure(candidate, "encoder", "decoder"),
+def assert_logits_match_oracle(candidate, check, sizes: ModelSizes):
+    cfg = sizes.config
+    weights, src, tgt_in = questions.model_problem(sizes)
+    model = loaded_model(candidate, cfg, weights)
+    check.close(
+        model.forward(src, tgt_in), oracle.OracleModel(cfg, weights).forward(src, tgt_in),
+        for_candidate(MODEL, candidate),
+        what=f"logits = forward(src{src.shape}, tgt_in{tgt_in.shape}) (N={cfg.N}, d_model={cfg.d_model},"
+             f" h={cfg.h}, vocab={cfg.tgt_vocab})",
+        ask=Question(questions.logits, sizes),
+        locate=lambda: locate_forward(candidate, model, cfg, weights, src, tgt_in),
+        structure=lambda: find_structure(candidate, "encoder", "decoder"),
     )
 
 
 @claims.OUTPUT_LAYER
-@pytest.mark.requires(*MODEL_PARTS, "model.forward")
+@pytest.mark.requires(*LOADED_MODEL, "model.forward")
 @fast_failure(2 / 3)
 @given(sizes=model_sizes())
 def test_logits_match_reference(candidate, check, sizes):
     """forward(src, tgt_in) equals the reference's logits on a padded batch (any N, d_model, h, vocabulary)."""
-    weights = model_weights(sizes.config, sizes.rng())
-    src, tgt_in = source_and_target(sizes, np.random.default_rng(sizes.seed + 1))
-    assert_logits_match_oracle(candidate, check, sizes.config, weights, src, tgt_in)
+    assert_logits_match_oracle(candidate, check, sizes)
 
 
 @claims.OUTPUT_LAYER
-@pytest.mark.requires(*MODEL_PARTS, "model.forward")
+@pytest.mark.requires(*LOADED_MODEL, "model.forward")
 def test_logits_match_reference_at_base_size(candidate, check, rng):
     """At the base model's sizes (d_model 512, h 8, d_ff 2048) the logits equal the reference's.
 
     One encoder and one decoder layer and a 1,000-token vocabulary keep it under a second or two; six
     layers each would only repeat them."""
     config = candidate.fit(base_config(N=1).replace(src_vocab=1000, tgt_vocab=1000))
-    sizes = ModelSizes(config, B=2, S=9, T=7, seed=int(rng.integers(2**31)))
-    weights = model_weights(config, sizes.rng())
-    src, tgt_in = source_and_target(sizes, rng)
-    assert_logits_match_oracle(candidate, check, config, weights, src, tgt_in)
+    assert_logits_match_oracle(candidate, check, ModelSizes(config, B=2, S=9, T=7, seed=int(rng.integers(2**31))))
+
+
+def unused_row_problem(sizes: ModelSizes):
+    """A vocabulary one larger than the inputs use: its last token v is absent, so its row of E reaches the
+    logits only through the output layer; weights, src, tgt_in, v and a new row for it."""
+    vocab, rng = sizes.config.tgt_vocab + 1, sizes.rng()
+    config = sizes.config.replace(src_vocab=vocab, tgt_vocab=vocab)
+    weights = model_weights(config, rng)
+    src, tgt_in = source_and_target(ModelSizes(sizes.config, sizes.B, sizes.S, sizes.T, sizes.seed), rng)
+    v = config.tgt_vocab - 1  # token_ids() never draws the last id when given the smaller vocabulary
+    return config, weights, src, tgt_in, v, rng.normal(0.0, 10.0, config.d_model).astype(np.float32)
+
+
+def unused_row_logits(candidate, sizes: ModelSizes):
+    config, weights, src, tgt_in, _, _ = unused_row_problem(sizes)
+    return loaded_model(candidate, config, weights).forward(src, tgt_in)
 
 
 @claims.TIED_WEIGHTS
-@pytest.mark.requires(*MODEL_PARTS, "model.forward")
+@pytest.mark.requires(*LOADED_MODEL, "model.forward")
 @fast_failure(1 / 2)
 @given(sizes=model_sizes())
 def test_changing_an_unused_embedding_row_changes_only_its_logit(candidate, check, sizes):
     """The output layer is tied to E: changing row v of E changes only the logit of v.
 
     v is a token absent from the input, so its row reaches the logits only through the output layer."""
-    vocab, rng = sizes.config.tgt_vocab + 1, sizes.rng()
-    config = sizes.config.replace(src_vocab=vocab, tgt_vocab=vocab)
-    v = config.tgt_vocab - 1  # token_ids() below never draws the last id when given the smaller vocabulary
-    weights = model_weights(config, rng)
-    src, tgt_in = source_and_target(ModelSizes(sizes.config, sizes.B, sizes.S, sizes.T, sizes.seed), rng)
+    config, weights, src, tgt_in, v, row = unused_row_problem(sizes)
     model = loaded_model(candidate, config, weights)
     before = model.forward(src, tgt_in)
     changed = {**weights, "E": weights["E"].copy()}
-    changed["E"][v] = rng.normal(0.0, 10.0, config.d_model).astype(np.float32)  # logit v moves by y . delta
+    changed["E"][v] = row  # logit v moves by y . delta
     model.load_weights(changed)
     after = model.forward(src, tgt_in)
     others = np.arange(config.tgt_vocab) != v
-    diagnose.close(check, after[..., others], before[..., others], tol(candidate),
-                   what=f"logits of the other tokens after changing row {v} of E",
-                   likely="the embedding row of an absent token reaches other logits: an output bias or"
-                          " normalisation over the vocabulary before the logits")
+    ask = Question(unused_row_logits, sizes)
+    check.close(after[..., others], before[..., others], for_candidate(MODEL, candidate),
+                what=f"logits of the other tokens after changing row {v} of E (no output bias, no normalisation"
+                     " over the vocabulary before the logits)", ask=ask)
     # y . delta is 0 only by accident at a position; tied output moves the logit at (nearly) all of them
-    moved = np.abs(after[..., v].astype(np.float64) - before[..., v]) / tol(candidate).allowed(np.abs(before[..., v]))
-    assert_true(bool((moved > 10).mean() >= 0.5),
+    allowed = for_candidate(MODEL, candidate).allowed(np.abs(before[..., v]))
+    moved = np.abs(after[..., v].astype(np.float64) - before[..., v]) / allowed
+    check.claim(bool((moved > 10).mean() >= 0.5),
                 f"the logit of token {v} did not change at {int((moved <= 10).sum())} of {moved.size} positions"
-                f" when row {v} of E did", likely="the output projection is not tied to the embedding E (a separate"
-                " W_out, or the output layer reads another table)",
+                f" when row {v} of E did: the output projection does not read the embedding table E", ask=ask,
                 expected=f"logit {v} changes", actual=f"largest change {float(moved.max()):.3g} x tolerance")
 
 
@@ -143,9 +153,20 @@ def end_of_row(row: np.ndarray) -> int:
     return int(hits[0]) + 1 if hits.size else len(row)
 
 
+def greedy_ids(candidate, seed: int) -> np.ndarray:
+    """The candidate's greedy decoding of the problem ``greedy_problem(seed)``: the question both checks ask."""
+    weights, src = greedy_problem(seed)
+    return loaded_model(candidate, candidate.fit(GREEDY), weights).greedy_decode(src, MAX_LEN)
+
+
+def greedy_question(request) -> Question:
+    seed = request.config.getoption("conformance_seed")
+    return Question(greedy_ids, seed, probe=seed + PROBE_SEED, tol=Tolerance(0, 0, "token ids are exact"))
+
+
 @claims.GREEDY_DECODING
-@pytest.mark.requires(*MODEL_PARTS, "model.greedy_decode", "model.forward")
-def test_greedy_decoding_picks_the_argmax_at_every_step(candidate, request):
+@pytest.mark.requires(*LOADED_MODEL, "model.greedy_decode", "model.forward")
+def test_greedy_decoding_picks_the_argmax_at_every_step(candidate, check, request):
     """Every generated token is the most likely next token given <s> and the tokens before it.
 
     "Most likely" by the candidate's own forward(), so that this isolates the decoding loop; whether the
@@ -155,35 +176,33 @@ def test_greedy_decoding_picks_the_argmax_at_every_step(candidate, request):
     got = model.greedy_decode(src, MAX_LEN)
     tgt_in = np.concatenate([np.full((len(src), 1), GREEDY.bos_id), got[:, :-1]], axis=1)
     logits = model.forward(src, tgt_in).astype(np.float64)  # causal: one pass scores every step
-    allowed = tol(candidate).allowed(np.abs(logits).max(-1))
+    allowed = for_candidate(MODEL, candidate).allowed(np.abs(logits).max(-1))
     for b, row in enumerate(got):
         for t in range(end_of_row(row)):
             best, chosen = int(logits[b, t].argmax()), int(row[t])
             gap = float(logits[b, t, best] - logits[b, t, chosen])
-            assert_true(gap <= allowed[b, t],
+            check.claim(gap <= allowed[b, t],
                         f"row {b}, step {t}: generated token {chosen}, but the most likely next token is {best}"
-                        f" (logit {logits[b, t, best]:.4g} vs {logits[b, t, chosen]:.4g})",
-                        likely="the token taken from the wrong position (the first instead of the last), the"
-                               " decoder not fed its own output, sampling instead of argmax; or a model that is"
-                               " not causal, so one forward pass and the prefix-by-prefix loop disagree",
+                        f" (logit {logits[b, t, best]:.4g} vs {logits[b, t, chosen]:.4g}) by the model's own"
+                        " forward pass, which scores every step at once (causal)", ask=greedy_question(request),
                         expected=f"token {best} at step {t}", actual=f"token {chosen}")
 
 
 @claims.GREEDY_DECODING
-@pytest.mark.requires(*MODEL_PARTS, "model.greedy_decode")
-def test_greedy_decoding_stops_at_the_end_token_then_pads(candidate, request):
+@pytest.mark.requires(*LOADED_MODEL, "model.greedy_decode")
+def test_greedy_decoding_stops_at_the_end_token_then_pads(candidate, check, request):
     """A row ends at its first </s> and holds only padding after it; a row without </s> runs to max_len."""
     weights, src = greedy_problem(request.config.getoption("conformance_seed"))
     got = loaded_model(candidate, candidate.fit(GREEDY), weights).greedy_decode(src, MAX_LEN)
     for b, row in enumerate(got):
         end = end_of_row(row)
         tail = row[end:]
-        assert_true(bool((tail == GREEDY.pad_id).all()),
-                    f"row {b} continues after </s> at step {end - 1}: {tail.tolist()}",
-                    likely="the loop does not stop a row at </s> (or pads with something else than pad_id)",
+        check.claim(bool((tail == GREEDY.pad_id).all()),
+                    f"row {b} continues after </s> at step {end - 1}: {tail.tolist()} (after </s> a row holds"
+                    f" pad_id {GREEDY.pad_id} only)", ask=greedy_question(request),
                     expected="padding after </s>", actual=str(row.tolist()))
         stopped = (row == GREEDY.eos_id).any()
-        assert_true(bool(stopped) or len(row) == MAX_LEN,
-                    f"row {b} stopped after {len(row)} tokens without </s> (max_len {MAX_LEN})",
-                    likely="the loop stops when the first row ends instead of when every row has",
+        check.claim(bool(stopped) or len(row) == MAX_LEN,
+                    f"row {b} stopped after {len(row)} tokens without </s> (max_len {MAX_LEN}): decoding goes on"
+                    " until every row has produced </s>", ask=greedy_question(request),
                     expected=f"{MAX_LEN} tokens", actual=str(row.tolist()))

@@ -12,51 +12,27 @@ import numpy as np
 import pytest
 from hypothesis import given
 
-from conformance import claims, diagnose, oracle
-from conformance.compare import assert_true
-from conformance.scenarios import LayerSizes, activations, fast_failure, key_padding, layer_sizes, trailing_keep
-from conformance.tolerances import LAYER, for_dtype
+from conformance import claims, oracle, questions
+from conformance.diagnosis import Question
+from conformance.scenarios import LayerSizes, activations, fast_failure, layer_sizes
+from conformance.tolerances import LAYER, for_candidate
 from conformance.weights import attention_shapes, random_weights
 
 SECTION = "§3.2.2 Multi-head attention"
 pytestmark = pytest.mark.requires("multi_head_attention")
 
 
-def tol(candidate):
-    return for_dtype(LAYER, candidate.conventions.dtype)
 
-
-def problem(sizes: LayerSizes, *, cross: bool):
-    """Weights, queries, keys (= values) and a key-padding mask (B, Lq, Lk)."""
-    rng = sizes.rng()
-    weights = random_weights(attention_shapes(sizes.d_model, bias=sizes.bias), rng)
-    query = activations(rng, sizes.B, sizes.T, sizes.d_model)
-    key = activations(rng, sizes.B, sizes.S, sizes.d_model) if cross else query
-    keep = key_padding(trailing_keep(rng, sizes.B, key.shape[1]), query.shape[1])
-    return weights, query, key, keep
-
-
-def alternatives(query, key, weights, h, keep, index):
-    """What known bugs output (index 0: the output, 1: the weights), computed only on failure."""
-
-    def compute():
-        run = lambda v: oracle.multi_head_attention(query, key, key, weights, h, keep, variant=v)[index]  # noqa: E731
-        found = diagnose.variant_outputs("multi_head_attention", run)
-        found["the mask ignored"] = oracle.multi_head_attention(query, key, key, weights, h, None)[index]
-        return found
-
-    return compute
-
-
-def assert_matches_oracle(candidate, check, query, key, weights, h, keep, *, what):
-    out, attn = candidate.multi_head_attention(query, key, key, weights, h, keep)
-    want_out, want_attn = oracle.multi_head_attention(query, key, key, weights, h, keep)
-    diagnose.close(check, attn, want_attn, tol(candidate), what=f"{what} weights {attn.shape}",
-                   alternatives=alternatives(query, key, weights, h, keep, 1),
-                   rerun=lambda other: other.multi_head_attention(query, key, key, weights, h, keep)[1])
-    diagnose.close(check, out, want_out, tol(candidate), what=f"{what} output {out.shape}",
-                   alternatives=alternatives(query, key, weights, h, keep, 0),
-                   rerun=lambda other: other.multi_head_attention(query, key, key, weights, h, keep)[0])
+def assert_matches_oracle(candidate, check, sizes: LayerSizes, *, cross: bool, what: str):
+    weights, query, key, keep = questions.attention_problem(sizes, cross=cross)
+    out, attn = candidate.multi_head_attention(query, key, key, weights, sizes.h, keep)
+    want_out, want_attn = oracle.multi_head_attention(query, key, key, weights, sizes.h, keep)
+    asked = (questions.cross_attention_weights, questions.cross_attention_output) if cross else \
+        (questions.self_attention_weights, questions.self_attention_output)
+    check.close(attn, want_attn, for_candidate(LAYER, candidate),
+                what=f"{what} weights {attn.shape}", ask=Question(asked[0], sizes))
+    check.close(out, want_out, for_candidate(LAYER, candidate),
+                what=f"{what} output {out.shape}", ask=Question(asked[1], sizes))
 
 
 @claims.MULTI_HEAD
@@ -64,8 +40,7 @@ def assert_matches_oracle(candidate, check, query, key, weights, h, keep, *, wha
 @given(sizes=layer_sizes())
 def test_self_attention_matches_reference(candidate, check, sizes):
     """Self-attention with key padding equals the reference: output (B, L, d_model), weights (B, h, L, L)."""
-    weights, x, _, keep = problem(sizes, cross=False)
-    assert_matches_oracle(candidate, check, x, x, weights, sizes.h, keep, what="self-attention")
+    assert_matches_oracle(candidate, check, sizes, cross=False, what="self-attention")
 
 
 @claims.CROSS_ATTENTION
@@ -73,16 +48,31 @@ def test_self_attention_matches_reference(candidate, check, sizes):
 @given(sizes=layer_sizes())
 def test_cross_attention_matches_reference(candidate, check, sizes):
     """Cross-attention (queries T, keys and values S, padded) equals the reference; weights (B, h, T, S)."""
-    weights, query, memory, keep = problem(sizes, cross=True)
-    assert_matches_oracle(candidate, check, query, memory, weights, sizes.h, keep, what="cross-attention")
+    assert_matches_oracle(candidate, check, sizes, cross=True, what="cross-attention")
 
 
 @claims.MULTI_HEAD
 def test_multi_head_attention_matches_reference_at_base_size(candidate, check):
     """At the paper's base size (d_model 512, h 8, d_k 64) cross-attention equals the reference."""
     sizes = candidate.fit(LayerSizes(B=2, S=7, T=10, h=8, d_k=64, d_ff=2048, bias=True, seed=512))
-    weights, query, memory, keep = problem(sizes, cross=True)
-    assert_matches_oracle(candidate, check, query, memory, weights, 8, keep, what="base-size cross-attention")
+    assert_matches_oracle(candidate, check, sizes, cross=True, what="base-size cross-attention")
+
+
+def head_problem(sizes: LayerSizes):
+    """Weights, x, and the same weights with head 1's columns of W_Q and W_K redrawn."""
+    rng, d_k = sizes.rng(), sizes.d_k
+    weights = random_weights(attention_shapes(sizes.d_model, bias=sizes.bias), rng)
+    x = activations(rng, sizes.B, sizes.S, sizes.d_model)
+    changed = {name: value.copy() for name, value in weights.items()}
+    for name in ("W_Q", "W_K"):
+        changed[name][:, :d_k] = activations(rng, sizes.d_model, d_k, scale=2.0)
+    return weights, changed, x
+
+
+def head_weights(candidate, sizes: LayerSizes) -> np.ndarray:
+    """The candidate's (B, h, S, S) weights on x, unmasked: what the per-head claim reads."""
+    weights, _, x = head_problem(sizes)
+    return candidate.multi_head_attention(x, x, x, weights, sizes.h, None)[1]
 
 
 @claims.HEADS_OWN_PROJECTIONS
@@ -90,20 +80,16 @@ def test_multi_head_attention_matches_reference_at_base_size(candidate, check):
 @given(sizes=layer_sizes().filter(lambda s: s.h >= 2 and s.S >= 2))
 def test_head_i_reads_only_its_own_columns_of_W_Q_and_W_K(candidate, check, sizes):
     """Changing head 1's columns of W_Q and W_K changes head 1's weights and leaves every other head's."""
-    rng, d_k = sizes.rng(), sizes.d_k
-    weights = random_weights(attention_shapes(sizes.d_model, bias=sizes.bias), rng)
-    x = activations(rng, sizes.B, sizes.S, sizes.d_model)
-    changed = {name: value.copy() for name, value in weights.items()}
-    for name in ("W_Q", "W_K"):
-        changed[name][:, :d_k] = activations(rng, sizes.d_model, d_k, scale=2.0)
+    weights, changed, x = head_problem(sizes)
     _, before = candidate.multi_head_attention(x, x, x, weights, sizes.h, None)
     _, after = candidate.multi_head_attention(x, x, x, changed, sizes.h, None)
-    likely = "heads split by reshaping (B, L, d_model) -> (B, h, L, d_k) without the transpose"
-    diagnose.close(check, after[:, 1:], before[:, 1:], tol(candidate),
-                   what=f"weights of heads 2..{sizes.h} after changing head 1's columns [0:{d_k}] of W_Q, W_K",
-                   likely=likely)
+    ask = Question(head_weights, sizes)
+    check.close(after[:, 1:], before[:, 1:], for_candidate(LAYER, candidate),
+                what=f"weights of heads 2..{sizes.h} after changing head 1's columns [0:{sizes.d_k}] of W_Q, W_K",
+                ask=ask)
     moved = float(np.abs(after[:, 0].astype(np.float64) - before[:, 0]).max())
-    assert_true(moved > 10 * tol(candidate).atol,
-                f"head 1's weights did not change (max change {moved:.3g}) when its columns of W_Q and W_K did",
-                likely=f"{likely}, or W_Q / W_K read as (out, in) instead of x @ W",
-                expected="a visible change in head 1", actual=f"max change {moved:.3g}")
+    check.claim(moved > 10 * for_candidate(LAYER, candidate).atol,
+                f"head 1's weights did not change (max change {moved:.3g}) when its columns of W_Q and W_K did:"
+                " head i must read columns [i*d_k:(i+1)*d_k] of x W_Q and x W_K (orientation x @ W)",
+                ask=ask, tol=for_candidate(LAYER, candidate),
+                                           expected="a visible change in head 1", actual=f"max change {moved:.3g}")

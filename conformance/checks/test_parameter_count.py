@@ -14,6 +14,10 @@ from hypothesis import strategies as st
 from conformance import claims, published
 from conformance.compare import assert_true
 from conformance.config import ModelConfig, base_config, german_config, toy_config
+from conformance.diagnosis import Question
+from conformance.diagnosis.counts import explain_count
+from conformance.errors import PartNotImplemented
+from conformance.tolerances import Tolerance
 from conformance.weights import parameter_count
 
 SECTION = "Table 3 Model size: parameter count"
@@ -27,49 +31,43 @@ PUBLISHED = {
 }
 
 
-def count_alternatives(config: ModelConfig) -> dict[str, int]:
-    d, V = config.d_model, config.tgt_vocab
-    attention_biases = 4 * d * 3 * config.N
-    alternatives = {
-        "a bias on the output projection": parameter_count(config) + V,
-        "decoder layers counted without their cross-attention": parameter_count(config)
-        - config.N * (4 * d * d + 6 * d),
-    }
-    if config.tie_output:
-        alternatives["a separate output matrix (output not tied to the embedding)"] = parameter_count(config) + d * V
-    if config.attention_bias:
-        alternatives["attention without biases"] = parameter_count(config) - attention_biases
-    else:
-        alternatives["attention biases counted although the config has none"] = (
-            parameter_count(config) + 12 * d * config.N
-        )
-    return alternatives
+EXACT = Tolerance(0, 0, "parameter counts are exact")
 
 
-def assert_count(candidate, config: ModelConfig, expected: int, what: str):
-    got = candidate.parameter_count(config)
-    causes = [cause for cause, n in count_alternatives(config).items() if n == got]
-    assert_true(
-        got == expected,
-        f"{what}: got {got:,}, expected {expected:,} (difference {got - expected:+,})",
-        likely=causes[0] if causes else None,
-        expected=expected,
-        actual=got,
-    )
+def count(candidate, config: ModelConfig) -> int:
+    """The candidate's parameter count for ``config``: the question every check here asks."""
+    return candidate.parameter_count(config)
+
+
+def probe(config: ModelConfig) -> ModelConfig:
+    """A second configuration of the same kind (tied or not, shared or not, biases or not), other sizes, so
+    that a difference of one size's worth (V, d, d_ff) shows as what it is."""
+    return config.replace(src_vocab=53, tgt_vocab=53 if config.share_embeddings else 61, d_model=24, h=3,
+                          d_ff=40, N=3)
+
+
+def assert_count(candidate, check, config: ModelConfig, expected: int, what: str):
+    got = count(candidate, config)
+    check.claim(got == expected, f"{what}: got {got:,}, expected {expected:,} (difference {got - expected:+,})",
+                ask=Question(count, config, probe=probe(config), tol=EXACT),
+                locate=lambda: explain_count(config, got, probe(config), count(candidate, probe(config))),
+                expected=expected, actual=got)
 
 
 @claims.PARAMETER_COUNT
 @pytest.mark.parametrize("fact_id", list(PUBLISHED))
-def test_parameter_count_matches_published_value(candidate, fact_id):
+def test_parameter_count_matches_published_value(candidate, check, fact_id):
     """Base 63,082,496; untied 82,026,496; toy 234,304; German 76,906,496."""
-    assert_count(candidate, PUBLISHED[fact_id], published.value(fact_id), f"parameter_count [{fact_id}]")
+    assert_count(candidate, check, PUBLISHED[fact_id], check.published(fact_id), f"parameter_count [{fact_id}]")
 
 
 @claims.PARAMETER_COUNT_WITHOUT_BIASES
-def test_parameter_count_without_attention_biases(candidate):
+def test_parameter_count_without_attention_biases(candidate, check):
     """The paper's attention formulas have no biases: 36,864 fewer for the base model."""
-    expected = published.value("params.total") - published.value("params.attention_biases")
-    assert_count(candidate, base_config(attention_bias=False), expected, "parameter_count without attention biases")
+    # 63,082,496 is the input here (parameter_count_matches_published_value owns it); 36,864 is the claim
+    expected = published.fact("params.total")["value"] - check.published("params.attention_biases")
+    assert_count(candidate, check, base_config(attention_bias=False), expected,
+                 "parameter_count without attention biases")
 
 
 configs = st.builds(
@@ -98,9 +96,9 @@ configs = st.builds(
 
 @claims.PARAMETER_COUNT
 @given(config=configs)
-def test_parameter_count_matches_formula_for_any_config(candidate, config):
+def test_parameter_count_matches_formula_for_any_config(candidate, check, config):
     """For any size, tied or untied, shared or separate vocabularies, with or without attention biases."""
-    assert_count(candidate, config, parameter_count(config), f"parameter_count({config})")
+    assert_count(candidate, check, config, parameter_count(config), f"parameter_count({config})")
 
 
 @claims.PARAMETER_COUNT
@@ -113,6 +111,77 @@ def test_model_has_no_parameters_beyond_the_paper(candidate, check):
     model = candidate.build_model(candidate.fit(toy_config()), seed=0)
     extra = model.unmapped_parameters()
     check.record("unmapped_parameters", extra)
-    listed = ", ".join(f"{name} ({count:,})" for name, count in extra.items())
-    assert_true(not extra, f"the model has {sum(extra.values()):,} parameters the paper's model has not: {listed}",
+    listed = ", ".join(f"{name} ({n:,})" for name, n in extra.items())
+    check.claim(not extra, f"the model has {sum(extra.values()):,} parameters the paper's model has not: {listed}",
                 expected="no parameter without a canonical name", actual=listed or "none")
+
+
+OWNED = {*PUBLISHED, "params.attention_biases"}
+
+
+# -- Every other printed count: each fact has one home, the checks above own theirs
+def count_part(candidate, part: str, a: dict) -> int | None:
+    """A published count the candidate can be asked for through whole-model configurations."""
+    d, d_ff, N, V = a["d"], a["d_ff"], a["N"], a["vocab"]
+    config = ModelConfig(src_vocab=V, tgt_vocab=V, d_model=d, h=8, d_ff=d_ff, N=N)
+    counts = {
+        "total": lambda: candidate.parameter_count(config),
+        "total_separate_output": lambda: candidate.parameter_count(config.replace(tie_output=False)),
+        "total_two_vocabularies": lambda: candidate.parameter_count(
+            config.replace(share_embeddings=False, tgt_vocab=V)
+        ),
+        "embedding": lambda: candidate.parameter_count(config.replace(N=0)),
+        "layers": lambda: candidate.parameter_count(config) - candidate.parameter_count(config.replace(N=0)),
+        "attention_biases": lambda: (
+            candidate.parameter_count(config) - candidate.parameter_count(config.replace(attention_bias=False))
+        ),
+    }
+    return counts[part]() if part in counts else None
+
+
+@claims.PARAMETER_COUNT
+@pytest.mark.requires("parameter_count")
+def test_published_parameter_counts(candidate, check):
+    """Every other printed count: "about 63 million", 44,138,496 in the layers, 18.9 M in E, PyTorch's own counts."""
+    count = candidate.parameter_count
+    asked = [(entry["id"], lambda a=entry["args"]: count_part(candidate, a["part"], a))
+             for entry in published.of_kind("param_count") if entry["id"] not in OWNED]
+    base = base_config()
+    asked += [
+        # PyTorch's own count of the lesson's toy model (nn.Transformer layers without final norms, plus E)
+        ("toy.parameters.torch", lambda: count(toy_config())),
+        ("german.layers.torch", lambda: count(base) - count(base.replace(N=0))),
+        ("params.attention_biases.torch", lambda: count(base) - count(base.replace(attention_bias=False))),
+    ]
+    totals, = published.listing_lines("parameter count")[1:]  # "63,082,496 82,026,496"
+    asked.append((totals, lambda: [count(base), count(base.replace(tie_output=False))]))
+    pairs = [(fact_id, got) for fact_id, got in answerable(check, asked) if got is not None]
+    # (per-sublayer counts, attention, FFN, one layer, are not observable from outside: count_part gives None)
+    # One encoder plus one decoder layer (the listing's third and fourth counts) is what N = 1 adds to N = 0.
+    per_layer = published.listing_lines("parameter count")[0]
+    encoder_layer, decoder_layer = "params.encoder_layer.torch", "params.decoder_layer.torch"
+    one_pair = count(base.replace(N=1)) - count(base.replace(N=0))
+    layers = check.published(per_layer)
+    expected_pair = check.published(encoder_layer) + check.published(decoder_layer)
+    assert_true(one_pair == layers[2] + layers[3] == expected_pair,
+                f"one encoder layer plus one decoder layer: {one_pair:,} parameters; the lesson prints"
+                f" {layers[2]:,} + {layers[3]:,} [{per_layer}, {encoder_layer}, {decoder_layer}]",
+                expected=f"{layers[2] + layers[3]:,}", actual=f"{one_pair:,}")
+    check.published_values(pairs, what="parameter_count")
+
+
+def answerable(check, asked):
+    """[(fact_id, value)] for the questions the candidate can answer; a fact whose configuration it cannot
+    build (untied tables, no biases) is left out and listed in the check's data, not the whole check."""
+    answered, unanswerable = [], {}
+    for fact_id, ask in asked:
+        try:
+            answered.append((fact_id, ask()))
+        except PartNotImplemented as exc:
+            unanswerable[fact_id] = exc.fields.get("reason") or exc.message
+    if unanswerable:
+        check.record("facts_not_asked", unanswerable)
+    if not answered:
+        raise PartNotImplemented("none of these published facts is a configuration the candidate supports"
+                                 f" ({'; '.join(sorted(set(unanswerable.values())))})")
+    return answered

@@ -11,7 +11,8 @@ from hypothesis import strategies as st
 
 from conformance import claims, formulas, published
 from conformance.compare import assert_shape
-from conformance.tolerances import ELEMENTWISE, Tolerance, for_dtype
+from conformance.diagnosis import Question
+from conformance.tolerances import ELEMENTWISE, Tolerance, for_candidate
 
 SECTION = "§3.5 Positional encoding"
 pytestmark = pytest.mark.requires("positional_encoding")
@@ -21,14 +22,21 @@ READ_BACK = Tolerance(1e-3, 0.0, "wavelength read back from float sin/cos values
 even_d_model = st.integers(1, 64).map(lambda half: 2 * half)
 
 
-def tol(candidate):
-    return for_dtype(ELEMENTWISE, candidate.conventions.dtype)
+
+def table(candidate, size):
+    """PE(n, d_model) for ``size`` = (n, d_model): the question every check here asks."""
+    return candidate.positional_encoding(*size)
+
+
+def pe_question(n: int, d_model: int) -> Question:
+    """The table asked of any candidate, and a second one (12 positions, 32 columns) to confirm a match."""
+    return Question(table, (n, d_model), probe=(12, 32))
 
 
 @claims.POSITIONS_ADDED
 def test_pe_has_one_row_per_position(candidate, check):
     """PE(n, d_model) has shape (n, d_model): added to the embeddings, not concatenated."""
-    n, d_model = published.value("pe.table.shape")
+    n, d_model = check.published("pe.table.shape")
     raw = candidate.call("positional_encoding", candidate.adapter, n, d_model)
     assert_shape(raw, (n, d_model), what=f"positional_encoding(n={n}, d_model={d_model})")
     record_table(check, raw, n, d_model)
@@ -48,12 +56,10 @@ def record_table(check, raw, n: int, d_model: int) -> None:
 def test_pe_matches_published_values(candidate, check):
     """PE at positions 1 and 2 equals the lesson's hand check (sin 1 = 0.841, ..., cos 2 = -0.416)."""
     pe = candidate.positional_encoding(3, 64)
-    alternatives = formulas.pe_alternatives(3, 64)
     published_cells = (("pe.d64.pos1.first4", 1, slice(0, 4)), ("practice.pe.2.0", 2, 0), ("practice.pe.2.1", 2, 1))
     for fact_id, pos, cols in published_cells:
-        check.close(pe[pos, cols], published.value(fact_id), published.tolerance(fact_id),
-                    what=f"PE[{pos}, {cols}] (d_model=64) [{fact_id}]",
-                    alternatives={cause: alt[pos, cols] for cause, alt in alternatives.items()})
+        check.close(pe[pos, cols], check.published(fact_id), published.tolerance(fact_id),
+                    what=f"PE[{pos}, {cols}] (d_model=64) [{fact_id}]", ask=pe_question(3, 64))
 
 
 @claims.POSITIONAL_ENCODING
@@ -61,9 +67,9 @@ def test_pe_matches_published_values(candidate, check):
 def test_pe_position_0_is_sin_0_and_cos_0(candidate, check):
     """At position 0 every sine is 0 and every cosine is 1: (0, 1, 0, 1, ...)."""
     pe = candidate.positional_encoding(1, 64)
-    expected = np.tile(published.value("pe.pos0.pattern"), 32)
-    check.close(pe[0], expected, tol(candidate), what="PE[0] (d_model=64)",
-                alternatives={c: alt[0] for c, alt in formulas.pe_alternatives(1, 64).items()})
+    expected = np.tile(check.published("pe.pos0.pattern"), 32)
+    check.close(pe[0], expected, for_candidate(ELEMENTWISE, candidate),
+                what="PE[0] (d_model=64)", ask=pe_question(1, 64))
 
 
 @claims.POSITIONAL_ENCODING
@@ -72,9 +78,9 @@ def test_pe_position_0_is_sin_0_and_cos_0(candidate, check):
 def test_pe_matches_formula_for_any_size(candidate, check, n, d_model):
     """For any n and even d_model, PE equals the formula (interleaved sine/cosine from position 0)."""
     pe = candidate.positional_encoding(n, d_model)
-    check.close(pe, formulas.positional_encoding(n, d_model), tol(candidate), what=f"PE(n={n}, d_model={d_model})",
-                alternatives=formulas.pe_alternatives(n, d_model),
-                rerun=lambda other: other.positional_encoding(n, d_model))
+    check.close(pe, formulas.positional_encoding(n, d_model), for_candidate(ELEMENTWISE, candidate),
+                what=f"PE(n={n}, d_model={d_model})",
+                ask=pe_question(n, d_model))
 
 
 # The lesson's listing prints pairs 0, 1, d/4 and d/2 - 1 for both sizes.
@@ -98,8 +104,8 @@ def test_pe_wavelengths_match_published_values(candidate, check, d_model):
     pe = candidate.positional_encoding(2, d_model)
     for fact_id in PUBLISHED_WAVELENGTHS[d_model]:
         pair = int(fact_id.rsplit(".i", 1)[1])
-        check.close(wavelengths(pe, [pair]), [published.value(fact_id)], published.tolerance(fact_id),
-                    what=f"wavelength of pair {pair} (d_model={d_model}) [{fact_id}]")
+        check.close(wavelengths(pe, [pair]), [check.published(fact_id)], published.tolerance(fact_id),
+                    what=f"wavelength of pair {pair} (d_model={d_model}) [{fact_id}]", ask=pe_question(2, d_model))
 
 
 @claims.POSITIONAL_ENCODING
@@ -111,7 +117,12 @@ def test_pe_wavelengths_are_geometric_for_any_d_model(candidate, check, d_model)
     expected = 2 * np.pi / formulas.frequencies(d_model)
     got = wavelengths(pe, range(d_model // 2))
     # omega is read back from float sin/cos: relative error ~ float eps / omega for the slow pairs
-    check.close(got, expected, READ_BACK, what=f"wavelengths (d_model={d_model})")
+    check.close(got, expected, READ_BACK, what=f"wavelengths (d_model={d_model})", ask=pe_question(2, d_model))
+
+
+PUBLISHED_ROTATION = ((0, "rotation.pos0.turned", "rotation.pos0.shifted"),
+                      (10, "rotation.pos10.turned", "rotation.pos10.shifted"),
+                      (40, "rotation.pos40.turned", "rotation.pos40.shifted"))
 
 
 @claims.POSITIONAL_ENCODING
@@ -121,14 +132,11 @@ def test_pe_shift_is_published_rotation(candidate, check):
     pe = candidate.positional_encoding(50, 64)
     k, i = 3, 5
     turn = formulas.rotation(formulas.frequencies(64)[i] * k)
-    published_pairs = ((0, "rotation.pos0.turned", "rotation.pos0.shifted"),
-                       (10, "rotation.pos10.turned", "rotation.pos10.shifted"),
-                       (40, "rotation.pos40.turned", "rotation.pos40.shifted"))
-    for pos, turned, shifted in published_pairs:
-        check.close(turn @ pe[pos, 2 * i: 2 * i + 2], published.value(turned), published.tolerance(turned),
-                    what=f"R(omega_5 * 3) @ PE[{pos}, 10:12] [{turned}]")
-        check.close(pe[pos + k, 2 * i: 2 * i + 2], published.value(shifted), published.tolerance(shifted),
-                    what=f"PE[{pos + 3}, 10:12] [{shifted}]")
+    for pos, turned, shifted in PUBLISHED_ROTATION:
+        check.close(turn @ pe[pos, 2 * i: 2 * i + 2], check.published(turned), published.tolerance(turned),
+                    what=f"R(omega_5 * 3) @ PE[{pos}, 10:12] [{turned}]", ask=pe_question(50, 64))
+        check.close(pe[pos + k, 2 * i: 2 * i + 2], check.published(shifted), published.tolerance(shifted),
+                    what=f"PE[{pos + 3}, 10:12] [{shifted}]", ask=pe_question(50, 64))
 
 
 @claims.POSITIONAL_ENCODING
@@ -140,5 +148,89 @@ def test_pe_shift_by_k_is_a_rotation(candidate, check, d_model, pos, k, data):
     pe = candidate.positional_encoding(pos + k + 1, d_model)
     turn = formulas.rotation(formulas.frequencies(d_model)[i] * k)
     check.close(pe[pos + k, 2 * i: 2 * i + 2], turn @ pe[pos, 2 * i: 2 * i + 2].astype(np.float64),
-                for_dtype(ELEMENTWISE, candidate.conventions.dtype),
-                what=f"PE[{pos}+{k}, pair {i}] vs R(omega_{i} * {k}) @ PE[{pos}, pair {i}] (d_model={d_model})")
+                for_candidate(ELEMENTWISE, candidate),
+                what=f"PE[{pos}+{k}, pair {i}] vs R(omega_{i} * {k}) @ PE[{pos}, pair {i}] (d_model={d_model})",
+                ask=pe_question(pos + k + 1, d_model))
+
+
+def unowned(entries: list[dict]) -> list[dict]:
+    """The facts no other check of this module compares against (each published number has one home)."""
+    return [entry for entry in entries if entry["id"] not in OWNED]
+
+
+OWNED = {"pe.table.shape", "pe.d64.pos1.first4", "practice.pe.2.0", "practice.pe.2.1", "pe.pos0.pattern",
+         *(fact for facts in PUBLISHED_WAVELENGTHS.values() for fact in facts),
+         *(fact for _, *facts in PUBLISHED_ROTATION for fact in facts)}
+
+
+# -- Every other printed number of §3.5: each fact has one home, the checks above own theirs
+@claims.POSITIONAL_ENCODING_BY_HAND
+@pytest.mark.requires("positional_encoding")
+def test_published_positional_encoding_values(candidate, check):
+    """Every printed PE value (0.841, 0.540, 0.682, 0.732, 0.909, -0.416, the (0, 1, 0, 1) of position 0)."""
+    pairs = []
+    for entry in unowned(published.of_kind("pe")):
+        a = entry["args"]
+        cols = a.get("cols", a.get("col"))
+        pairs.append((entry["id"], candidate.positional_encoding(a["pos"] + 1, a["d"])[a["pos"], cols]))
+    pe = candidate.positional_encoding(50, 64).astype(np.float64)  # positions.py: sinusoidal_positions(50, 64)
+    shape, row1, first3 = published.listing_lines("positions.py")
+    pairs += [(shape, pe.shape), (row1, pe[1, :4]), (first3, pe[1, :3])]
+    for verify in ("pe_divisor", "pe_angle"):  # 10000^(2i/d) and pos / 10000^(2i/d), read off the candidate's PE
+        for entry in unowned(published.of_kind(verify)):
+            a = entry["args"]
+            angle = pair_angle(candidate, a["i"], a["d"])
+            pairs.append((entry["id"], 1 / angle if verify == "pe_divisor" else a["pos"] * angle))
+    check.published_values(pairs, what="PE", floor=ANGLE_READ_BACK)
+
+
+# An angle read off float32 PE values through arctan2: a few float32 ulp (1e-7 relative); 1e-5 leaves a
+# factor 100 and is far below any wrong exponent (10000^(2/64) vs 10000^(1/64): 33 %).
+ANGLE_READ_BACK = Tolerance(1e-5, 1e-7, "read back from float32 PE values through arctan2")
+
+
+def pair_angle(candidate, i: int, d: int) -> float:
+    """omega_i = 1 / 10000^(2i/d), the angle pair i turns per position, read off the candidate's PE[1]."""
+    pe = candidate.positional_encoding(2, d).astype(np.float64)
+    return float(np.arctan2(pe[1, 2 * i], pe[1, 2 * i + 1]))
+
+
+@claims.POSITIONAL_ENCODING
+@pytest.mark.requires("positional_encoding")
+def test_published_wavelengths(candidate, check):
+    """Every printed wavelength (6.3 ... 47,117.2 for d_model 64; 6.3 ... 60,611.5 for 512; columns 0, 8, 20)."""
+    pairs = []
+    for entry in unowned(published.of_kind("wavelength")):
+        a = entry["args"]
+        pair = a["i"] if "i" in a else a["col"] // 2
+        pairs.append((entry["id"], 2 * np.pi / pair_angle(candidate, pair, a["d"])))
+    # "for d in (64, 512): ... for i in (0, 1, d // 4, d // 2 - 1)"
+    for fact_id in published.listing_lines("wavelengths"):
+        d = published.fact(fact_id)["value"][0]
+        pairs.append((fact_id, [d, *(2 * np.pi / pair_angle(candidate, i, d) for i in (0, 1, d // 4, d // 2 - 1))]))
+    check.published_values(pairs, what="wavelength 2*pi/omega read off PE[1]")
+
+
+@claims.POSITIONAL_ENCODING
+@pytest.mark.requires("positional_encoding")
+def test_published_rotation_pairs(candidate, check):
+    """The rotation check's pairs: PE[pos + 3, 10:12] at positions 0, 10 and 40 (and R @ PE[pos])."""
+    pairs = []
+    for entry in unowned(published.of_kind("rotation")):
+        a = entry["args"]
+        pairs.append((entry["id"], rotation_pair(candidate, a["pos"], a["which"], a["k"], a["i"], a["d"])))
+    k, i, d = (published.fact("rotation.pos0.turned")["args"][key] for key in ("k", "i", "d"))
+    for fact_id in published.listing_lines("rotation check"):  # each line: pos, PE[pos + k] pair, R(k) @ PE[pos] pair
+        pos = published.fact(fact_id)["value"][0]
+        shifted, turned = (rotation_pair(candidate, pos, which, k, i, d) for which in ("shifted", "turned"))
+        pairs.append((fact_id, [pos, *shifted, *turned]))
+    check.published_values(pairs, what="rotated PE pair")
+
+
+def rotation_pair(candidate, pos: int, which: str, k: int, i: int, d: int) -> np.ndarray:
+    """The rotation check's pair i at pos: PE[pos + k] ("shifted") or R(omega_i k) @ PE[pos] ("turned")."""
+    pe = candidate.positional_encoding(pos + k + 1, d).astype(np.float64)
+    if which == "shifted":
+        return pe[pos + k, 2 * i : 2 * i + 2]
+    w = k / 10000 ** (2 * i / d)
+    return np.array([[np.cos(w), np.sin(w)], [-np.sin(w), np.cos(w)]]) @ pe[pos, 2 * i : 2 * i + 2]

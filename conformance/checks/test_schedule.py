@@ -11,6 +11,7 @@ from hypothesis import given
 from hypothesis import strategies as st
 
 from conformance import claims, published
+from conformance.diagnosis import Question
 from conformance.errors import ConformanceOutcome
 from conformance.tolerances import Tolerance
 
@@ -42,29 +43,27 @@ def lrate(step, d_model, warmup):
     return d_model**-0.5 * min(step**-0.5, step * warmup**-1.5)
 
 
-def alternatives(step, d_model, warmup) -> dict[str, float]:
-    return {
-        "max instead of min (no decay after warmup, or no warmup)": d_model**-0.5
-        * max(step**-0.5, step * warmup**-1.5),
-        "off by one: lrate(step + 1)": lrate(step + 1, d_model, warmup),
-        "off by one: lrate(step - 1)": lrate(max(step - 1, 1), d_model, warmup) if step > 1 else float("nan"),
-        "warmup exponent -1 instead of -1.5": d_model**-0.5 * min(step**-0.5, step * warmup**-1.0),
-        "no warmup: d_model^-0.5 * step^-0.5": d_model**-0.5 * step**-0.5,
-        "d_model^-1 instead of d_model^-0.5": d_model**-1.0 * min(step**-0.5, step * warmup**-1.5),
-    }
+def rates(candidate, points) -> np.ndarray:
+    """lrate at each (step, d_model, warmup) of ``points``: the question every schedule check asks."""
+    return np.array([candidate.learning_rate(step, d_model, warmup) for step, d_model, warmup in points])
+
+
+# A second problem to confirm a match: warm-up and decay, two model sizes, two warmups, steps that no
+# published table has (a single number at step 1 cannot tell 2 x lrate from lrate(step + 1)).
+PROBE = ((1, 64, 400), (37, 64, 400), (399, 64, 400), (400, 64, 400), (1234, 64, 400), (3, 512, 4000),
+         (2500, 512, 4000), (90000, 512, 4000))
+
+
+def rates_question(points) -> Question:
+    return Question(rates, tuple(points), probe=PROBE, tol=FORMULA)
 
 
 def assert_rates(candidate, check, table, d_model, warmup, *, shift=0):
-    for step, fact_id in table.items():
-        got = candidate.learning_rate(step + shift, d_model, warmup)
-        check.close(
-            got,
-            published.value(fact_id),
-            published.tolerance(fact_id),
-            what=f"lrate(step={step + shift}, d_model={d_model}, warmup={warmup}) [{fact_id}]",
-            alternatives=alternatives(step + shift, d_model, warmup),
-            rerun=lambda other, s=step + shift: other.learning_rate(s, d_model, warmup),
-        )
+    points = [(step + shift, d_model, warmup) for step in table]
+    for (step, fact_id), got in zip(table.items(), rates(candidate, points), strict=True):
+        check.close(got, check.published(fact_id), published.tolerance(fact_id),
+                    what=f"lrate(step={step + shift}, d_model={d_model}, warmup={warmup}) [{fact_id}]",
+                    ask=rates_question(points))
 
 
 @claims.LEARNING_RATE
@@ -111,21 +110,39 @@ def test_lrate_matches_the_toy_training_log(candidate, check):
 def test_lrate_matches_formula_for_any_step(candidate, check, step, d_model, warmup):
     """For any step, d_model and warmup, lrate follows the formula (the published tables' twin)."""
     got = candidate.learning_rate(step, d_model, warmup)
-    check.close(
-        got,
-        lrate(step, d_model, warmup),
-        FORMULA,
-        what=f"lrate(step={step}, d_model={d_model}, warmup={warmup})",
-        alternatives=alternatives(step, d_model, warmup),
-        rerun=lambda other: other.learning_rate(step, d_model, warmup),
-    )
+    check.close(got, lrate(step, d_model, warmup), FORMULA, what=f"lrate(step={step}, d_model={d_model},"
+                f" warmup={warmup})", ask=rates_question([(step, d_model, warmup)]))
 
 
 @claims.LEARNING_RATE
 @given(d_model=st.sampled_from([64, 512]), warmup=st.integers(2, 5000))
 def test_lrate_rises_linearly_then_decays_from_the_peak_at_warmup(candidate, check, d_model, warmup):
     """The rate grows in a straight line up to step = warmup, its maximum, then falls as 1/sqrt(step)."""
-    at = {s: candidate.learning_rate(s, d_model, warmup) for s in (1, warmup - 1, warmup, warmup + 1, 4 * warmup)}
-    check.close(at[warmup - 1] / at[1], warmup - 1, FORMULA, what=f"lrate({warmup - 1}) / lrate(1)")
-    check.close(at[warmup], max(at.values()), FORMULA, what=f"lrate(warmup={warmup}) is the maximum")
-    check.close(at[4 * warmup] / at[warmup], 0.5, FORMULA, what="lrate(4 * warmup) / lrate(warmup): 1/sqrt(4)")
+    steps = (1, warmup - 1, warmup, warmup + 1, 4 * warmup)
+    at = dict(zip(steps, rates(candidate, [(step, d_model, warmup) for step in steps]), strict=True))
+    ask = rates_question([(step, d_model, warmup) for step in steps])
+    check.close(at[warmup - 1] / at[1], warmup - 1, FORMULA, what=f"lrate({warmup - 1}) / lrate(1)", ask=ask)
+    check.close(at[warmup], max(at.values()), FORMULA, what=f"lrate(warmup={warmup}) is the maximum", ask=ask)
+    check.close(at[4 * warmup] / at[warmup], 0.5, FORMULA, what="lrate(4 * warmup) / lrate(warmup): 1/sqrt(4)",
+                ask=ask)
+
+
+OWNED = {*PAPER_TABLE.values(), *PAPER_CHART.values(), *TOY_VALUES.values(), *TOY_LOG.values()}
+
+
+# -- Every other printed rate: each fact has one home, the checks above own theirs
+@claims.LEARNING_RATE
+@pytest.mark.requires("learning_rate")
+def test_published_learning_rates(candidate, check):
+    """Every other printed rate: the chart's, the recap's, the listing's lines, the practice's logged rate."""
+    pairs = []
+    logged = published.of_kind("lambdalr_log")  # the log prints the next step's rate
+    for shift, entries in ((0, published.of_kind("lrate")), (1, logged)):
+        for entry in (e for e in entries if e["id"] not in OWNED):
+            a = entry["args"]
+            step = a["step"] + shift
+            pairs.append((entry["id"], candidate.learning_rate(step, a.get("d_model", 512), a.get("warmup", 4000))))
+    for fact_id in published.listing_lines("lrate table"):  # each line: step, lrate(step, 512, 4000)
+        step = published.fact(fact_id)["value"][0]
+        pairs.append((fact_id, [step, candidate.learning_rate(step, 512, 4000)]))
+    check.published_values(pairs, what="lrate")

@@ -1,0 +1,63 @@
+"""The catalogue of known bugs: every module of ``implementations/mutants/``, loaded as a candidate.
+
+Leave-one-out: ``CONFORMANCE_DIAGNOSIS_EXCLUDE=name1,name2`` removes mutants, so that
+``benchmarks/diagnosis_accuracy.py`` can check that nothing wrong is named when the right answer is missing.
+A mutant that cannot be loaded here (it needs torch, and torch is not installed) is left out: the
+diagnosis of a NumPy or JAX candidate runs on the mutants built on the NumPy implementation.
+"""
+
+from __future__ import annotations
+
+import functools
+import importlib
+import os
+from dataclasses import dataclass
+from typing import Any
+
+EXCLUDE_ENV = "CONFORMANCE_DIAGNOSIS_EXCLUDE"
+
+
+@dataclass(frozen=True)
+class KnownBug:
+    name: str  # the mutant's module name, as ``mutant:<name>`` and in deviation files
+    bug: str  # the first line of its docstring
+    candidate: Any  # a conformance.candidate.Candidate
+
+
+@functools.cache
+def _loaded() -> tuple[KnownBug, ...]:
+    from conformance.candidate import Candidate
+    from conformance.implementations import mutants
+
+    loaded = []
+    for name in mutants.names():
+        try:
+            module = importlib.import_module(f"conformance.implementations.mutants.{name}")
+        except ImportError:  # a torch-based mutant without torch
+            continue
+        bug = (module.__doc__ or name).strip().splitlines()[0]
+        loaded.append(KnownBug(name, bug, Candidate(module.adapter, name=f"mutant:{name}", timeout_s=None)))
+    return tuple(loaded)
+
+
+def excluded() -> set[str]:
+    return {name for name in os.environ.get(EXCLUDE_ENV, "").split(",") if name}
+
+
+def known_bugs() -> list[KnownBug]:
+    """The catalogue, less the mutants left out for a leave-one-out measurement."""
+    skip = excluded()
+    return [known for known in _loaded() if known.name not in skip]
+
+
+@functools.cache
+def paper():
+    """The candidate that computes the paper's model: the reference, or the NumPy implementation without torch."""
+    from conformance.loading import load
+
+    for name in ("reference", "numpy"):
+        try:
+            return load(name)
+        except Exception:  # noqa: BLE001 - the reference needs torch
+            continue
+    return None

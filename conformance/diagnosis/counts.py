@@ -1,0 +1,131 @@
+"""A wrong parameter count, explained as a sum of known structural differences.
+
+Real implementations differ from the paper's count in several places at once: untied tables, an output
+bias, a final LayerNorm after each stack, learned positions. Each difference is a term whose size
+follows from the configuration (``V d``, ``4 d``, ``L d``); the candidate's difference is solved as
+the smallest combination of terms that gives it *exactly*, and that combination is named only when the
+same terms (the same ``L``) also give the candidate's difference at a second, different configuration.
+So "+37,927,048" becomes "untied source and target tables (2 x 37,000 x 512) + output bias (37,000) +
+...", and a difference no combination explains stays unexplained.
+"""
+
+from __future__ import annotations
+
+import itertools
+from collections.abc import Callable
+from dataclasses import dataclass
+
+from conformance.config import ModelConfig
+from conformance.weights import parameter_count
+
+
+@dataclass(frozen=True)
+class Term:
+    """One structural difference: its name, its size for a configuration (0: cannot occur there), and how
+    that size is written ("2 x 37,000 x 512")."""
+
+    name: str
+    size: Callable[[ModelConfig], int]
+    written: Callable[[ModelConfig], str]
+    counts: tuple[int, ...] = (1,)  # how many times it may occur
+
+
+def _attentions(c: ModelConfig) -> int:
+    return 3 * c.N  # one per encoder layer, two per decoder layer
+
+
+def _norms(c: ModelConfig) -> int:
+    return 5 * c.N  # two per encoder layer, three per decoder layer
+
+
+TERMS = (
+    Term("separate target embedding table", lambda c: c.tgt_vocab * c.d_model if c.share_embeddings else 0,
+         lambda c: f"{c.tgt_vocab:,} x {c.d_model}"),
+    Term("separate output matrix (not tied to the embedding)",
+         lambda c: c.tgt_vocab * c.d_model if c.tie_output else 0, lambda c: f"{c.tgt_vocab:,} x {c.d_model}"),
+    Term("output matrix tied to the embedding (expected separate)",
+         lambda c: -c.tgt_vocab * c.d_model if not c.tie_output else 0, lambda c: f"-{c.tgt_vocab:,} x {c.d_model}"),
+    Term("output bias", lambda c: c.tgt_vocab, lambda c: f"{c.tgt_vocab:,}"),
+    # a final norm after a stack and a norm on the embeddings hold the same 2 d: the count cannot tell them apart
+    Term("extra LayerNorm (a final one after a stack, or one on the embeddings)", lambda c: 2 * c.d_model,
+         lambda c: f"2 x {c.d_model}", (1, 2, 3, 4)),
+    Term("attention biases (the config has none)", lambda c: 0 if c.attention_bias else 4 * c.d_model * _attentions(c),
+         lambda c: f"{_attentions(c)} attentions x 4 x {c.d_model}"),
+    Term("no attention biases (the config has them)",
+         lambda c: -4 * c.d_model * _attentions(c) if c.attention_bias else 0,
+         lambda c: f"-{_attentions(c)} attentions x 4 x {c.d_model}"),
+    Term("no feed-forward biases", lambda c: -(c.d_ff + c.d_model) * 2 * c.N,
+         lambda c: f"-{2 * c.N} FFNs x ({c.d_ff:,} + {c.d_model})"),
+    Term("LayerNorm without beta", lambda c: -c.d_model * _norms(c), lambda c: f"-{_norms(c)} norms x {c.d_model}"),
+    Term("no cross-attention", lambda c: -(4 * c.d_model**2 + (4 * c.d_model if c.attention_bias else 0)) * c.N,
+         lambda c: f"-{c.N} x (4 x {c.d_model}^2{' + 4 x ' + str(c.d_model) if c.attention_bias else ''})"),
+)
+# Learned positions (or a positional table registered as parameters): R x d, R the maximum length (per
+# stack), unknown to the suite: solved from the remainder, and must be the same R at the second size.
+POSITIONS = "learned positions (or a positional table counted as parameters)"
+MAX_TERMS = 4
+MIN_LENGTH = 16  # fewer rows are no positional table (4 d is two norms, not 4 positions)
+
+
+def combinations(config: ModelConfig):
+    """Every (term, multiplicity) choice of at most MAX_TERMS terms, smallest first."""
+    live = [t for t in TERMS if t.size(config)]
+    for k in range(1, MAX_TERMS + 1):
+        for chosen in itertools.combinations(live, k):
+            for counts in itertools.product(*(t.counts for t in chosen)):
+                yield tuple(zip(chosen, counts, strict=True))
+
+
+def total(combo, config: ModelConfig) -> int:
+    return sum(term.size(config) * n for term, n in combo)
+
+
+def positions(remainder: int, config: ModelConfig) -> int | None:
+    """The rows R of positional tables with R x d == remainder and R >= MIN_LENGTH; else None."""
+    rows, left = divmod(remainder, config.d_model)
+    return rows if remainder > 0 and not left and rows >= MIN_LENGTH else None
+
+
+def solve(config: ModelConfig, difference: int, probe: ModelConfig, probe_difference: int) -> list[tuple]:
+    """The combinations with the fewest terms that give ``difference`` at ``config`` and ``probe_difference``
+    at ``probe``; each solution is (combo, rows R of learned positions or None), the positions counting as a term."""
+    if difference == 0:
+        return []
+    found: list[tuple[int, tuple]] = []
+    for combo in [(), *combinations(config)]:
+        rest, probe_rest = difference - total(combo, config), probe_difference - total(combo, probe)
+        if combo and rest == 0 and probe_rest == 0:
+            found.append((len(combo), (combo, None)))
+        pos = positions(rest, config)
+        if pos and pos == positions(probe_rest, probe) and len(combo) < MAX_TERMS:
+            found.append((len(combo) + 1, (combo, pos)))
+    fewest = min((size for size, _ in found), default=None)
+    return [solution for size, solution in found if size == fewest]
+
+
+def describe(solution: tuple, config: ModelConfig) -> str:
+    combo, pos = solution
+    parts = [f"{term.name} ({term.written(config)}: {term.size(config):+,})" if n == 1 else
+             f"{term.name} x {n} ({term.written(config)} each: {term.size(config) * n:+,})" for term, n in combo]
+    if pos:
+        per_stack = f", e.g. {pos // 2:,} per stack" if pos % 2 == 0 else ""
+        parts.append(f"{POSITIONS} ({pos:,} rows x {config.d_model}{per_stack}: {pos * config.d_model:+,})")
+    return " + ".join(parts)
+
+
+def explain_count(config: ModelConfig, got: int, probe: ModelConfig, probe_got: int) -> str | None:
+    """"difference +37,927,048 = ... (the same terms give the difference at a second size: ...)", or None."""
+    difference, probe_difference = got - parameter_count(config), probe_got - parameter_count(probe)
+    solutions = solve(config, difference, probe, probe_difference)
+    if not solutions:
+        return None
+    confirmed = f"the same terms give {probe_difference:+,} at a second size ({_sizes(probe)})"
+    if len(solutions) == 1:
+        return f"difference {difference:+,} = {describe(solutions[0], config)}; {confirmed}"
+    listed = " | ".join(describe(s, config) for s in solutions[:3])
+    return f"difference {difference:+,} = one of (same counts): {listed}; {confirmed}"
+
+
+def _sizes(c: ModelConfig) -> str:
+    vocab = f"V={c.src_vocab}" if c.share_embeddings else f"V={c.src_vocab}/{c.tgt_vocab}"
+    return f"{vocab}, d_model={c.d_model}, d_ff={c.d_ff}, N={c.N}"

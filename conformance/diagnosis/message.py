@@ -1,0 +1,31 @@
+"""One writer for the tail of a failure message: likely cause, first divergence, structure, in that order."""
+
+from __future__ import annotations
+
+from conformance.diagnosis.structure import PATTERNS
+
+
+def fmt_matches(matches: list[dict], *, limit: int = 3) -> str | None:
+    """"likely cause: <bug> (mutant:x), confirmed on a second probe (max diff 2e-08, 3e-08 on the probe)"."""
+    if not matches:
+        return None
+    shown = [f"{m['bug'].rstrip('.')} (mutant:{m['mutant']})" for m in matches[:limit]]
+    more = f" (+{len(matches) - limit} more)" if len(matches) > limit else ""
+    best = matches[0]
+    confirmed = (f"confirmed on a second, bigger problem (max diff {best['max_abs']:.1g} here,"
+                 f" {best['probe_max_abs']:.1g} there)")
+    if len(shown) == 1:
+        return f"likely cause: {shown[0]}, {confirmed}"
+    return f"likely cause, one of (identical answers): {'; '.join(shown)}{more}, {confirmed}"
+
+
+def fmt_structure(patterns: list[str]) -> str | None:
+    return "likely cause (structure): " + "; and ".join(PATTERNS[name] for name in patterns) if patterns else None
+
+
+def tail(matches: list[dict], where: str | None, patterns: list[str]) -> list[str]:
+    """The lines after a failure's own: each bug named once (a pattern a confirmed match already names is
+    not repeated)."""
+    named = {m["mutant"] for m in matches}
+    lines = [fmt_matches(matches), where, fmt_structure([p for p in patterns if p not in named])]
+    return [f"  {line}" for line in lines if line]

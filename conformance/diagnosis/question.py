@@ -1,0 +1,50 @@
+"""A question any candidate can be asked: the failing example's, and a second one to confirm a match."""
+
+from __future__ import annotations
+
+import dataclasses
+from collections.abc import Callable
+from dataclasses import dataclass
+from typing import Any
+
+import numpy as np
+
+PROBE_SEED = 7919  # the second problem draws fresh weights and inputs: seed + this
+
+
+@dataclass(frozen=True)
+class Question:
+    """``answer(candidate, problem)`` is what the check asked its candidate, as a function of the problem,
+    so that the same question can be put to any mutant, on the failing ``problem`` and on ``probe`` (by
+    default ``probe_of(problem)``: bigger sizes and fresh weights for a ``LayerSizes`` or ``ModelSizes``).
+    A question without a second problem can still localise a failure, but names no bug."""
+
+    answer: Callable[[Any, Any], Any]
+    problem: Any = None
+    probe: Any = None
+    tol: Any = None  # the tolerance a match is judged with; None: the failing comparison's
+    agree: Callable[[np.ndarray, np.ndarray], bool] | None = None  # instead of ``tol``: a distance of its own
+
+    def ask(self, candidate, problem: Any = None) -> np.ndarray:
+        """The candidate's answer as float64 (the caller fits the problem into the candidate's configurations)."""
+        return np.asarray(self.answer(candidate, self.problem if problem is None else problem), dtype=np.float64)
+
+    def second(self) -> Any:
+        return self.probe if self.probe is not None else probe_of(self.problem)
+
+
+def probe_of(problem: Any) -> Any:
+    """A second, non-degenerate problem of the same kind: several heads, several positions with padding,
+    two layers, d_model 16, fresh seed; the features a candidate declares (biases, eps, d_ff ratio) kept."""
+    from conformance.scenarios import LayerSizes, ModelSizes
+
+    if isinstance(problem, LayerSizes):
+        d_ff = 4 * 16 if problem.d_ff == 4 * problem.d_model else 24
+        return dataclasses.replace(problem, B=2, S=6, T=5, h=2, d_k=8, d_ff=d_ff, seed=problem.seed + PROBE_SEED)
+    if isinstance(problem, ModelSizes):
+        config = problem.config
+        d_ff = 4 * 16 if config.d_ff == 4 * config.d_model else 24
+        config = config.replace(d_model=16, h=2, d_ff=d_ff, N=2, src_vocab=max(config.src_vocab, 12),
+                                tgt_vocab=max(config.tgt_vocab, 12))
+        return ModelSizes(config, B=2, S=6, T=5, seed=problem.seed + PROBE_SEED)
+    return None

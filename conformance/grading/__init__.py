@@ -1,0 +1,1 @@
+"""Grading submissions: one, a class, Gradescope, points."""

@@ -1,0 +1,105 @@
+"""Grading one submission: find its adapter, certify it isolated with a fresh seed, score it, write reports.
+
+``transformer-conformance grade SUBMISSION [--points points.toml] [--gradescope results.json] [--json PATH]``.
+SUBMISSION is a folder (its adapter is the shallowest file named ``--adapter-name``, default
+``adapter.py``) or a ``.py`` file. The run seed is drawn unless ``--seed`` is given, and recorded in the
+report. A submission that cannot be loaded still gets a complete report: every check is an error
+naming why, so its score is 0 of the same maximum as everyone's.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import secrets
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+from conformance.errors import LoadError
+
+SKIPPED_FOLDERS = {".git", "__pycache__", ".venv", "venv", "node_modules", "__MACOSX"}
+
+
+def find_adapter(folder: Path, name: str) -> Path:
+    """The shallowest ``name`` under ``folder`` (a student's zip often adds a folder level)."""
+    found = [path for path in folder.rglob(name)
+             if path.is_file() and not SKIPPED_FOLDERS & set(path.relative_to(folder).parts[:-1])]
+    if not found:
+        raise LoadError(f"no {name} in {folder}. Fix: the submission must contain {name} (the adapter), or"
+                        " name its file with --adapter-name")
+    return min(found, key=lambda path: (len(path.relative_to(folder).parts), str(path)))
+
+
+def draw_seed(seed: int | None) -> int:
+    """The run's seed: the one given, else a fresh one (recorded in the report, so it can be replayed)."""
+    return secrets.randbelow(2**31) if seed is None else seed
+
+
+def certify_args(args, spec: str, seed: int, report: Path) -> argparse.Namespace:
+    """The ``certify`` arguments of a grading run (``session.run_checks`` reads them)."""
+    return argparse.Namespace(
+        impl=spec, json=str(report), workers=1, seed=seed, keyword=args.keyword, profile="grade",
+        no_training=args.no_training, timeout=args.timeout, threads=args.threads, verbose=False,
+        isolate=args.isolate, worker_memory=args.worker_memory, worker_total_timeout=args.worker_total_timeout,
+    )
+
+
+def grade_submission(args) -> int:
+    """Grade ``args.submission``; print the report and the score; exit as ``certify`` would."""
+    from conformance.isolation.proxy import stop_all_workers
+    from conformance.loading import discard_preloaded, load, preload
+    from conformance.session import AwaitWorker, load_options, run_checks, unloadable_candidate  # noqa: F401
+
+    started = time.monotonic()
+    submission = Path(args.submission)
+    try:
+        spec = str(find_adapter(submission, args.adapter_name) if submission.is_dir() else submission)
+    except LoadError as exc:
+        spec, failure = str(submission / args.adapter_name), str(exc)
+    else:
+        failure = None
+    seed = draw_seed(args.seed)
+    with tempfile.TemporaryDirectory() as tmp:
+        report_path = Path(args.json) if args.json else Path(tmp) / "report.json"
+        run = certify_args(args, spec, seed, report_path)
+        try:
+            candidate = (unloadable_candidate(spec, failure) if failure
+                         else load(spec, **load_options(run, hide_suite_code=True), wait=False))
+        except LoadError as exc:
+            candidate = unloadable_candidate(spec, str(exc))
+        preload(spec, candidate)
+        try:
+            code = run_checks(run, plugins=[AwaitWorker(candidate, on_failure="replace")])
+        finally:
+            discard_preloaded()
+            stop_all_workers()
+        if not report_path.is_file():
+            return code
+        report = finish_report(report_path, submission, spec, args, time.monotonic() - started)
+    print(f"score: {report['grade']['score']:g} / {report['grade']['max_score']:g}"
+          f" (seed {seed}; replay: transformer-conformance grade {args.submission} --seed {seed})")
+    return code
+
+
+def finish_report(path: Path, submission: Path, spec: str, args, elapsed: float) -> dict:
+    """Add the submission, its score and the points used to the JSON report; write results.json if asked."""
+    from conformance.grading.points import Points, totals
+    from conformance.reports.gradescope import build_results
+
+    points = Points.from_toml(args.points) if args.points else Points()
+    report = json.loads(path.read_text())
+    score, max_score = totals(points.score(report["checks"]))
+    report["submission"] = {"name": submission_name(submission), "path": str(submission), "adapter": spec}
+    report["grade"] = {"score": score, "max_score": max_score, "points": points.source}
+    path.write_text(json.dumps(report, indent=2) + "\n")
+    if args.gradescope:
+        results = build_results(report, points, execution_time=elapsed)
+        Path(args.gradescope).write_text(json.dumps(results, indent=2) + "\n")
+        print(f"Gradescope results written to {args.gradescope}", file=sys.stderr)
+    return report
+
+
+def submission_name(submission: Path) -> str:
+    return submission.stem if submission.suffix == ".py" else submission.resolve().name

@@ -1,0 +1,520 @@
+"""The grader's side of isolation: a proxy adapter whose parts run in a worker process.
+
+``ProxyAdapter`` has the candidate's ``conventions`` (rebuilt from plain data), and exactly the parts
+(``ADAPTER_PARTS``) and model parts (``MODEL_PARTS``) the real adapter provides; each forwards its
+call over a pipe to the worker (``worker.py``) and returns the plain data that comes back. ``Candidate``
+wraps it like any adapter, so the checks, the comparisons and every verdict stay in this process,
+which never imports the candidate.
+
+What can happen to a call, and what the check then sees:
+
+- the part returns: its value (arrays as copies: nothing the candidate keeps can change them later);
+- it raises ``NotImplementedError("why")``: the same here (the suite reports *not implemented*);
+- it raises anything else: an exception of the same type name and message (the suite reports *error*);
+- the worker exits, crashes or is killed: ``AdapterError`` naming what happened (status, signal, the
+  limit it ran into) and the end of its output; the next call starts a fresh worker;
+- no answer within the per-call limit, or the total limit: the worker is killed, ``AdapterError``.
+"""
+
+from __future__ import annotations
+
+import atexit
+import contextlib
+import json
+import os
+import shutil
+import signal
+import subprocess
+import sys
+import tempfile
+import time
+from dataclasses import asdict, dataclass
+from pathlib import Path
+from typing import Any
+
+from conformance.adapter import ADAPTER_PARTS, MODEL_PARTS, Conventions
+from conformance.candidate import Candidate
+from conformance.errors import AdapterError, LoadError
+from conformance.isolation.wire import Channel, ChannelClosed, ChannelTimeout, WireError
+
+
+@dataclass(frozen=True)
+class Limits:
+    """What one isolated implementation may use. ``call_s`` None: the per-part timeout + 5 s."""
+
+    call_s: float | None = None
+    total_s: float = 1800.0
+    load_s: float = 120.0
+    memory_mib: int = 8192
+    cpu_s: int = 1800
+    files: int = 512
+    file_mib: int = 64
+    processes: int = 64
+    max_restarts: int = 20
+    landlock: bool = True
+    hide_suite_code: bool = False  # grade: a submission may not read the suite's implementations and oracle
+
+    def as_dict(self) -> dict:
+        return asdict(self)
+
+
+SIGNAL_CAUSES = {
+    signal.SIGXCPU: "it used up its CPU-time limit ({cpu_s} s)",
+    signal.SIGXFSZ: "it exceeded the file-size limit ({file_mib} MiB): it wrote too much (stdout and stderr count)",
+    signal.SIGKILL: "killed (SIGKILL): the out-of-memory killer, or the CPU-time hard limit",
+    signal.SIGSEGV: "it crashed (SIGSEGV): a native extension, or memory exhausted inside one",
+    signal.SIGABRT: "it aborted (SIGABRT): a native library gave up, often on memory",
+    signal.SIGBUS: "it crashed (SIGBUS)",
+}
+
+
+def suite_paths(*, builtin: bool) -> list[Path]:
+    """What a worker may not read: the golden fixtures always; a graded submission (``builtin`` False)
+    also not the suite's own implementations nor its float64 oracle (it must compute, not delegate)."""
+    import importlib.util
+
+    import conformance
+
+    hidden = [Path(importlib.util.find_spec("conformance.fixtures").submodule_search_locations[0])]
+    if not builtin:
+        hidden.append(Path(importlib.util.find_spec("conformance.implementations").submodule_search_locations[0]))
+        hidden.append(Path(conformance.__file__).parent / "oracle.py")
+    return [path.resolve() for path in hidden]
+
+
+class Worker:
+    """One worker process (with its supervisor), its pipes and its temporary directory."""
+
+    def __init__(self, start: dict, limits: Limits, threads: int):
+        self.limits = limits
+        self.temp_dir = Path(tempfile.mkdtemp(prefix="conformance-worker-"))
+        work = self.temp_dir / "work"
+        work.mkdir()
+        self.log_path = self.temp_dir / "output.log"
+        request_r, request_w = os.pipe()
+        response_r, response_w = os.pipe()
+        control_r, self.control_w = os.pipe()
+        self.status_r, status_w = os.pipe()
+        with open(self.log_path, "wb") as log:
+            self.process = subprocess.Popen(
+                [sys.executable, "-I", "-B", "-u", "-c", BOOTSTRAP, str(request_r), str(response_w), str(control_r),
+                 str(status_w), str(limits.total_s)],
+                stdin=subprocess.DEVNULL, stdout=log, stderr=subprocess.STDOUT, cwd=work,
+                env=minimal_env(work, self.temp_dir, threads), pass_fds=(request_r, response_w, control_r, status_w),
+                start_new_session=True,
+            )
+        for fd in (request_r, response_w, control_r, status_w):
+            os.close(fd)
+        self.channel = Channel(response_r, request_w)
+        self.channel.send({**start, "temp_dir": str(self.temp_dir)})
+        self.exit_report: dict | None = None
+        _LIVE.add(self)
+
+    def receive(self, deadline: float, make_model=None) -> Any:
+        return self.channel.receive(deadline=deadline, make_model=make_model)
+
+    def stop(self) -> dict:
+        """End the worker and everything it started; the supervisor's report of how the worker ended."""
+        if self.exit_report is None:
+            with contextlib.suppress(OSError):
+                os.close(self.control_w)
+            self.exit_report = self._read_status(time.monotonic() + 5.0)
+            with contextlib.suppress(ProcessLookupError, PermissionError):
+                os.killpg(self.process.pid, signal.SIGKILL)
+            with contextlib.suppress(subprocess.TimeoutExpired):
+                self.process.wait(timeout=5)
+            self.channel.close()
+            with contextlib.suppress(OSError):
+                os.close(self.status_r)
+            _LIVE.discard(self)
+        return self.exit_report
+
+    def _read_status(self, deadline: float) -> dict:
+        data = b""
+        os.set_blocking(self.status_r, False)
+        while time.monotonic() < deadline and not data.endswith(b"\n"):
+            try:
+                chunk = os.read(self.status_r, 4096)
+            except BlockingIOError:
+                time.sleep(0.01)
+                continue
+            except OSError:
+                break
+            if not chunk:
+                break
+            data += chunk
+        try:
+            return json.loads(data.decode() or "{}")
+        except ValueError:
+            return {}
+
+    def output(self, *, head: int = 4096, tail: int = 1500) -> dict:
+        try:
+            size = self.log_path.stat().st_size
+            with open(self.log_path, "rb") as log:
+                first = log.read(head)
+                log.seek(max(0, size - tail))
+                last = log.read(tail)
+        except OSError:
+            return {"bytes": 0, "head": "", "tail": ""}
+        return {"bytes": size, "head": first.decode(errors="replace"), "tail": last.decode(errors="replace")}
+
+    def cleanup(self) -> None:
+        self.stop()
+        shutil.rmtree(self.temp_dir, ignore_errors=True)
+
+
+BOOTSTRAP = (
+    "import json, os, sys; sys.path[:] = json.loads(os.environ.pop('CONFORMANCE_SYS_PATH'));"
+    " from conformance.isolation.worker import main; sys.exit(main(sys.argv[1:]))"
+)
+
+
+def minimal_env(home: Path, temp_dir: Path, threads: int) -> dict[str, str]:
+    n = str(threads) if threads > 0 else "1"
+    grader_path = [os.path.abspath(p or os.curdir) for p in sys.path]
+    return {
+        "PATH": "/usr/local/bin:/usr/bin:/bin",
+        "HOME": str(home),
+        "TMPDIR": str(temp_dir),
+        "LANG": "C.UTF-8",
+        "LC_ALL": "C.UTF-8",
+        "OMP_NUM_THREADS": n,
+        "MKL_NUM_THREADS": n,
+        "OPENBLAS_NUM_THREADS": n,
+        "CONFORMANCE_SYS_PATH": json.dumps(grader_path),
+    }
+
+
+_LIVE: set[Worker] = set()
+
+
+@atexit.register
+def stop_all_workers() -> None:
+    """Every worker still running ends with the grader (the CLI also calls this before it exits)."""
+    for worker in list(_LIVE):
+        worker.cleanup()
+
+
+class RemoteException(Exception):
+    """An exception the candidate raised in the worker, re-raised here under its type's name."""
+
+
+_REMOTE_TYPES: dict[str, type] = {}
+
+
+def remote_exception(name: str, message: str) -> Exception:
+    name = name if isinstance(name, str) and name.isidentifier() and len(name) <= 80 else "Exception"
+    if name not in _REMOTE_TYPES:
+        _REMOTE_TYPES[name] = type(name, (RemoteException,), {"__module__": "worker"})
+    return _REMOTE_TYPES[name](message)
+
+
+class ProxyAdapter:
+    """The candidate's adapter as seen from the grader: conventions and parts, calls over a pipe."""
+
+    def __init__(self, spec: str, *, limits: Limits, timeout_s: float | None, threads: int = 1, builtin: bool,
+                 wait: bool = True):
+        self.spec, self.limits, self.timeout_s, self.threads = spec, limits, timeout_s, threads
+        self._start = {
+            "spec": spec,
+            "limits": limits.as_dict(),
+            "hidden": [str(p) for p in suite_paths(builtin=builtin or not limits.hide_suite_code)],
+            "landlock": limits.landlock,
+            "threads": threads,
+        }
+        self._deadline = time.monotonic() + limits.total_s
+        self._generation, self._restarts, self._seed, self._release = 0, 0, None, []
+        self._worker: Worker | None = None
+        self._outputs: list[dict] = []
+        self.load_error: str | None = None
+        self._hello: dict | None = None
+        self._worker, self._generation = Worker(self._start, limits, threads), 1  # it imports while we go on
+        if wait:
+            self.wait()
+
+    def wait(self) -> dict:
+        """The worker's hello (waiting for it the first time): conventions, parts; ``LoadError`` if the
+        implementation could not be loaded (kept in ``load_error``)."""
+        if self._hello is None:
+            if self.load_error is not None:
+                raise LoadError(self.load_error)
+            worker, self._worker = self._worker, None
+            try:
+                hello = self._await_hello(worker)
+            except LoadError as exc:
+                self.load_error = str(exc)
+                raise
+            self._worker, self._hello = worker, hello
+            self.conventions = Conventions(**hello["conventions"])
+            self.load_warnings: list[str] = hello["warnings"]
+            self.landlock: int = hello["landlock"]
+            self._parts = [part for part in hello["parts"] if part in ADAPTER_PARTS]
+            if hello["model_class_parts"] is not None:
+                self.model_class = model_class_with(hello["model_class_parts"])
+        return self._hello
+
+    def __getattr__(self, name: str):
+        if name.startswith("__") or "_start" not in self.__dict__:
+            raise AttributeError(name)
+        if self.__dict__.get("_hello") is None and (name in ADAPTER_PARTS or name in HELLO_FIELDS):
+            self.wait()
+            if name in self.__dict__:
+                return self.__dict__[name]
+        if name in self.__dict__.get("_parts", ()):
+            return _Forward(self, 0, name, None)
+        raise AttributeError(name)
+
+    def __dir__(self):
+        return [*super().__dir__(), *self.__dict__.get("_parts", ())]
+
+    def __repr__(self) -> str:
+        return f"ProxyAdapter({self.spec!r})"
+
+    # -- the worker's life ----------------------------------------------------------------------
+    def _start_worker(self) -> None:
+        """Start a fresh worker and wait for its hello; ``LoadError`` saying what went wrong otherwise."""
+        worker = Worker(self._start, self.limits, self.threads)
+        self._await_hello(worker)
+        self._worker, self._generation = worker, self._generation + 1
+
+    def _await_hello(self, worker: Worker) -> dict:
+        deadline = min(time.monotonic() + self.limits.load_s, self._deadline)
+        try:
+            reply = worker.receive(deadline)
+        except ChannelTimeout:
+            worker.cleanup()
+            raise LoadError(f"the implementation did not finish importing within {self.limits.load_s:g} s"
+                            " (an endless loop, or a long computation at import time?)") from None
+        except WireError:
+            report, output = worker.stop(), worker.output()
+            worker.cleanup()
+            raise LoadError(f"the implementation {fmt_exit(report, self.limits)} while being imported"
+                            + fmt_output(output)) from None
+        if not isinstance(reply, dict) or not ({"hello"} == set(reply) or {"load_error"} == set(reply)):
+            worker.cleanup()
+            raise LoadError("the worker answered something that is not a hello (the import wrote to its pipe?)")
+        if "load_error" in reply:
+            output = worker.output()
+            worker.cleanup()
+            raise LoadError(str(reply["load_error"]) + fmt_output(output))
+        try:
+            return check_hello(reply["hello"])
+        except LoadError:
+            worker.cleanup()
+            raise
+
+    def _ensure_worker(self, label: str) -> Worker:
+        if self._worker is not None:
+            return self._worker
+        if self._restarts >= self.limits.max_restarts:
+            raise AdapterError(f"{label}: not run: the worker died {self._restarts} times in this run, the most"
+                               " allowed", part=label, expected="a result", actual="no worker")
+        self._restarts += 1
+        try:
+            self._start_worker()
+        except LoadError as exc:
+            raise AdapterError(f"{label}: the worker could not be restarted: {exc}", part=label,
+                               expected="a result", actual="no worker") from None
+        return self._worker
+
+    def _retire(self) -> dict:
+        worker, self._worker = self._worker, None
+        if worker is None:
+            return {}
+        report = worker.stop()
+        usage = {key: report.get(key) for key in ("cpu_s", "max_rss_mib")}
+        self._outputs.append({**worker.output(), **usage})
+        worker.cleanup()
+        return report
+
+    def close(self) -> None:
+        self._retire()
+
+    def __del__(self):
+        if self.__dict__.get("_worker") is not None:
+            self.close()
+
+    def seed(self, seed: int) -> None:
+        """Seed the worker's torch generator before the next call (``plugin.seed_torch``)."""
+        self._seed = int(seed)
+
+    # -- calling --------------------------------------------------------------------------------
+    def call(self, target: int, part: str, generation: int | None, args, kwargs) -> Any:
+        label = part if target == 0 else f"model.{part}"
+        if self._hello is None:
+            try:
+                self.wait()
+            except LoadError as exc:
+                raise AdapterError(f"{label}: not run: the implementation could not be loaded: {exc}", part=label,
+                                   expected="a loaded implementation", actual="load error") from None
+        if generation is not None and generation != self._generation:
+            raise AdapterError(f"{label}: the worker that built this model died earlier in this run; the model"
+                               " is gone", part=label, expected="a result", actual="no model")
+        if time.monotonic() >= self._deadline:
+            raise AdapterError(f"{label}: not run: the total time limit of {self.limits.total_s:g} s for this"
+                               " implementation ran out", part=label, expected="a result", actual="no time left")
+        worker = self._ensure_worker(label)
+        request = {"target": target, "part": part, "args": list(args), "kwargs": dict(kwargs),
+                   "seed": self._seed, "release": self._release}
+        self._seed, self._release = None, []
+        deadline = min(time.monotonic() + self._call_limit(), self._deadline)
+        try:
+            worker.channel.send(request, deadline=deadline)
+            reply = worker.receive(deadline, make_model=self.make_model)
+        except ChannelTimeout:
+            self._retire()
+            raise AdapterError(f"{label} hung: no answer within {self._call_limit():g} s; the worker was killed."
+                               " Likely cause: an endless loop", part=label,
+                               expected=f"a result within {self._call_limit():g} s", actual="no result") from None
+        except WireError as exc:
+            closed = isinstance(exc, ChannelClosed)
+            report = self._retire()
+            what = fmt_exit(report, self.limits) if closed else f"sent a malformed answer ({exc})"
+            raise AdapterError(f"{label}: the implementation {what} while running {label}; the next check gets a"
+                               " fresh worker" + fmt_output(self._outputs[-1] if self._outputs else {}),
+                               part=label, expected="a result", actual=what) from None
+        except BaseException:  # the part's timeout (SIGALRM), Ctrl-C: the worker's state is unknown
+            self._retire()
+            raise
+        return self._unpack(reply, label, target)
+
+    def _call_limit(self) -> float:
+        if self.limits.call_s is not None:
+            return self.limits.call_s
+        return self.timeout_s + 5.0 if self.timeout_s else self.limits.total_s
+
+    def _unpack(self, reply: Any, label: str, target: int) -> Any:
+        if isinstance(reply, dict) and len(reply) == 1:
+            (kind, value), = reply.items()
+            if kind == "ok":
+                return value
+            if kind == "not_implemented":
+                raise NotImplementedError(str(value))
+            if kind == "raised" and isinstance(value, dict):
+                raise remote_exception(value.get("type"), str(value.get("message", "")))
+        self._retire()
+        raise AdapterError(f"{label}: the worker's answer is not a result ({str(reply)[:100]})", part=label,
+                           expected="a result", actual="garbage")
+
+    def make_model(self, handle: int, parts: list[str]) -> ProxyModel:
+        return ProxyModel(self, handle, self._generation, [p for p in parts if p in MODEL_PARTS])
+
+    def release(self, handle: int, generation: int) -> None:
+        if generation == self._generation:
+            self._release.append(handle)
+
+    # -- the report -----------------------------------------------------------------------------
+    def summary(self) -> dict:
+        outputs = self._outputs + ([self._worker.output()] if self._worker else [])
+        return {
+            "isolated": True,
+            "landlock_abi": self.landlock,
+            "restarts": self._restarts,
+            "limits": self.limits.as_dict(),
+            "output_bytes": sum(o["bytes"] for o in outputs),
+            "worker_cpu_s": round(sum(o.get("cpu_s") or 0 for o in outputs), 3),
+            "worker_max_rss_mib": max((o.get("max_rss_mib") or 0 for o in outputs), default=0),
+            "output_head": (outputs[0]["head"] if outputs else "")[:4096],
+        }
+
+
+HELLO_FIELDS = ("conventions", "load_warnings", "landlock", "model_class", "_parts")
+
+
+class _Forward:
+    """A bound part: ``proxy.layer_norm(...)`` -> a call in the worker."""
+
+    def __init__(self, proxy: ProxyAdapter, target: int, part: str, generation: int | None):
+        self.proxy, self.target, self.part, self.generation = proxy, target, part, generation
+        self.__name__ = part
+
+    def __call__(self, *args, **kwargs):
+        return self.proxy.call(self.target, self.part, self.generation, args, kwargs)
+
+
+class ProxyModel:
+    """A model that lives in the worker: its parts, by handle."""
+
+    def __init__(self, proxy: ProxyAdapter, handle: int, generation: int, parts: list[str]):
+        self._proxy, self._handle, self._generation, self._parts = proxy, handle, generation, parts
+
+    def __getattr__(self, name: str):
+        if name in self.__dict__.get("_parts", ()):
+            return _Forward(self._proxy, self._handle, name, self._generation)
+        raise AttributeError(name)
+
+    def __del__(self):
+        proxy = self.__dict__.get("_proxy")
+        if proxy is not None:
+            proxy.release(self._handle, self._generation)
+
+
+def model_class_with(parts: list[str]) -> type:
+    """A stand-in for the adapter's ``model_class``: it has exactly the declared model parts."""
+    def declared(self, *args, **kwargs):
+        raise TypeError("a description of the worker's model class, not callable here")
+
+    return type("DeclaredModel", (), {part: declared for part in parts if part in MODEL_PARTS})
+
+
+def check_hello(hello: Any) -> dict:
+    if not isinstance(hello, dict) or not isinstance(hello.get("conventions"), dict) \
+            or not isinstance(hello.get("parts"), list) or not isinstance(hello.get("warnings"), list):
+        raise LoadError("the worker's hello is malformed (the import wrote to its pipe?)")
+    hello.setdefault("landlock", 0)
+    hello.setdefault("model_class_parts", None)
+    return hello
+
+
+def fmt_exit(report: dict, limits: Limits) -> str:
+    """"exited with status 0", "was killed: it used up its CPU-time limit (60 s)", ..."""
+    if "exit" in report:
+        return f"exited with status {report['exit']}"
+    if "signal" in report:
+        number = report["signal"]
+        name = signal.Signals(number).name if number in signal.Signals._value2member_map_ else f"signal {number}"
+        if report.get("reason"):
+            return f"was stopped ({name}: {report['reason']})"
+        cause = SIGNAL_CAUSES.get(number, "").format(**limits.as_dict())
+        return f"was killed by {name}" + (f": {cause}" if cause else "")
+    return "ended without saying how"
+
+
+def fmt_output(output: dict, lines: int = 6) -> str:
+    text = (output or {}).get("tail", "").strip()
+    if not text:
+        return ""
+    shown = "\n    ".join(text.splitlines()[-lines:])
+    return f"\n  its output ended with ({output['bytes']} bytes in all):\n    {shown}"
+
+
+def load_isolated(spec: str, *, timeout_s: float | None, limits: Limits | None = None, threads: int = 1,
+                  builtin: bool = False, wait: bool = True):
+    """A ``Candidate`` whose adapter runs in a worker process (``LoadError`` if it cannot load). With
+    ``wait=False`` the worker imports the implementation while the caller goes on (pytest's start-up and
+    collection); the first use waits, and ``ProxyAdapter.load_error`` says if it failed."""
+    proxy = ProxyAdapter(worker_spec(spec), limits=limits or Limits(), timeout_s=timeout_s, threads=threads,
+                         builtin=builtin, wait=wait)
+    return IsolatedCandidate(proxy, name=spec, **({"timeout_s": timeout_s} if timeout_s else {}))
+
+
+class IsolatedCandidate(Candidate):
+    """A ``Candidate`` whose load warnings come from the worker, when its hello arrives."""
+
+    @property
+    def load_warnings(self) -> list[str]:
+        return self.adapter.load_warnings
+
+
+def worker_spec(spec: str) -> str:
+    """The spec as the worker (another working directory) must read it: a path made absolute, after the
+    same existence check as in-process loading."""
+    from conformance.naming import resolve
+
+    location, colon, attr = resolve(spec).partition(":")
+    if not location.endswith(".py"):
+        return resolve(spec)
+    if not Path(location).is_file():
+        raise LoadError(f"no file {location!r}. Fix: check the path (relative to {Path.cwd()})")
+    return str(Path(location).resolve()) + colon + attr

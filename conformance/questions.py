@@ -1,0 +1,130 @@
+"""The questions the layer and model checks ask, each a function of (candidate, sizes).
+
+A check computes its candidate's answer with one of these, and hands the same function to the diagnosis
+(``Question(answer, sizes)``): the catalogue's mutants are then asked exactly the same thing, on the same
+inputs (every input derives from ``sizes``, its seed included), and again on a second, bigger problem
+(``diagnosis.probe_of``). Inputs follow ``conformance.scenarios``: weights that look trained, padded
+batches, a start token in the decoder input.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+
+from conformance import oracle
+from conformance.scenarios import (
+    LayerSizes,
+    ModelSizes,
+    activations,
+    key_padding,
+    layer_weights,
+    loaded_model,
+    model_weights,
+    source_and_target,
+    trailing_keep,
+)
+from conformance.weights import attention_shapes, ffn_shapes, random_weights
+
+# --------------------------------------------------------------------------------------------------
+# Layers
+# --------------------------------------------------------------------------------------------------
+
+
+def encoder_layer_problem(sizes: LayerSizes):
+    """Weights, x (B, S, d_model) and a trailing source padding mask (B, S)."""
+    rng = sizes.rng()
+    weights = layer_weights(sizes, "encoder", rng)
+    return weights, activations(rng, sizes.B, sizes.S, sizes.d_model), trailing_keep(rng, sizes.B, sizes.S)
+
+
+def encoder_layer_output(candidate, sizes: LayerSizes) -> np.ndarray:
+    weights, x, keep = encoder_layer_problem(sizes)
+    return candidate.encoder_layer(x, weights, sizes.h, sizes.eps, keep)
+
+
+def decoder_layer_problem(sizes: LayerSizes):
+    """Weights, decoder states y (B, T), memory (B, S) and both padding masks."""
+    rng = sizes.rng()
+    weights = layer_weights(sizes, "decoder", rng)
+    y, memory = activations(rng, sizes.B, sizes.T, sizes.d_model), activations(rng, sizes.B, sizes.S, sizes.d_model)
+    return weights, y, memory, trailing_keep(rng, sizes.B, sizes.T), trailing_keep(rng, sizes.B, sizes.S)
+
+
+def decoder_layer_output(candidate, sizes: LayerSizes) -> np.ndarray:
+    weights, y, memory, tgt_keep, src_keep = decoder_layer_problem(sizes)
+    return candidate.decoder_layer(y, memory, weights, sizes.h, sizes.eps, tgt_keep, src_keep)
+
+
+def attention_problem(sizes: LayerSizes, *, cross: bool):
+    """Weights, queries (B, T), keys = values (B, S when ``cross``, else the queries) and key padding (B, Lq, Lk)."""
+    rng = sizes.rng()
+    weights = random_weights(attention_shapes(sizes.d_model, bias=sizes.bias), rng)
+    query = activations(rng, sizes.B, sizes.T, sizes.d_model)
+    key = activations(rng, sizes.B, sizes.S, sizes.d_model) if cross else query
+    return weights, query, key, key_padding(trailing_keep(rng, sizes.B, key.shape[1]), query.shape[1])
+
+
+def self_attention_output(candidate, sizes: LayerSizes) -> np.ndarray:
+    weights, query, key, keep = attention_problem(sizes, cross=False)
+    return candidate.multi_head_attention(query, key, key, weights, sizes.h, keep)[0]
+
+
+def self_attention_weights(candidate, sizes: LayerSizes) -> np.ndarray:
+    weights, query, key, keep = attention_problem(sizes, cross=False)
+    return candidate.multi_head_attention(query, key, key, weights, sizes.h, keep)[1]
+
+
+def cross_attention_output(candidate, sizes: LayerSizes) -> np.ndarray:
+    weights, query, key, keep = attention_problem(sizes, cross=True)
+    return candidate.multi_head_attention(query, key, key, weights, sizes.h, keep)[0]
+
+
+def cross_attention_weights(candidate, sizes: LayerSizes) -> np.ndarray:
+    weights, query, key, keep = attention_problem(sizes, cross=True)
+    return candidate.multi_head_attention(query, key, key, weights, sizes.h, keep)[1]
+
+
+def feed_forward_problem(sizes: LayerSizes):
+    rng = sizes.rng()
+    weights = random_weights(ffn_shapes(sizes.d_model, sizes.d_ff), rng)
+    return weights, activations(rng, sizes.B, sizes.S, sizes.d_model), rng
+
+
+def feed_forward_output(candidate, sizes: LayerSizes) -> np.ndarray:
+    weights, x, _ = feed_forward_problem(sizes)
+    return candidate.feed_forward(x, weights)
+
+
+# --------------------------------------------------------------------------------------------------
+# The model
+# --------------------------------------------------------------------------------------------------
+
+
+def model_problem(sizes: ModelSizes):
+    """Weights for the config, a padded source (B, S) and a padded decoder input (B, T) from <s>."""
+    rng = sizes.rng()
+    weights = model_weights(sizes.config, rng)
+    src, tgt_in = source_and_target(sizes, rng)
+    return weights, src, tgt_in
+
+
+def logits(candidate, sizes: ModelSizes) -> np.ndarray:
+    weights, src, tgt_in = model_problem(sizes)
+    return loaded_model(candidate, sizes.config, weights).forward(src, tgt_in)
+
+
+def memory(candidate, sizes: ModelSizes) -> np.ndarray:
+    weights, src, _ = model_problem(sizes)
+    return loaded_model(candidate, sizes.config, weights).encode(src)
+
+
+def oracle_memory(sizes: ModelSizes) -> np.ndarray:
+    """The float64 reference's memory, rounded to float32: the same decoder input, to the bit, for everyone."""
+    weights, src, _ = model_problem(sizes)
+    return oracle.OracleModel(sizes.config, weights).encode(src).astype(np.float32)
+
+
+def decoded(candidate, sizes: ModelSizes) -> np.ndarray:
+    """decode(tgt_in, memory, src) with the reference's memory."""
+    weights, src, tgt_in = model_problem(sizes)
+    return loaded_model(candidate, sizes.config, weights).decode(tgt_in, oracle_memory(sizes), src)

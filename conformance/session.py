@@ -1,0 +1,200 @@
+"""Running the checks: the pytest command line of every run, the candidate's load, the run's one report.
+
+``cli`` parses arguments and picks a command; ``grading`` grades submissions; the kill matrix certifies
+every mutant: all three run the checks through here, so there is one way from a command to a report.
+Exit codes (README.md): 0 every implemented check passed, 1 a check failed or errored, 2 broken
+invocation or unloadable implementation, 3 internal error, 5 no check ran.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import io
+import sys
+from pathlib import Path
+
+from conformance.adapter import ADAPTER_PARTS, MODEL_PARTS, Conventions
+from conformance.errors import AdapterError
+
+EXIT_OK, EXIT_FAILED, EXIT_USAGE, EXIT_INTERNAL, EXIT_NOTHING_RAN = 0, 1, 2, 3, 5
+
+
+class UnloadableAdapter:
+    """Stands in for a submission that could not be loaded: it has every part, and each raises the load
+    error, so each check is an *error* that says why and the report lists the whole catalogue."""
+
+    conventions = Conventions(framework="(not loaded)")
+
+    def __init__(self, reason: str):
+        self.reason = reason
+        self.load_warnings = [f"could not be loaded: {reason}"]
+        self.model_class = type("NotLoadedModel", (), {part: self._fail for part in MODEL_PARTS})
+
+    def _fail(self, *args, **kwargs):
+        raise AdapterError(f"not run: the implementation could not be loaded: {self.reason}",
+                           part="import", expected="a loaded implementation", actual="load error")
+
+    def __getattr__(self, name: str):
+        if name in ADAPTER_PARTS:
+            return self._fail
+        raise AttributeError(name)
+
+
+def unloadable_candidate(spec: str, reason: str):
+    from conformance.candidate import Candidate
+
+    candidate = Candidate(UnloadableAdapter(reason), name=spec, timeout_s=None)
+    candidate.load_warnings = [f"could not be loaded: {reason}"]
+    return candidate
+
+
+def checks_dir() -> Path:
+    import conformance.checks
+
+    return Path(conformance.checks.__file__).parent
+
+
+def isolation_args(args) -> list[str]:
+    flags = {True: ["--isolate"], False: ["--no-isolate"], None: []}[args.isolate]
+    return flags + ["--worker-memory", str(args.worker_memory),
+                    "--worker-total-timeout", str(args.worker_total_timeout)]
+
+
+def load_options(args, *, hide_suite_code: bool = False) -> dict:
+    from conformance.isolation.proxy import Limits
+
+    total = args.worker_total_timeout
+    limits = Limits(memory_mib=args.worker_memory, total_s=total, cpu_s=int(total), hide_suite_code=hide_suite_code)
+    return {"timeout_s": args.timeout, "isolate": args.isolate, "limits": limits, "threads": args.threads}
+
+
+def pytest_argv(impls: list[str], *options: str) -> list[str]:
+    """The pytest command line of every run of the checks (certify, list, the kill matrix): the checks'
+    folder and its own ini, no cache, no project addopts, and an --impl per implementation."""
+    argv = [str(checks_dir()), "-p", "no:cacheprovider", "--import-mode=importlib", "-o", "addopts=",
+            "--rootdir", str(checks_dir()), "-c", str(checks_dir() / "pytest.ini")]
+    for impl in impls:
+        argv += ["--impl", impl]
+    return argv + list(options)
+
+
+def pytest_args(args) -> list[str]:
+    argv = pytest_argv([args.impl], "--conformance-seed", str(args.seed), "--conformance-profile", args.profile,
+                       "--check-timeout", str(args.timeout), "--conformance-threads", str(getattr(args, "threads", 1)))
+    if args.json:
+        argv += ["--conformance-json", args.json]
+    if args.keyword:
+        argv += ["--conformance-select", args.keyword]  # pytest's own -k would also match the implementation's name
+    if args.no_training:
+        argv.append("--no-training")
+    if getattr(args, "strict", False):
+        argv.append("--conformance-strict")
+    if getattr(args, "deviations", None):
+        argv += ["--conformance-deviations", args.deviations]
+    if args.workers > 1:
+        argv += ["-n", str(args.workers), "--dist", "loadfile"]
+    if args.profile == "grade":  # examples drawn from the run's seed: a submission cannot predict them
+        argv.append(f"--hypothesis-seed={args.seed}")
+    argv += isolation_args(args)
+    return argv + (["-v"] if args.verbose else ["-q", "--tb=no", "--no-header"])
+
+
+def load_failed(args, message: str) -> int:
+    print(f"transformer-conformance: cannot load {args.impl!r}: {message}", file=sys.stderr)
+    if args.json:
+        write_load_error_report(args, message)
+        print(f"JSON report written to {args.json}")
+    return EXIT_USAGE
+
+
+class AwaitWorker:
+    """A pytest plugin of the CLI's run: once the checks are collected (while an isolated worker imported the
+    implementation), wait for the worker's hello. If the implementation could not be loaded: ``exit`` ends
+    the session (certify reports the load error), ``replace`` makes every check an error naming it (grade)."""
+
+    def __init__(self, candidate, *, on_failure: str):
+        self.candidate, self.on_failure = candidate, on_failure
+
+    def pytest_collection_finish(self, session):
+        import pytest
+
+        from conformance.errors import LoadError
+
+        wait = getattr(self.candidate.adapter, "wait", None)
+        if wait is None:
+            return
+        try:
+            wait()
+        except LoadError as exc:
+            self.candidate.adapter = UnloadableAdapter(str(exc))  # the session's reports need an adapter
+            if self.on_failure == "exit":
+                pytest.exit(f"cannot load the implementation: {exc}", returncode=pytest.ExitCode.USAGE_ERROR)
+
+
+def write_load_error_report(args, message: str) -> None:
+    """The report of a run whose implementation could not be loaded: one error, not conformant."""
+    from conformance.report import build_report
+    from conformance.reports.json_report import render
+    from conformance.results import CheckResult
+
+    result = CheckResult(id="implementation_loads", impl=args.impl, section="Loading", status="error",
+                         title="The implementation imports, declares its conventions and provides a part",
+                         message=f"cannot load {args.impl!r}: {message}", part="import",
+                         expected="an adapter", actual="no adapter")
+
+    conventions = UnloadableAdapter.conventions.as_dict()  # the defaults, framework "(not loaded)"
+    metadata = {"seed": args.seed, "implementations": [{"name": args.impl, "conventions": conventions,
+                                                         "provided_parts": [], "load_warnings": [message],
+                                                         "isolation": {"isolated": bool(args.isolate)}}]}
+    Path(args.json).write_text(render(build_report([result], metadata)))
+
+
+def run_checks(args, plugins=(), *, quiet_usage: bool = False) -> int:
+    import pytest
+
+    from conformance.plugin import ResultCollector
+    from conformance.reports.progress import ProgressDisplay
+    from conformance.reports.terminal import render
+
+    collector = ResultCollector()  # handed to the plugin: the run's results and its one report
+    captured = io.StringIO()
+    with ProgressDisplay.for_terminal(getattr(args, "progress", "off")) as progress, \
+            contextlib.redirect_stdout(sys.stdout if args.verbose else captured):
+        code = pytest.main(pytest_args(args), plugins=[collector, progress, *plugins])
+    if collector.config is None or code in (pytest.ExitCode.INTERNAL_ERROR, pytest.ExitCode.USAGE_ERROR):
+        if not (quiet_usage and code == pytest.ExitCode.USAGE_ERROR):
+            sys.stderr.write(captured.getvalue())
+        return EXIT_USAGE if code == pytest.ExitCode.USAGE_ERROR else EXIT_INTERNAL
+    report = collector.report
+    print(render(report), end="")
+    if args.json:
+        if not Path(args.json).is_file():  # fail closed: no report, no pass
+            print(f"transformer-conformance: the JSON report {args.json} was not written", file=sys.stderr)
+            return EXIT_INTERNAL
+        print(f"JSON report written to {args.json}")
+    write_renderings(args, report)
+    unobserved = [d for d in report.get("declared_deviations", []) if not d["observed"]]
+    if getattr(args, "strict", False) and unobserved:
+        return EXIT_FAILED  # a declared deviation the suite does not see: the declaration is wrong
+    return exit_code(code, collector.results)
+
+
+def write_renderings(args, report: dict) -> None:
+    """--html, --junit, --markdown, --badge: rendered from the run's report."""
+    from conformance.reports import formats
+
+    for written in formats.write(report, formats.requested(args)):
+        print(written.line())
+
+
+def exit_code(pytest_code, results) -> int:
+    from conformance.results import FAILING, RAN, count_statuses
+
+    counts = count_statuses(results)
+    if any(counts[status] for status in FAILING):
+        return EXIT_FAILED
+    if pytest_code == 2:  # interrupted
+        return EXIT_INTERNAL
+    if not any(counts[status] for status in RAN):
+        return EXIT_NOTHING_RAN
+    return EXIT_OK

@@ -1,0 +1,100 @@
+"""A class's summary from its per-submission JSON reports (schema ``transformer-conformance/report``).
+
+CSV: one row per student: ``student, score, max_score, verdict, passed, failed, error, not_implemented,
+most_likely_bug, hard_coded, seed``. Markdown: that table, the checks by pass rate (lowest first), and
+the diagnosed bugs by how many students show them (a failing check names the mutants whose output it
+matches; a student's most likely bug is the one their failing checks name most often).
+"""
+
+from __future__ import annotations
+
+import csv
+import io
+from collections import Counter
+
+from conformance.grading.points import Points, totals
+from conformance.results import FAILING
+
+CSV_FIELDS = ("student", "score", "max_score", "verdict", "passed", "failed", "error", "not_implemented",
+              "most_likely_bug", "hard_coded", "seed")
+
+
+def build_summary(reports: list[dict]) -> dict:
+    students = sorted((student_row(report) for report in reports), key=lambda row: row["student"])
+    return {"students": students, "checks": pass_rates(reports), "bugs": common_bugs(students)}
+
+
+def student_row(report: dict) -> dict:
+    name = report.get("submission", {}).get("name", "?")
+    if "checks" not in report:
+        return {"student": name, "score": 0, "max_score": None, "verdict": "not graded", "passed": 0, "failed": 0,
+                "error": 0, "not_implemented": 0, "most_likely_bug": report.get("error", ""), "hard_coded": "",
+                "seed": None}
+    grade = report.get("grade") or dict(zip(("score", "max_score"), totals(Points().score(report["checks"])),
+                                            strict=True))
+    statuses = Counter(check["status"] for check in report["checks"])
+    return {
+        "student": name,
+        "score": grade["score"],
+        "max_score": grade["max_score"],
+        "verdict": next(iter(report.get("verdict", {}).values()), "?"),
+        **{status: statuses.get(status, 0) for status in ("passed", "failed", "error", "not_implemented")},
+        "most_likely_bug": most_likely_bug(report["checks"]),
+        "hard_coded": ", ".join(c["id"] for c in report["checks"] if "hard-coded?" in (c.get("likely_cause") or "")),
+        "seed": report.get("seed"),
+    }
+
+
+def most_likely_bug(checks: list[dict]) -> str:
+    named = Counter()
+    bugs = {}
+    for check in checks:
+        if check["status"] in FAILING:
+            for match in check.get("diagnosis") or []:
+                named[match["mutant"]] += 1
+                bugs[match["mutant"]] = match.get("bug", match["mutant"])
+    if not named:
+        return ""
+    mutant, _ = named.most_common(1)[0]
+    return f"{bugs[mutant]} (mutant:{mutant})"
+
+
+def pass_rates(reports: list[dict]) -> list[dict]:
+    seen: dict[str, dict] = {}
+    for report in reports:
+        for check in report.get("checks", []):
+            row = seen.setdefault(check["id"], {"id": check["id"], "section": check["section"], "passed": 0, "of": 0})
+            row["of"] += 1
+            row["passed"] += check["status"] == "passed"
+    return sorted(seen.values(), key=lambda row: (row["passed"] / row["of"], row["id"]))
+
+
+def common_bugs(students: list[dict]) -> list[tuple[str, int]]:
+    return Counter(row["most_likely_bug"] for row in students
+                   if row["most_likely_bug"] and row["verdict"] != "not graded").most_common()
+
+
+def render_csv(summary: dict) -> str:
+    out = io.StringIO()
+    writer = csv.DictWriter(out, fieldnames=CSV_FIELDS, lineterminator="\n")
+    writer.writeheader()
+    writer.writerows(summary["students"])
+    return out.getvalue()
+
+
+def render_markdown(summary: dict) -> str:
+    lines = ["# Class summary", "", f"{len(summary['students'])} submissions.", "",
+             "| student | score | verdict | passed | failed | error | not implemented | most likely bug |",
+             "| --- | ---: | --- | ---: | ---: | ---: | ---: | --- |"]
+    for row in summary["students"]:
+        score = f"{row['score']:g} / {row['max_score']:g}" if row["max_score"] is not None else "-"
+        lines.append(f"| {row['student']} | {score} | {row['verdict']} | {row['passed']} | {row['failed']} |"
+                     f" {row['error']} | {row['not_implemented']} | {row['most_likely_bug'] or '-'} |")
+    lines += ["", "## Checks by pass rate", "", "| check | section | passed |", "| --- | --- | ---: |"]
+    lines += [f"| {row['id']} | {row['section']} | {row['passed']}/{row['of']} |" for row in summary["checks"]]
+    lines += ["", "## Most common diagnosed bugs", ""]
+    if summary["bugs"]:
+        lines += ["| bug | students |", "| --- | ---: |"] + [f"| {bug} | {n} |" for bug, n in summary["bugs"]]
+    else:
+        lines.append("No failing check matched a known bug.")
+    return "\n".join(lines) + "\n"

@@ -1,0 +1,55 @@
+"""A wrong parameter count is explained as a sum of known structural differences, confirmed at a second size."""
+
+import pytest
+
+from conformance.checks.test_parameter_count import probe
+from conformance.config import base_config, german_config, toy_config
+from conformance.diagnosis.counts import explain_count
+from conformance.weights import parameter_count
+
+
+def explained(config, extra):
+    """The explanation for a candidate whose count is the paper's plus ``extra(config)`` at every size."""
+    return explain_count(config, parameter_count(config) + extra(config), probe(config),
+                         parameter_count(probe(config)) + extra(probe(config)))
+
+
+def test_untied_tables_output_bias_and_final_norms_are_named_together():
+    text = explained(base_config(), lambda c: 2 * c.tgt_vocab * c.d_model + c.tgt_vocab + 4 * c.d_model)
+    assert text.startswith("difference +37,927,048 = ")
+    for term in ("separate target embedding table (37,000 x 512: +18,944,000)",
+                 "separate output matrix (not tied to the embedding) (37,000 x 512: +18,944,000)",
+                 "output bias (37,000: +37,000)", "extra LayerNorm (a final one after a stack, or one on the"
+                 " embeddings) x 2 (2 x 512 each: +2,048)"):
+        assert term in text
+    assert "at a second size (V=53, d_model=24" in text
+
+
+def test_learned_positions_are_solved_for_their_length_and_confirmed_at_the_second_size():
+    text = explained(base_config(), lambda c: 2 * 512 * c.d_model + c.tgt_vocab)
+    assert "output bias (37,000: +37,000)" in text
+    assert "learned positions (or a positional table counted as parameters) (1,024 rows x 512, e.g. 512 per" in text
+
+
+def test_a_length_that_changes_with_the_size_is_no_positional_table():
+    config = base_config()
+    got = parameter_count(config) + 1024 * config.d_model
+    assert explain_count(config, got, probe(config), parameter_count(probe(config)) + 7 * probe(config).d_model) is None
+
+
+@pytest.mark.parametrize(("config", "extra", "term"), [
+    (base_config(), lambda c: -(c.d_ff + c.d_model) * 2 * c.N, "no feed-forward biases (-12 FFNs x (2,048 + 512)"),
+    (base_config(), lambda c: -4 * c.d_model * 3 * c.N, "no attention biases (the config has them)"),
+    (base_config(attention_bias=False), lambda c: 4 * c.d_model * 3 * c.N, "attention biases (the config has none)"),
+    (toy_config(), lambda c: -c.d_model * 5 * c.N, "LayerNorm without beta"),
+    (german_config(), lambda c: c.tgt_vocab, "output bias"),
+    (base_config(tie_output=False), lambda c: -c.tgt_vocab * c.d_model, "output matrix tied to the embedding"),
+    (base_config(), lambda c: -(4 * c.d_model**2 + 4 * c.d_model) * c.N, "no cross-attention"),
+])
+def test_each_known_difference_is_named_alone(config, extra, term):
+    assert term in explained(config, extra)
+
+
+def test_a_difference_no_known_terms_give_stays_unexplained():
+    assert explained(base_config(), lambda c: 12_345) is None
+    assert explained(base_config(), lambda c: 0) is None

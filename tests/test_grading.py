@@ -1,0 +1,167 @@
+"""``grade``: points, Gradescope's results.json (validated against its documented fields), seeds, a class."""
+
+import json
+import re
+import shutil
+from pathlib import Path
+
+import jsonschema
+import pytest
+from conftest import adapter_path
+
+from conformance.cli import EXIT_OK, build_parser, main
+from conformance.grading.points import Points, PointsError
+
+ROOT = Path(__file__).parents[1]
+SCHEMA = json.loads((ROOT / "reports" / "gradescope.schema.json").read_text())
+HOSTILE = Path(__file__).parent / "hostile"
+PE_ONLY = "pe_matches_published_values or pe_position_0 or layer_norm_matches_published_example"
+
+
+def check_schema(value, schema) -> list[str]:
+    """What in ``value`` does not conform to ``schema`` (JSON Schema 2020-12), as readable lines."""
+    validator = jsonschema.Draft202012Validator(schema)
+    return [f"{'.'.join(map(str, error.path))}: {error.message}" for error in validator.iter_errors(value)]
+
+
+def submission(tmp_path: Path, name: str, source: str) -> Path:
+    folder = tmp_path / name
+    folder.mkdir(parents=True)
+    shutil.copy(source, folder / "adapter.py")
+    shutil.copy(HOSTILE / "_honest.py", folder)  # the hostile adapters' honest formulas
+    return folder
+
+
+# -- points ---------------------------------------------------------------------------------------------
+CHECKS = [
+    {"id": "pe_a", "section": "§3.5 PE", "status": "passed"},
+    {"id": "pe_b", "section": "§3.5 PE", "status": "failed"},
+    {"id": "published_x[fact_id=1]", "section": "Published", "status": "passed"},
+    {"id": "ln", "section": "§3.1 LN", "status": "advisory"},
+    {"id": "mha", "section": "§3.2.2", "status": "not_implemented"},
+]
+
+
+def test_default_points_are_one_per_check_earned_by_passed_and_advisory():
+    scored = Points().score(CHECKS)
+    assert [s.score for s in scored] == [1, 0, 1, 1, 0] and [s.max_score for s in scored] == [1] * 5
+
+
+def test_a_section_s_points_are_split_and_a_check_rule_wins(tmp_path):
+    path = tmp_path / "points.toml"
+    path.write_text('default = 2\n[sections]\n"§3.5*" = { points = 10, visibility = "after_published" }\n'
+                    '[checks]\n"published_x" = { points = 3, visibility = "hidden" }\n')
+    scored = {s.id: s for s in Points.from_toml(path).score(CHECKS)}
+    assert (scored["pe_a"].max_score, scored["pe_a"].score, scored["pe_a"].visibility) == (5, 5, "after_published")
+    assert (scored["published_x[fact_id=1]"].max_score, scored["published_x[fact_id=1]"].visibility) == (3, "hidden")
+    assert scored["mha"].max_score == 2 and scored["mha"].score == 0
+
+
+def test_a_bad_visibility_is_refused_naming_the_entry(tmp_path):
+    path = tmp_path / "points.toml"
+    path.write_text('[checks]\n"pe_a" = { points = 1, visibility = "sometimes" }\n')
+    with pytest.raises(PointsError, match=r"checks.'pe_a': visibility 'sometimes' is not one of visible"):
+        Points.from_toml(path)
+
+
+# -- one submission ------------------------------------------------------------------------------------
+def test_grade_writes_gradescope_results_that_follow_the_documented_format(tmp_path, capsys):
+    folder = submission(tmp_path, "ada", adapter_path("only_pe"))
+    results, report = tmp_path / "results.json", tmp_path / "report.json"
+    code = main(["grade", str(folder), "--gradescope", str(results), "--json", str(report), "-k", PE_ONLY])
+    assert code == EXIT_OK, capsys.readouterr()
+    gradescope = json.loads(results.read_text())
+    assert check_schema(gradescope, SCHEMA) == []
+    assert (gradescope["score"], gradescope["max_score"]) == (2, 3)
+    assert {t["status"] for t in gradescope["tests"]} == {"passed", "failed"}
+    graded = json.loads(report.read_text())
+    assert graded["grade"]["score"] == 2 and graded["submission"]["name"] == "ada"
+    assert f"--seed {graded['seed']}" in gradescope["output"]
+
+
+def test_each_grading_run_draws_a_seed_and_a_given_seed_replays_it(tmp_path, capsys):
+    folder = submission(tmp_path, "ada", adapter_path("only_pe"))
+    seeds, statuses = [], []
+    for extra in ([], [], ["--seed", "12345"], ["--seed", "12345"]):
+        report = tmp_path / "report.json"
+        main(["grade", str(folder), "--json", str(report), "-k", "pe_matches_formula", *extra])
+        data = json.loads(report.read_text())
+        seeds.append(data["seed"])
+        statuses.append([(c["id"], c["status"], c["measurements"]) for c in data["checks"]])
+    assert seeds[0] != seeds[1] and seeds[2:] == [12345, 12345]
+    assert statuses[2] == statuses[3]  # the same examples, the same measurements
+
+
+def test_a_submission_that_cannot_load_scores_0_of_the_same_maximum(tmp_path, capsys):
+    broken = submission(tmp_path, "bea", str(HOSTILE / "exit_at_import.py"))
+    report = tmp_path / "report.json"
+    main(["grade", str(broken), "--json", str(report), "-k", PE_ONLY])
+    data = json.loads(report.read_text())
+    assert {c["status"] for c in data["checks"]} == {"error"} and len(data["checks"]) == 3
+    assert all("exited with status 0 while being imported" in c["message"] for c in data["checks"])
+    assert (data["grade"]["score"], data["grade"]["max_score"]) == (0, 3)
+
+
+def test_a_folder_without_the_adapter_file_names_the_fix(tmp_path, capsys):
+    (tmp_path / "empty").mkdir()
+    report = tmp_path / "report.json"
+    main(["grade", str(tmp_path / "empty"), "--json", str(report), "-k", PE_ONLY])
+    message = json.loads(report.read_text())["checks"][0]["message"]
+    assert "no adapter.py in" in message and "--adapter-name" in message
+
+
+# -- a class ---------------------------------------------------------------------------------------------
+def test_a_class_is_graded_into_reports_and_a_summary_and_one_crash_touches_no_one_else(tmp_path, capsys):
+    klass = tmp_path / "class"
+    submission(klass, "ada", adapter_path("only_pe"))
+    submission(klass, "bo", str(HOSTILE / "os_exit_mid_call.py"))
+    nested = submission(klass / "cy", "src", adapter_path("nan_attention"))
+    assert nested.parent.name == "cy"
+    out = tmp_path / "grades"
+    code = main(["grade", str(klass), "--out", str(out), "--jobs", "2", "-k", PE_ONLY, "--seed", "7"])
+    assert code == 0
+    rows = (out / "summary.csv").read_text().splitlines()
+    assert rows[0].startswith("student,score,max_score,verdict")
+    assert [row.split(",")[:3] for row in rows[1:]] == [["ada", "2.0", "3.0"], ["bo", "1.0", "3.0"],
+                                                          ["cy", "0.0", "3.0"]]
+    assert "| pe_matches_published_values | §3.5 Positional encoding | 1/3 |" in (out / "summary.md").read_text()
+    ada = json.loads((out / "ada.json").read_text())
+    assert {c["id"]: c["status"] for c in ada["checks"]}["pe_matches_published_values"] == "passed"
+
+
+def test_summarise_merges_per_submission_reports(tmp_path, capsys):
+    (tmp_path / "reports").mkdir()
+    for name in ("ada", "bo"):
+        folder = submission(tmp_path / "subs", name, adapter_path("only_pe"))
+        main(["grade", str(folder), "--json", str(tmp_path / "reports" / f"{name}.json"), "-k", PE_ONLY])
+    assert main(["grade", "--summarise", str(tmp_path / "reports"), "--out", str(tmp_path / "summary")]) == 0
+    assert (tmp_path / "summary" / "summary.csv").read_text().count("\n") == 3
+
+
+# -- Gradescope's files and the GitHub Actions workflow ----------------------------------------------------
+def test_init_gradescope_writes_the_files_to_upload(tmp_path, capsys):
+    assert main(["grade", "--init-gradescope", str(tmp_path / "autograder")]) == EXIT_OK
+    folder = tmp_path / "autograder"
+    run = (folder / "run_autograder").read_text()
+    assert (folder / "run_autograder").stat().st_mode & 0o111 and (folder / "setup.sh").stat().st_mode & 0o111
+    assert 'pip install' in (folder / "setup.sh").read_text() and "transformer-conformance[torch]==" in (
+        folder / "setup.sh").read_text()
+    assert "--gradescope /autograder/results/results.json" in run
+    Points.from_toml(folder / "points.toml")  # the template is a valid points file
+    assert_commands_parse(run)
+
+
+def test_the_documented_github_actions_workflow_uses_real_commands():
+    workflow = (ROOT / "docs" / "grade-class-workflow.yml").read_text()
+    assert "matrix" in workflow and "--summarise" in workflow
+    assert_commands_parse(workflow)
+
+
+def assert_commands_parse(text: str) -> None:
+    """Every `transformer-conformance ...` command in ``text`` (continuation lines joined) parses."""
+    joined = re.sub(r"\\\n\s*", " ", text)
+    commands = re.findall(r"transformer-conformance (grade[^\n]*)", joined)
+    assert commands
+    for command in commands:
+        words = [w for w in re.sub(r"\$\{\{[^}]*\}\}", "X", command).split() if not w.startswith("#")]
+        build_parser().parse_args(words)

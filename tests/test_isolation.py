@@ -1,0 +1,133 @@
+"""The isolation's pieces: the plain-data wire, and the proxy adapter that forwards parts by name."""
+
+import json
+import os
+import sys
+import textwrap
+
+import numpy as np
+import pytest
+
+from conformance.candidate import Candidate
+from conformance.errors import AdapterError
+from conformance.isolation.proxy import ProxyAdapter, load_isolated
+from conformance.isolation.wire import Channel, Foreign, WireError, decode, encode
+
+
+def round_trip(value):
+    read, write = os.pipe()
+    channel = Channel(read, write)
+    try:
+        channel.send(value)
+        return channel.receive()
+    finally:
+        channel.close()
+
+
+def test_plain_data_crosses_unchanged_and_arrays_arrive_writable_and_aligned():
+    value = {"x": np.arange(6, dtype=np.float32).reshape(2, 3), "keep": np.array([True, False]),
+             "pair": (np.float64(0.5), [1, "two", None, float("nan"), 2**70]), "ids": np.arange(3, dtype=np.int64)}
+    back = round_trip(value)
+    assert isinstance(back["pair"], tuple) and back["pair"][1][:3] == [1, "two", None] and back["pair"][1][4] == 2**70
+    assert type(back["pair"][0]) is np.float64 and np.isnan(back["pair"][1][3])
+    for name in ("x", "keep", "ids"):
+        assert back[name].dtype == value[name].dtype and np.array_equal(back[name], value[name])
+        assert back[name].flags.writeable and back[name].flags.aligned
+
+
+def test_an_ndarray_subclass_crosses_as_its_plain_bytes():
+    class Agreeable(np.ndarray):
+        def __eq__(self, other):
+            return np.ones(self.shape, bool)
+
+    back = round_trip(np.arange(3.0).view(Agreeable))
+    assert type(back) is np.ndarray and not (back == np.full(3, 7.0)).any()
+
+
+def test_other_objects_cross_as_a_description_of_their_type_only():
+    import fractions
+
+    back = round_trip({"value": fractions.Fraction(1, 3), "weird": {1: "int key"}})
+    assert isinstance(back["value"], Foreign) and type(back["value"]).__module__ == "fractions"
+    assert type(back["value"]).__qualname__ == "Fraction"
+    assert type(back["weird"]).__qualname__ == "dict (with keys that are not str)"
+
+
+@pytest.mark.parametrize(
+    ("header", "buffers", "message"),
+    [
+        (["a", 0, "|O", [1]], [bytearray(8)], "may not cross"),  # object arrays would unpickle
+        (["a", 0, "<f8", [2]], [bytearray(8)], "does not fill"),
+        (["x", 1], [], "unknown or malformed node tag"),
+        (["m", 1, ["forward"]], [], "unknown or malformed node tag"),  # a model handle, where none may be
+    ],
+)
+def test_malformed_or_unsafe_messages_are_refused(header, buffers, message):
+    with pytest.raises(WireError, match=message):
+        decode(json.dumps(header).encode(), buffers)
+
+
+def test_encode_never_pickles():
+    header, buffers = encode({"x": np.zeros(2), "s": "text"})
+    assert b"pickle" not in header and all(isinstance(b, memoryview) for b in buffers)
+
+
+ADAPTER = '''
+from conformance import Conventions
+import numpy as np
+
+
+class Model:
+    def forward(self, src, tgt_in):
+        return np.zeros((*tgt_in.shape, 5))
+
+
+class Adapter:
+    conventions = Conventions(mask="blocked", batch_first=False, dtype="float64", framework="numpy")
+    model_class = Model
+
+    def layer_norm(self, x, gamma, beta, eps):
+        raise NotImplementedError("layer norm comes in week 3")
+
+    def positional_encoding(self, n, d_model):
+        raise ValueError(f"no PE for n={n}")
+
+    def build_model(self, config, seed):
+        return Model()
+
+
+adapter = Adapter()
+'''
+
+
+@pytest.fixture
+def isolated(tmp_path):
+    path = tmp_path / "student_adapter.py"
+    path.write_text(textwrap.dedent(ADAPTER))
+    candidate = load_isolated(str(path), timeout_s=10)
+    yield candidate
+    candidate.adapter.close()
+
+
+def test_the_proxy_has_the_conventions_and_exactly_the_parts_of_the_real_adapter(isolated):
+    assert isinstance(isolated.adapter, ProxyAdapter)
+    conventions = isolated.conventions.as_dict()  # every field, rebuilt from plain data
+    assert {k: conventions[k] for k in ("mask", "batch_first", "dtype", "framework")} == {
+        "mask": "blocked", "batch_first": False, "dtype": "float64", "framework": "numpy"}
+    assert isolated.provided_parts() == ["positional_encoding", "layer_norm", "build_model", "model.forward"]
+    assert "conformance_candidate_student_adapter" not in sys.modules  # the grader never imported it
+
+
+def test_not_implemented_keeps_its_reason_and_other_exceptions_their_type(isolated):
+    with pytest.raises(NotImplementedError, match="layer norm comes in week 3"):
+        isolated.adapter.layer_norm(np.zeros(2), np.ones(2), np.zeros(2), 1e-5)
+    with pytest.raises(AdapterError, match=r"positional_encoding raised ValueError: no PE for n=3"):
+        isolated.positional_encoding(3, 4)
+
+
+def test_build_model_returns_a_model_proxy_with_only_its_parts(isolated):
+    from conformance.config import toy_config
+
+    model = isolated.build_model(toy_config(), seed=0)
+    assert not hasattr(model.model, "train_step")
+    assert Candidate.provides(isolated, "model.forward") and not isolated.provides("model.train_step")

@@ -1,0 +1,34 @@
+"""conformance/twins.py names real checks, and flags a twin only when its published-number check passed."""
+
+import re
+
+from conformance.cli import main
+from conformance.results import CheckResult
+from conformance.twins import HARD_CODED, TWINS, annotate_hard_coding
+
+
+def collected_check_ids(capsys) -> set[str]:
+    main(["list", "reference"])
+    names = re.findall(r"::test_(\w+)\[", capsys.readouterr().out)
+    return set(names)
+
+
+def test_every_published_check_and_twin_named_in_twins_exists(capsys):
+    ids = collected_check_ids(capsys)
+    named = set(TWINS) | {twin for twins in TWINS.values() for twin in twins}
+    assert named - ids == set()
+
+
+def result(check_id: str, status: str) -> CheckResult:
+    return CheckResult(id=check_id, impl="x", title="", section="", status=status, message="m")
+
+
+def test_a_failing_twin_is_flagged_only_when_the_published_check_passed_and_no_known_bug_explains_it():
+    hard_coded = [result("published_learning_rates", "passed"), result("lrate_matches_formula_for_any_step", "failed")]
+    buggy = [result("published_learning_rates", "failed"), result("lrate_matches_formula_for_any_step", "failed")]
+    explained = [result("published_layer_norm_example", "passed"), result("layer_norm_matches_formula", "failed")]
+    explained[1].diagnosis = [{"mutant": "layer_norm_eps_outside_root", "bug": "eps outside the root"}]
+    for results in (hard_coded, buggy, explained):
+        annotate_hard_coding(results)
+    assert hard_coded[1].likely_cause == HARD_CODED and "published_learning_rates passed" in hard_coded[1].message
+    assert all(r[1].likely_cause is None and HARD_CODED not in r[1].message for r in (buggy, explained))
