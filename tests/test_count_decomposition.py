@@ -2,9 +2,8 @@
 
 import pytest
 
-from conformance.checks.test_parameter_count import probe
 from conformance.config import base_config, german_config, toy_config
-from conformance.diagnosis.counts import explain_count
+from conformance.diagnosis.counts import explain_count, probe
 from conformance.weights import parameter_count
 
 

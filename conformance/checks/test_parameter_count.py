@@ -15,7 +15,7 @@ from conformance import claims, published
 from conformance.compare import assert_true
 from conformance.config import ModelConfig, base_config, german_config, toy_config
 from conformance.diagnosis import Question
-from conformance.diagnosis.counts import explain_count
+from conformance.diagnosis.counts import explain_count, probe
 from conformance.errors import PartNotImplemented
 from conformance.tolerances import Tolerance
 from conformance.weights import parameter_count
@@ -37,13 +37,6 @@ EXACT = Tolerance(0, 0, "parameter counts are exact")
 def count(candidate, config: ModelConfig) -> int:
     """The candidate's parameter count for ``config``: the question every check here asks."""
     return candidate.parameter_count(config)
-
-
-def probe(config: ModelConfig) -> ModelConfig:
-    """A second configuration of the same kind (tied or not, shared or not, biases or not), other sizes, so
-    that a difference of one size's worth (V, d, d_ff) shows as what it is."""
-    return config.replace(src_vocab=53, tgt_vocab=53 if config.share_embeddings else 61, d_model=24, h=3,
-                          d_ff=40, N=3)
 
 
 def assert_count(candidate, check, config: ModelConfig, expected: int, what: str):
