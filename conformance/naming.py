@@ -17,6 +17,7 @@ BUILTINS = {
     "torch-nn-transformer-fixed": f"{_IMPLS}.torch_nn.adapter:torch_nn_fixed",
     # Third-party code from PyPI, installed by an extra (docs/third-party.md); loading names the extra if absent.
     "hf-marian": f"{_IMPLS}.thirdparty.hf_marian:adapter",
+    "hf-fsmt": f"{_IMPLS}.thirdparty.hf_fsmt:adapter",
 }
 MUTANT_PREFIX = "mutant:"
 
