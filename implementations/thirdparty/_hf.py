@@ -14,7 +14,7 @@ def require(package: str, extra: str, name: str):
         return importlib.import_module(package)
     except ModuleNotFoundError as exc:
         raise ModuleNotFoundError(f"the built-in {name!r} adapts {package}, which is not installed. Fix: pip install"
-                                  f" 'transformer-conformance[{extra}]'", name=package) from exc
+                                  f" 'transformer-conformance[{extra}]'", name=package.partition(".")[0]) from exc
 
 
 def freeze_as_buffers(net: nn.Module) -> nn.Module:
