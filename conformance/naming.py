@@ -18,6 +18,7 @@ BUILTINS = {
     # Third-party code from PyPI, installed by an extra (docs/third-party.md); loading names the extra if absent.
     "hf-marian": f"{_IMPLS}.thirdparty.hf_marian:adapter",
     "hf-fsmt": f"{_IMPLS}.thirdparty.hf_fsmt:adapter",
+    "opennmt-py": f"{_IMPLS}.thirdparty.onmt_py:adapter",
 }
 MUTANT_PREFIX = "mutant:"
 
