@@ -14,9 +14,9 @@ import re
 import sys
 
 import pytest
+from conftest import certify_quietly
 
 from conformance.loading import LoadError, import_target
-from tests.conftest import certify_quietly
 
 pytestmark = pytest.mark.filterwarnings("ignore::DeprecationWarning", "ignore::FutureWarning")
 MODULES = {"hf-marian": "hf_marian", "hf-fsmt": "hf_fsmt", "opennmt-py": "onmt_py"}
