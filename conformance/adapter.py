@@ -157,6 +157,26 @@ class Adapter(Protocol):
         """§3.1: y (B, T, d_model), memory (B, S, d_model), tgt_mask (B, T) and src_mask (B, S) key
         padding -> (B, T, d_model). The layer applies the causal mask itself (§3.2.3)."""
 
+    def attention_sublayer(
+        self,
+        x: np.ndarray,
+        memory: np.ndarray | None,
+        weights: dict[str, np.ndarray],
+        h: int,
+        eps: float,
+        mask: np.ndarray | None,
+    ) -> np.ndarray:
+        """§3.1 around §3.2.2, for code whose attention module folds in the residual and the norm:
+        x (B, Lq, d_model), memory (B, Lk, d_model) for cross-attention or None for self-attention,
+        weights W_Q.. (b_Q.. if given), norm.gamma, norm.beta, mask (B, Lq, Lk) or None
+        -> LayerNorm(x + MultiHead(x, kv, kv)) (B, Lq, d_model), kv = memory or x. Optional: only where
+        ``multi_head_attention`` is missing do its checks run."""
+
+    def ffn_sublayer(self, x: np.ndarray, weights: dict[str, np.ndarray], eps: float) -> np.ndarray:
+        """§3.1 around §3.3: x (B, L, d_model), weights W1, b1, W2, b2, norm.gamma, norm.beta
+        -> LayerNorm(x + FFN(x)) (B, L, d_model). Optional: only where ``feed_forward`` is missing do its
+        checks run."""
+
     def build_model(self, config: dict, seed: int) -> Model:
         """A model for ``ModelConfig.as_dict()``, initialised from ``seed``; see ``Model``."""
 
@@ -173,6 +193,8 @@ class Adapter(Protocol):
 
 
 # Part names, as checks name them in ``@pytest.mark.requires(...)``. Model methods are "model.<name>".
+# ``attention_sublayer`` and ``ffn_sublayer`` are the coarser form of ``multi_head_attention`` and
+# ``feed_forward`` (with the residual and the norm): their checks run only where the finer part is missing.
 ADAPTER_PARTS = (
     "positional_encoding",
     "layer_norm",
@@ -181,6 +203,8 @@ ADAPTER_PARTS = (
     "feed_forward",
     "encoder_layer",
     "decoder_layer",
+    "attention_sublayer",
+    "ffn_sublayer",
     "build_model",
     "learning_rate",
     "label_smoothed_loss",

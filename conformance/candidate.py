@@ -312,6 +312,22 @@ class Candidate:
         part = f"decoder_layer(y{y.shape}, memory{memory.shape}, h={h})"
         return expect_float_array(self.from_layout(out), y.shape, part=part)
 
+    def attention_sublayer(self, x, memory, weights, h: int, eps: float, keep=None) -> np.ndarray:
+        """LayerNorm(x + MultiHead(x, kv, kv)), kv = memory (cross-attention) or x; keep (B, Lq, Lk)."""
+        self._require_layer("attention_sublayer", weights, eps, prefix="")
+        memory = None if memory is None else self.to_layout(self.cast(memory))
+        out = self.call("attention_sublayer", self.adapter, self.to_layout(self.cast(x)), memory,
+                        self.cast_weights(weights), h, eps, self.to_mask(keep))
+        kind = "self" if memory is None else "cross"
+        part = f"attention_sublayer({kind}, x{np.shape(x)}, h={h})"
+        return expect_float_array(self.from_layout(out), np.shape(x), part=part)
+
+    def ffn_sublayer(self, x, weights, eps: float) -> np.ndarray:
+        """LayerNorm(x + FFN(x))."""
+        self._require_layer("ffn_sublayer", weights, eps)
+        out = self.call("ffn_sublayer", self.adapter, self.to_layout(self.cast(x)), self.cast_weights(weights), eps)
+        return expect_float_array(self.from_layout(out), np.shape(x), part=f"ffn_sublayer(x{np.shape(x)})")
+
     def learning_rate(self, step: int, d_model: int, warmup: int) -> float:
         value = self.call("learning_rate", self.adapter, step, d_model, warmup)
         return expect_scalar(value, float, part=f"learning_rate(step={step}, d_model={d_model}, warmup={warmup})")

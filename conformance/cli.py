@@ -63,7 +63,10 @@ def build_parser() -> argparse.ArgumentParser:
     add_isolation_arguments(certify)
     listing = sub.add_parser("list", help="list the checks with their section and claim")
     listing.add_argument("impl", nargs="?", default="reference")
-    sub.add_parser("template", help="print an adapter template to copy and fill")
+    template_parser = sub.add_parser("template", help="print an adapter template to copy and fill")
+    template_parser.add_argument(
+        "--from", dest="source", metavar="MODULE:CLASS",
+        help="draft an adapter for this nn.Module encoder-decoder (name map proposed from its parameters)")
     sub.add_parser("fixtures", help="verify the golden facts and print how many are encoded, verified and used")
     add_grade_parser(sub)
     kill = sub.add_parser("mutants", help="run the suite over every mutant: the kill matrix, kill rate and survivors")
@@ -201,7 +204,26 @@ def list_checks(args) -> int:
 def template(args) -> int:
     import conformance.implementations
 
+    if getattr(args, "source", None):
+        return template_from(args.source)
     print((Path(conformance.implementations.__file__).parent / "template.py").read_text(), end="")
+    return EXIT_OK
+
+
+def template_from(source: str) -> int:
+    """The adapter draft for an nn.Module class (conformance.adapters.draft); exit 2 with the fix if it cannot."""
+    from conformance.adapters.draft import draft
+
+    try:
+        text = draft(source)
+    except ImportError as exc:
+        print(f"template --from {source}: cannot import it ({exc}). Fix: run from the folder that contains the"
+              " module, or give its file: path/to/file.py:Class", file=sys.stderr)
+        return EXIT_USAGE
+    except (ValueError, AttributeError, TypeError) as exc:
+        print(f"template --from {source}: {exc}", file=sys.stderr)
+        return EXIT_USAGE
+    print(text, end="")
     return EXIT_OK
 
 

@@ -129,6 +129,35 @@ def feed_forward(x, weights: dict) -> np.ndarray:
         return _np(ffn(_t(x)))
 
 
+def _post_norm(x, fn, weights: dict, eps: float):
+    """§3.1 as the reference writes it: LayerNorm(x + Sublayer(x)) with the norm's gamma and beta."""
+    torch, ref = _modules()
+    norm = _loaded(ref.LayerNorm(np.shape(weights["norm.gamma"])[0], eps, _formulas()),
+                   {"gamma": weights["norm.gamma"], "beta": weights["norm.beta"]})
+    return _formulas().sublayer(_t(x), fn, norm, torch.nn.Identity())
+
+
+@_quiet
+def attention_sublayer(x, memory, weights: dict, h: int, eps: float, keep=None) -> np.ndarray:
+    """LayerNorm(x + MultiHead(x, kv, kv)), kv = memory or x: x (B, Lq, d), keep (B, Lq, Lk) -> (B, Lq, d);
+    weights W_Q.. (b_Q..), norm.gamma, norm.beta."""
+    torch, ref = _modules()
+    attention = {name: value for name, value in weights.items() if not name.startswith("norm.")}
+    mha = _loaded(ref.MultiHeadAttention(np.shape(weights["W_Q"])[0], h, "b_Q" in weights, _formulas()), attention)
+    kv = None if memory is None else _t(memory)
+    keep_t = None if keep is None else torch.as_tensor(np.asarray(keep, dtype=bool))
+    return _np(_post_norm(x, lambda q: mha(q, q if kv is None else kv, q if kv is None else kv, keep_t), weights, eps))
+
+
+@_quiet
+def ffn_sublayer(x, weights: dict, eps: float) -> np.ndarray:
+    """LayerNorm(x + FFN(x)): x (B, L, d) -> (B, L, d)."""
+    _, ref = _modules()
+    d_model, d_ff = np.shape(weights["W1"])
+    ffn = _loaded(ref.FeedForward(d_model, d_ff, _formulas()), {k: weights[k] for k in ("W1", "b1", "W2", "b2")})
+    return _np(_post_norm(x, ffn, weights, eps))
+
+
 def _layer(stack: str, weights: dict, h: int, eps: float):
     _, ref = _modules()
     d_model, d_ff = np.shape(weights["ffn.W1"])

@@ -78,6 +78,8 @@ def pytest_configure(config):
         "requires(*parts): the adapter parts a check needs; missing parts make it not implemented",
         "depends_on(check_id): a prerequisite check in the same module; if it did not pass, this one is blocked",
         "section(text): the paper section a check certifies, when it differs from its module's SECTION",
+        "superseded_by(*parts): a check of a coarse part (attention_sublayer) that runs only where the candidate"
+        " lacks these finer parts (multi_head_attention), whose own checks already judge it",
         "training: a training-convergence check (slow); deselect with --no-training",
         "claim(source, where, text): what the verdict rests on (conformance.claims): the paper, a lesson, or a"
         " convention of the suite (advisory unless --conformance-strict)",
@@ -286,12 +288,26 @@ def pytest_collection_modifyitems(config, items):
         items[:] = [item for item in items if not item.get_closest_marker("training")]
     for item in items:
         _wrap_property_check(item)
+    deselect_superseded(config, items)
     expression = config.getoption("conformance_select")
     if expression:
         selected, deselected = select_by_check_id(items, expression)
         if deselected:
             config.hook.pytest_deselected(items=deselected)
         items[:] = selected
+
+
+def deselect_superseded(config, items) -> None:
+    """Drop the checks of a coarse part (``superseded_by``) for the candidates that have the finer part:
+    an adapter with ``multi_head_attention`` is judged by its checks, not again through ``attention_sublayer``."""
+    dropped = []
+    for item in items:
+        marker, candidate = item.get_closest_marker("superseded_by"), _item_candidate(item)
+        if marker and candidate is not None and any(candidate.provides(part) for part in marker.args):
+            dropped.append(item)
+    if dropped:
+        config.hook.pytest_deselected(items=dropped)
+        items[:] = [item for item in items if item not in dropped]
 
 
 def select_by_check_id(items, expression: str):

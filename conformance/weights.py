@@ -122,6 +122,14 @@ def sub_weights(weights: dict[str, np.ndarray], prefix: str) -> dict[str, np.nda
     return {name[len(prefix):]: value for name, value in weights.items() if name.startswith(prefix)}
 
 
+def sublayer_weights(weights: dict[str, np.ndarray], sublayer: str, norm: str) -> dict[str, np.ndarray]:
+    """A layer's weights for one composite sublayer, its norm's as ``norm.gamma``, ``norm.beta``:
+    ``sublayer_weights(w, "self_attn", "norm1")`` is {W_Q, ..., b_O, norm.gamma, norm.beta}, what
+    ``attention_sublayer`` receives (``ffn_sublayer``: W1, b1, W2, b2, norm.gamma, norm.beta)."""
+    return {**sub_weights(weights, f"{sublayer}."),
+            **{f"norm.{name}": value for name, value in sub_weights(weights, f"{norm}.").items()}}
+
+
 def check_names(weights: dict, expected: dict[str, tuple[int, ...]]) -> list[str]:
     """Problems with a weight dict against the expected names and shapes (empty when it conforms)."""
     problems = [f"missing {name} {shape}" for name, shape in expected.items() if name not in weights]

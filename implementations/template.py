@@ -2,6 +2,10 @@
 
 Run it with:  transformer-conformance certify path/to/my_adapter.py
 
+For a PyTorch nn.Module, start from a draft instead: ``transformer-conformance template --from
+my_module:MyTransformer > my_adapter.py`` writes the model side on ``conformance.adapters.torch.TorchModel``
+with a proposed name map (docs/walkthrough.md).
+
 Every value crossing the boundary is a numpy array or a Python scalar, both ways: convert your
 tensors with ``tensor.detach().cpu().numpy()`` and build them with ``torch.from_numpy(array)``.
 A part you delete is reported as "not implemented", never as a failure. The full contract, with
@@ -51,6 +55,17 @@ class MyAdapter:
         """weights: self_attn.*, norm1.*, cross_attn.*, norm2.*, ffn.*, norm3.*; apply the causal mask yourself."""
         raise NotImplementedError
 
+    # If your attention and FFN modules add the residual and apply the LayerNorm themselves, expose these
+    # instead of multi_head_attention and feed_forward (their checks run only where those are missing).
+    def attention_sublayer(self, x, memory, weights: dict, h: int, eps: float, mask) -> np.ndarray:
+        """LayerNorm(x + MultiHead(x, kv, kv)), kv = memory (cross-attention) or x (memory None);
+        weights: W_Q.. (b_Q..), norm.gamma, norm.beta."""
+        raise NotImplementedError
+
+    def ffn_sublayer(self, x, weights: dict, eps: float) -> np.ndarray:
+        """LayerNorm(x + FFN(x)); weights: W1, b1, W2, b2, norm.gamma, norm.beta."""
+        raise NotImplementedError
+
     def learning_rate(self, step: int, d_model: int, warmup: int) -> float:
         raise NotImplementedError
 
@@ -62,7 +77,8 @@ class MyAdapter:
 
     # def build_model(self, config: dict, seed: int):
     #     """Return an object with load_weights, dump_weights, forward, encode, decode,
-    #     greedy_decode and train_step; see conformance.adapter.Model. Parameters without a canonical
+    #     greedy_decode and train_step; see conformance.adapter.Model (for torch code:
+    #     conformance.adapters.torch.TorchModel(module, config, names=NAME_MAP)). Parameters without a canonical
     #     name stay at their identity values (bias 0, gamma 1, beta 0) in load_weights and are listed by
     #     unmapped_parameters() -> {name: count}. The loss is the mean smoothed cross-entropy over the
     #     non-padding targets (conformance.adapters converts a KL or a sum); steps count from 1."""

@@ -1,5 +1,7 @@
 """Every check says what its verdict rests on: a sentence of the paper or the lessons, or a suite convention."""
 
+from pathlib import Path
+
 import pytest
 
 from conformance import claims
@@ -14,12 +16,17 @@ class Items:
         self.items = list(items)
 
 
+# The reference has the bare parts, so the checks of the composite ones (attention_sublayer, ffn_sublayer) are
+# deselected for it; the walk-through's adapter has only the composite ones: together they collect every check.
+WALKTHROUGH = str(Path(__file__).parents[1] / "docs" / "walkthrough" / "my_adapter.py")
+
+
 @pytest.fixture(scope="module")
 def checks():
     collector = Items()
-    pytest.main([str(checks_dir()), "--impl", "reference", "--collect-only", "-q", "-p", "no:cacheprovider",
-                 "--import-mode=importlib", "-o", "addopts=", "-c", str(checks_dir() / "pytest.ini"),
-                 "--rootdir", str(checks_dir())], plugins=[collector])
+    pytest.main([str(checks_dir()), "--impl", "reference", "--impl", WALKTHROUGH, "--collect-only", "-q",
+                 "-p", "no:cacheprovider", "--import-mode=importlib", "-o", "addopts=",
+                 "-c", str(checks_dir() / "pytest.ini"), "--rootdir", str(checks_dir())], plugins=[collector])
     return collector.items
 
 
@@ -34,8 +41,6 @@ def test_every_check_declares_its_claim(checks):
 
 def test_the_suites_conventions_are_few_and_listed_in_the_docs(checks):
     """A convention never decides conformance; each is named in docs/claims.md so users know what is advisory."""
-    from pathlib import Path
-
     conventions = sorted({item.originalname.removeprefix("test_") for item in checks if claims.is_convention(item)})
     assert conventions == ["fully_masked_row_gives_zero_weights_and_only_b_O",
                            "fully_masked_row_gives_zero_weights_and_output"]
@@ -45,8 +50,6 @@ def test_the_suites_conventions_are_few_and_listed_in_the_docs(checks):
 
 def test_the_audit_table_in_the_docs_matches_the_markers(checks):
     """docs/claims.md lists every check with its source; it must not go stale."""
-    from pathlib import Path
-
     docs = (Path(__file__).parents[1] / "docs" / "claims.md").read_text()
     table = {}
     for line in docs.split("## The audit")[1].splitlines():

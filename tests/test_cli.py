@@ -41,6 +41,15 @@ def test_template_prints_a_loadable_adapter(capsys, tmp_path):
     assert main(["certify", str(path)]) == EXIT_NOTHING_RAN  # every part raises NotImplementedError
 
 
+def test_template_from_a_class_it_cannot_import_names_the_fix(capsys, tmp_path, monkeypatch):
+    monkeypatch.chdir(tmp_path)
+    assert main(["template", "--from", "no_such_module:Transformer"]) == EXIT_USAGE
+    assert "Fix: run from the folder that contains the module" in capsys.readouterr().err
+    (tmp_path / "tiny.py").write_text("class Transformer:\n    def __init__(self, vocab_size, mystery): ...\n")
+    assert main(["template", "--from", "tiny.py:Transformer"]) == EXIT_USAGE
+    assert "needs mystery, which match no config key by name" in capsys.readouterr().err
+
+
 def test_python_dash_m_conformance_is_the_same_command():
     out = subprocess.run([sys.executable, "-m", "conformance", "--help"], capture_output=True, text=True, check=True)
     assert "certify" in out.stdout

@@ -94,10 +94,10 @@ def test_default_encoder_takes_the_nested_tensor_fast_path_on_a_padded_batch():
     cfg, weights, src, _ = problem("toy")
     padded = src == PAD
     default = built(torch_nn_default, cfg, weights)
-    beta = default.net.transformer.encoder.norm.bias.detach().numpy()
+    beta = default.module.transformer.encoder.norm.bias.detach().numpy()
     memory = default.encode(src)
     assert (memory[padded] == beta).all()
-    default.net.transformer.encoder.norm = None  # the stack alone: exactly 0 at padded positions
+    default.module.transformer.encoder.norm = None  # the stack alone: exactly 0 at padded positions
     assert (default.encode(src)[padded] == 0).all()
 
     fixed = built(torch_nn_fixed, cfg, weights).encode(src)
@@ -110,7 +110,7 @@ def test_default_lists_its_final_norms_as_unmapped_and_leaves_them_at_identity()
     default = built(torch_nn_default, cfg, weights)
     assert default.unmapped_parameters() == {f"transformer.{stack}.norm.{p}": cfg.d_model
                                              for stack in ("encoder", "decoder") for p in ("weight", "bias")}
-    for norm in default.net.final_norms:
+    for norm in default.module.final_norms:
         assert (norm.weight == 1).all() and (norm.bias == 0).all()
     assert built(torch_nn_fixed, cfg, weights).unmapped_parameters() == {}
 

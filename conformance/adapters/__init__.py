@@ -1,6 +1,14 @@
-"""Helpers for writing an adapter around real code. ``conformance.adapters.convert``: what to do when the
-implementation's loss or schedule is written differently from the protocol's (docs/adapter-protocol.md,
-"A contract for real code")."""
+"""Helpers for writing an adapter around real code; importing this package needs no torch.
+
+* ``conformance.adapters.names``: name maps, canonical names -> an implementation's parameter paths
+  (``NameMap``, ``sub_names``), with fused projections and copies of a shared table;
+* ``conformance.adapters.propose``: ``propose_mapping``, a draft name map from parameter names and shapes;
+* ``conformance.adapters.convert``: a KL or summed loss and a LambdaLR schedule in the protocol's terms;
+* ``conformance.adapters.torch`` (imports torch): ``TorchModel``, a whole ``Model`` around any ``nn.Module``
+  encoder-decoder, and ``load_component`` for the layer parts.
+
+docs/adapter-protocol.md, "A contract for real code", and docs/walkthrough.md show them at work.
+"""
 
 from conformance.adapters.convert import (
     cross_entropy_from_kl,
@@ -8,5 +16,7 @@ from conformance.adapters.convert import (
     rate_from_lambda_lr,
     smoothed_target_entropy,
 )
+from conformance.adapters.names import NameMap, NameMapError, sub_names
 
-__all__ = ["cross_entropy_from_kl", "mean_from_sum", "rate_from_lambda_lr", "smoothed_target_entropy"]
+__all__ = ["NameMap", "NameMapError", "cross_entropy_from_kl", "mean_from_sum", "rate_from_lambda_lr",
+           "smoothed_target_entropy", "sub_names"]

@@ -12,6 +12,7 @@ from __future__ import annotations
 import numpy as np
 
 from conformance import oracle
+from conformance.diagnosis import composite
 from conformance.diagnosis.matching import agrees
 from conformance.scenarios import key_padding
 from conformance.tolerances import LAYER, MODEL, Tolerance, for_dtype
@@ -32,7 +33,8 @@ def suspect_in_encoder_layer(candidate, x, w, h, eps, keep) -> str:
     if candidate.provides("feed_forward") and not agrees(
             candidate.feed_forward(want["norm1"], sub_weights(w, "ffn.")), want["ffn"], tol):
         return "feed-forward sublayer suspected"
-    return _wiring(candidate, "the padding mask")
+    found = composite.suspect_in_encoder(candidate, x, w, h, eps, keep, want, tol)
+    return found or _wiring(candidate, "the padding mask")
 
 
 def suspect_in_decoder_layer(candidate, y, memory, w, h, eps, tgt_keep, src_keep) -> str:
@@ -51,12 +53,13 @@ def suspect_in_decoder_layer(candidate, y, memory, w, h, eps, tgt_keep, src_keep
     if candidate.provides("feed_forward") and not agrees(
             candidate.feed_forward(want["norm2"], sub_weights(w, "ffn.")), want["ffn"], tol):
         return "feed-forward sublayer suspected"
-    return _wiring(candidate, "the causal mask, the padding masks of the self- and the cross-attention, which"
-                              " states feed the cross-attention")
+    found = composite.suspect_in_decoder(candidate, y, memory, w, h, eps, src_keep, want, tol)
+    return found or _wiring(candidate, "the causal mask, the padding masks of the self- and the cross-attention,"
+                                       " which states feed the cross-attention")
 
 
 def _wiring(candidate, extra: str) -> str:
-    if not (candidate.provides("multi_head_attention") and candidate.provides("feed_forward")):
+    if not (composite.testable(candidate, "multi_head_attention") and composite.testable(candidate, "feed_forward")):
         return "no multi_head_attention and feed_forward parts to test its sublayers alone"
     return (f"its sublayers agree with the oracle on their own, so the layer's wiring is suspected"
             f" (residual connections, LayerNorm placement, {extra})")

@@ -16,6 +16,7 @@ import torch
 from torch import Tensor
 
 from conformance.adapter import Conventions
+from conformance.adapters.torch import TorchModel, floats, ids, mask, numpy
 from conformance.config import ModelConfig
 from conformance.implementations.reference.model import (
     REFERENCE,
@@ -31,33 +32,18 @@ from conformance.implementations.reference.model import (
 from conformance.implementations.reference.training import Trainer
 
 # --------------------------------------------------------------------------------------------------
-# Crossing the boundary
+# Crossing the boundary (conformance.adapters.torch; the private names stay for the mutants)
 # --------------------------------------------------------------------------------------------------
 
 
 DTYPES = {"float32": torch.float32, "float64": torch.float64}
-
-
-def _floats(x, dtype: torch.dtype = torch.float32) -> Tensor:
-    return torch.tensor(np.asarray(x), dtype=dtype)  # a copy: read-only arrays (np.broadcast_to) are fine
-
-
-def _ids(x) -> Tensor:
-    return torch.tensor(np.asarray(x, dtype=np.int64))
-
-
-def _keep(mask) -> Tensor | None:
-    return None if mask is None else torch.tensor(np.asarray(mask, dtype=bool))
+_floats, _ids, _keep, _numpy = floats, ids, mask, numpy
 
 
 def _key_padding(mask) -> Tensor | None:
     """(B, L) keep -> (B, 1, L): one row shared by every query."""
     keep = _keep(mask)
     return None if keep is None else keep.unsqueeze(1)
-
-
-def _numpy(t: Tensor, dtype: torch.dtype = torch.float32) -> np.ndarray:
-    return t.detach().cpu().to(dtype).numpy().copy()
 
 
 def _with_weights(module: torch.nn.Module, weights: dict, dtype: torch.dtype = torch.float32) -> torch.nn.Module:
@@ -75,23 +61,22 @@ def _attention_bias(weights: dict, prefix: str = "") -> bool:
 # The model
 # --------------------------------------------------------------------------------------------------
 
+# The modules' parameter paths are the canonical names, and their attention modules the reported sublayers.
+NAMES = {"E": "E", "E_src": "E_src", "E_tgt": "E_tgt", "W_out": "W_out", "*.{l}.*.*": "*.{l}.*.*"}
+ATTENTION = {"*.{l}.*_attn": "*.{l}.*_attn"}
 
-class ReferenceModel:
-    """A ``conformance.adapter.Model``: the reference ``Transformer`` behind a numpy boundary."""
+
+class ReferenceModel(TorchModel):
+    """A ``conformance.adapter.Model``: the reference ``Transformer`` behind a numpy boundary, trained by its
+    own ``Trainer``, decoding greedily with its formulas' loop (a mutant may swap either)."""
 
     def __init__(
         self, config: ModelConfig, seed: int, formulas: Formulas = REFERENCE, dtype: torch.dtype = torch.float32
     ):
-        self.config, self.seed, self.dtype = config, seed, dtype
         # Initialised in float32 whatever the dtype, so that a seed gives the same weights in both.
-        self.module = Transformer(config, formulas, seed=seed).to(dtype)
-        self._trainer: Trainer | None = None  # built at the first train_step
-
-    def load_weights(self, weights: dict[str, np.ndarray]) -> None:
-        load_canonical(self.module, weights)
-
-    def dump_weights(self) -> dict[str, np.ndarray]:
-        return {name: _numpy(p, self.dtype) for name, p in canonical_state(self.module).items()}
+        super().__init__(Transformer(config, formulas, seed=seed).to(dtype), config, names=NAMES,
+                         forward=lambda module, src, tgt_in: module(src, tgt_in), attention=ATTENTION,
+                         trainer=lambda module: Trainer(module, seed=seed), dtype=dtype, seed=seed)
 
     def unmapped_parameters(self) -> dict[str, int]:
         """Every parameter of the reference has a canonical name (its module path is the name)."""
@@ -99,35 +84,10 @@ class ReferenceModel:
         return {name: p.numel() for name, p in self.module.named_parameters() if name not in names}
 
     @torch.no_grad()
-    def forward(self, src: np.ndarray, tgt_in: np.ndarray) -> np.ndarray:
-        return _numpy(self.module.eval()(_ids(src), _ids(tgt_in)), self.dtype)
-
-    @torch.no_grad()
-    def encode(self, src: np.ndarray) -> np.ndarray:
-        return _numpy(self.module.eval().encode(_ids(src)), self.dtype)
-
-    @torch.no_grad()
-    def decode(self, tgt_in: np.ndarray, memory: np.ndarray, src: np.ndarray) -> np.ndarray:
-        logits = self.module.eval().decode(_ids(tgt_in), _floats(memory, self.dtype), _ids(src))
-        return _numpy(logits, self.dtype)
-
-    @torch.no_grad()
     def greedy_decode(self, src: np.ndarray, max_len: int) -> np.ndarray:
         module = self.module.eval()
         ids = module.formulas.greedy_decode(module, _ids(src), int(max_len))
         return ids.cpu().numpy().astype(np.int64)
-
-    def train_step(self, src: np.ndarray, tgt_in: np.ndarray, tgt_out: np.ndarray) -> dict:
-        if self._trainer is None:
-            self._trainer = Trainer(self.module, seed=self.seed)
-        return self._trainer.train_step(_ids(src), _ids(tgt_in), _ids(tgt_out))
-
-    @torch.no_grad()
-    def attention_weights(self, src: np.ndarray, tgt_in: np.ndarray) -> dict[str, np.ndarray]:
-        """The (B, h, Lq, Lk) weights of an evaluation-mode forward pass on (src, tgt_in), by module path:
-        ``encoder.{l}.self_attn``, ``decoder.{l}.self_attn``, ``decoder.{l}.cross_attn`` (l from 0)."""
-        self.module.eval()(_ids(src), _ids(tgt_in))
-        return {name: _numpy(w, self.dtype) for name, w in self.module.attention_weights().items()}
 
 
 # --------------------------------------------------------------------------------------------------

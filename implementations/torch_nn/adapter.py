@@ -70,10 +70,9 @@ import torch.nn.functional as F
 from torch import Tensor, nn
 
 from conformance.adapter import Conventions
+from conformance.adapters import sub_names
+from conformance.adapters.torch import PaperRecipe, TorchModel, floats, ids, load_component, mask, numpy
 from conformance.config import ModelConfig
-from conformance.weights import model_shapes
-
-DTYPE = torch.float32
 
 
 @contextlib.contextmanager
@@ -110,67 +109,33 @@ def causal_blocked(T: int) -> Tensor:
     return torch.ones(T, T, dtype=torch.bool).triu(1)
 
 
-# --------------------------------------------------------------------------------------------------
-# Canonical names on nn's modules (orientation x @ W; nn.Linear.weight is W^T)
-# --------------------------------------------------------------------------------------------------
-
-# One canonical tensor: (parameter, rows of it or None, stored transposed)
-Entry = tuple[nn.Parameter, slice | None, bool]
-
-
 def _attention(d_model: int, h: int, dropout: float, bias: bool) -> nn.MultiheadAttention:
     return nn.MultiheadAttention(d_model, h, dropout=dropout, bias=bias, batch_first=True)
-
-
-def attention_entries(mha: nn.MultiheadAttention) -> dict[str, Entry]:
-    """W_Q, W_K, W_V are the transposed thirds of ``in_proj_weight`` (3d, d); W_O = out_proj.weight^T."""
-    d = mha.embed_dim
-    entries: dict[str, Entry] = {}
-    for i, m in enumerate("QKV"):
-        entries[f"W_{m}"] = (mha.in_proj_weight, slice(i * d, (i + 1) * d), True)
-    entries["W_O"] = (mha.out_proj.weight, None, True)
-    if mha.in_proj_bias is not None:
-        for i, m in enumerate("QKV"):
-            entries[f"b_{m}"] = (mha.in_proj_bias, slice(i * d, (i + 1) * d), False)
-        entries["b_O"] = (mha.out_proj.bias, None, False)
-    return entries
-
-
-def layer_entries(layer: nn.Module) -> dict[str, Entry]:
-    """An nn.TransformerEncoderLayer or nn.TransformerDecoderLayer under the canonical layer names."""
-    decoder = isinstance(layer, nn.TransformerDecoderLayer)
-    attentions = [("self_attn", layer.self_attn)] + ([("cross_attn", layer.multihead_attn)] if decoder else [])
-    entries = {f"{name}.{k}": v for name, mha in attentions for k, v in attention_entries(mha).items()}
-    entries.update({
-        "ffn.W1": (layer.linear1.weight, None, True), "ffn.b1": (layer.linear1.bias, None, False),
-        "ffn.W2": (layer.linear2.weight, None, True), "ffn.b2": (layer.linear2.bias, None, False),
-    })
-    for norm in ("norm1", "norm2", "norm3") if decoder else ("norm1", "norm2"):
-        entries[f"{norm}.gamma"] = (getattr(layer, norm).weight, None, False)
-        entries[f"{norm}.beta"] = (getattr(layer, norm).bias, None, False)
-    return entries
-
-
-def _read(entry: Entry) -> Tensor:
-    p, rows, transposed = entry
-    t = p if rows is None else p[rows]
-    return t.T if transposed else t
-
-
-@torch.no_grad()
-def _write(entries: dict[str, Entry], weights: dict) -> None:
-    for name, (p, rows, transposed) in entries.items():
-        value = torch.tensor(np.asarray(weights[name]), dtype=p.dtype)  # a copy: read-only arrays are fine
-        target = p if rows is None else p[rows]
-        if tuple(target.shape) != tuple(value.T.shape if transposed else value.shape):
-            raise ValueError(f"{name}: shape {tuple(value.shape)} does not fit {tuple(target.shape)}")
-        target.copy_(value.T if transposed else value)
 
 
 def _without_attention_biases(layer: nn.Module, d_model: int, h: int, dropout: float) -> None:
     layer.self_attn = _attention(d_model, h, dropout, bias=False)
     if isinstance(layer, nn.TransformerDecoderLayer):
         layer.multihead_attn = _attention(d_model, h, dropout, bias=False)
+
+
+# --------------------------------------------------------------------------------------------------
+# Canonical names on nn's modules (conformance.adapters): in_proj_weight stacks W_Q^T, W_K^T, W_V^T
+# --------------------------------------------------------------------------------------------------
+
+MHA = {"W_QKV": "in_proj_weight", "W_O": "out_proj"}  # an entry for a matrix gives its bias too
+NAMES = {
+    "E": "embedding.weight", "E_src": "src_embedding.weight", "E_tgt": "tgt_embedding.weight", "W_out": "generator",
+    **{f"*.{{l}}.self_attn.{k}": f"transformer.*.layers.{{l}}.self_attn.{v}" for k, v in MHA.items()},
+    **{f"decoder.{{l}}.cross_attn.{k}": f"transformer.decoder.layers.{{l}}.multihead_attn.{v}" for k, v in MHA.items()},
+    "*.{l}.ffn.W1": "transformer.*.layers.{l}.linear1", "*.{l}.ffn.W2": "transformer.*.layers.{l}.linear2",
+    "*.{l}.norm*": "transformer.*.layers.{l}.norm*",  # an entry for a norm gives gamma (weight) and beta (bias)
+}
+LAYER = {stack: sub_names(NAMES, f"{stack}.{{l}}.", f"transformer.{stack}.layers.{{l}}.")
+         for stack in ("encoder", "decoder")}
+FFN = {"W1": "0", "W2": "2"}  # nn.Sequential(Linear, ReLU, Linear)
+ATTENTION = {"*.{l}.self_attn": "transformer.*.layers.{l}.self_attn",
+             "decoder.{l}.cross_attn": "transformer.decoder.layers.{l}.multihead_attn"}
 
 
 # --------------------------------------------------------------------------------------------------
@@ -243,20 +208,6 @@ class TorchNNSeq2Seq(nn.Module):
         del masks["src_key_padding_mask"]
         return self.project(self.transformer.decoder(self.embed(tgt_in, "tgt"), memory, **masks))
 
-    def canonical(self) -> dict[str, Entry]:
-        entries: dict[str, Entry] = {}
-        if self.cfg.share_embeddings:
-            entries["E"] = (self.embedding.weight, None, False)
-        else:
-            entries["E_src"] = (self.src_embedding.weight, None, False)
-            entries["E_tgt"] = (self.tgt_embedding.weight, None, False)
-        if self.generator is not None:
-            entries["W_out"] = (self.generator.weight, None, True)
-        for stack in ("encoder", "decoder"):
-            for i, layer in enumerate(getattr(self.transformer, stack).layers):
-                entries.update({f"{stack}.{i}.{k}": v for k, v in layer_entries(layer).items()})
-        return entries
-
     @torch.no_grad()
     def initialise(self, seed: int) -> None:
         """Embeddings N(0, d_model^-0.5) from a generator of its own (nn's other parameters keep nn's init)."""
@@ -270,134 +221,20 @@ class TorchNNSeq2Seq(nn.Module):
 # --------------------------------------------------------------------------------------------------
 
 
-def _t(value) -> Tensor:
-    return torch.tensor(np.asarray(value), dtype=DTYPE)  # a copy: read-only arrays are fine
+def build(config: ModelConfig, seed: int, *, final_norms: bool, nested_tensor: bool) -> TorchModel:
+    """nn's own initialisation drawn from ``seed`` (the global generator left as it was), embeddings from a
+    generator of their own; batch-first; the paper's recipe with this file's lrate. Attention weights are
+    asked of each nn.MultiheadAttention again with ``need_weights=True`` (nn's layers call it without)."""
+    with torch.random.fork_rng(devices=[]):
+        torch.manual_seed(seed)
+        net = TorchNNSeq2Seq(config, final_norms=final_norms, nested_tensor=nested_tensor)
+    net.initialise(seed)
 
+    def forward(m, src, tgt_in):
+        return m(src, tgt_in)
 
-def _ids(x) -> Tensor:
-    return torch.tensor(np.asarray(x, dtype=np.int64))
-
-
-def _blocked(mask) -> Tensor | None:
-    return None if mask is None else torch.tensor(np.asarray(mask, dtype=bool))
-
-
-def _np(t: Tensor) -> np.ndarray:
-    return t.detach().cpu().to(DTYPE).numpy().copy()
-
-
-class TorchNNModel:
-    """A ``conformance.adapter.Model`` around ``TorchNNSeq2Seq``; batch-first, float32."""
-
-    def __init__(self, config: ModelConfig, seed: int, *, final_norms: bool, nested_tensor: bool):
-        self.config, self.seed = config, seed
-        with torch.random.fork_rng(devices=[]):  # nn's own init draws from the global RNG: seed it, leave it as it was
-            torch.manual_seed(seed)
-            self.net = TorchNNSeq2Seq(config, final_norms=final_norms, nested_tensor=nested_tensor)
-        self.net.initialise(seed)
-        recipe = config.recipe
-        self.steps_done = 0
-        self.optimizer = torch.optim.Adam(
-            self.net.parameters(), lr=1.0, betas=tuple(recipe.adam_betas), eps=recipe.adam_eps
-        )
-        self.schedule = torch.optim.lr_scheduler.LambdaLR(
-            self.optimizer, lambda s: lrate(s + 1, config.d_model, recipe.warmup)  # LambdaLR counts from 0
-        )
-        self.criterion = nn.CrossEntropyLoss(ignore_index=config.pad_id, label_smoothing=recipe.label_smoothing)
-
-    def load_weights(self, weights: dict) -> None:
-        """Every canonical parameter. The default configuration's final norms have no canonical name: they
-        are set to their identity values (gamma 1, beta 0), as the protocol asks, and listed by
-        ``unmapped_parameters``."""
-        expected = model_shapes(self.config)
-        if set(weights) != set(expected):
-            raise KeyError(f"canonical weights do not match: missing {sorted(set(expected) - set(weights))},"
-                           f" unexpected {sorted(set(weights) - set(expected))}")
-        _write(self.net.canonical(), weights)
-        with torch.no_grad():
-            for norm in self.net.final_norms:
-                norm.weight.fill_(1.0)
-                norm.bias.zero_()
-
-    def unmapped_parameters(self) -> dict[str, int]:
-        """The final norms of PyTorch's default configuration: 2 x 2 x d_model values the paper has not."""
-        mapped = {id(entry[0]) for entry in self.net.canonical().values()}
-        return {name: p.numel() for name, p in self.net.named_parameters() if id(p) not in mapped}
-
-    def dump_weights(self) -> dict[str, np.ndarray]:
-        """Every canonical parameter; the default configuration's final norms cannot be expressed."""
-        entries = self.net.canonical()
-        return {name: _np(_read(entries[name])) for name in model_shapes(self.config)}
-
-    @torch.no_grad()
-    def forward(self, src, tgt_in) -> np.ndarray:
-        return _np(self.net.eval()(_ids(src), _ids(tgt_in)))
-
-    @torch.no_grad()
-    def encode(self, src) -> np.ndarray:
-        return _np(self.net.eval().encode(_ids(src)))
-
-    @torch.no_grad()
-    def decode(self, tgt_in, memory, src) -> np.ndarray:
-        return _np(self.net.eval().decode(_ids(tgt_in), _t(memory), _ids(src)))
-
-    @torch.no_grad()
-    def greedy_decode(self, src, max_len: int) -> np.ndarray:
-        """src (B, S) -> (B, L) ids after <s>; rows that emitted </s> continue with padding."""
-        cfg, net = self.config, self.net.eval()
-        src = _ids(src)
-        memory = net.encode(src)
-        out = torch.full((src.shape[0], 1), cfg.bos_id, dtype=torch.long)
-        alive = torch.ones(src.shape[0], dtype=torch.bool)
-        for _ in range(int(max_len)):
-            if not alive.any():
-                break
-            best = net.decode(out, memory, src)[:, -1].argmax(-1)  # (B,) from the last position
-            best = best.masked_fill(~alive, cfg.pad_id)
-            alive &= best != cfg.eos_id
-            out = torch.cat([out, best[:, None]], dim=1)
-        return out[:, 1:].numpy().astype(np.int64)
-
-    def train_step(self, src, tgt_in, tgt_out) -> dict:
-        self.net.train()
-        lr = self.optimizer.param_groups[0]["lr"]  # the rate this update uses
-        with torch.random.fork_rng(devices=[]):
-            torch.manual_seed(hash((self.seed, self.steps_done)) % 2**62)  # dropout masks of this update
-            logits = self.net(_ids(src), _ids(tgt_in))
-            loss = self.criterion(logits.reshape(-1, logits.shape[-1]), _ids(tgt_out).reshape(-1))
-            self.optimizer.zero_grad(set_to_none=True)
-            loss.backward()
-        self.optimizer.step()
-        self.schedule.step()
-        self.steps_done += 1
-        return {"loss": float(loss.item()), "lr": float(lr)}
-
-    @torch.no_grad()
-    def attention_weights(self, src, tgt_in) -> dict[str, np.ndarray]:
-        """(B, h, Lq, Lk) weights of an evaluation pass, asked of each attention module with
-        ``need_weights=True, average_attn_weights=False`` while the layers are run one by one (nn's
-        layers call their attention with ``need_weights=False``). The decoder reads the memory
-        ``encode`` gives (with the final norm and the fast path, where the configuration has them)."""
-        net = self.net.eval()
-        src, tgt_in = _ids(src), _ids(tgt_in)
-        masks = net.masks(src, tgt_in)
-        src_pad, tgt_pad, causal = masks["src_key_padding_mask"], masks["tgt_key_padding_mask"], masks["tgt_mask"]
-        weights = {}
-        x = net.embed(src, "src")
-        for i, layer in enumerate(net.transformer.encoder.layers):
-            _, weights[f"encoder.{i}.self_attn"] = layer.self_attn(
-                x, x, x, key_padding_mask=src_pad, need_weights=True, average_attn_weights=False)
-            x = layer(x, src_key_padding_mask=src_pad)
-        memory = net.encode(src)
-        y = net.embed(tgt_in, "tgt")
-        for i, layer in enumerate(net.transformer.decoder.layers):
-            attended, weights[f"decoder.{i}.self_attn"] = layer.self_attn(
-                y, y, y, attn_mask=causal, key_padding_mask=tgt_pad, need_weights=True, average_attn_weights=False)
-            queries = layer.norm1(y + attended)  # post-norm: what the cross-attention reads (no dropout in eval)
-            _, weights[f"decoder.{i}.cross_attn"] = layer.multihead_attn(
-                queries, memory, memory, key_padding_mask=src_pad, need_weights=True, average_attn_weights=False)
-            y = layer(y, memory, tgt_mask=causal, tgt_key_padding_mask=tgt_pad, memory_key_padding_mask=src_pad)
-        return {name: _np(w) for name, w in weights.items()}
+    return TorchModel(net, config, names=NAMES, forward=forward, attention=ATTENTION, seed=seed,
+                      trainer=lambda m: PaperRecipe(m, config, forward=forward, seed=seed, rate=lrate))
 
 
 # --------------------------------------------------------------------------------------------------
@@ -411,7 +248,7 @@ def _same_or_new(arrays) -> list[Tensor]:
     tensors: list[Tensor] = []
     for i, a in enumerate(arrays):
         same = next((tensors[j] for j in range(i) if np.array_equal(arrays[j], a)), None)
-        tensors.append(same if same is not None else _t(a))
+        tensors.append(same if same is not None else floats(a))
     return tensors
 
 
@@ -437,7 +274,7 @@ class TorchNNAdapter:
     """Every part, computed by torch.nn's modules; ``final_norms``/``nested_tensor`` pick the configuration."""
 
     conventions = Conventions(mask="blocked", batch_first=True, dtype="float32", framework="torch")
-    model_class = TorchNNModel
+    model_class = TorchModel
 
     def __init__(self, *, final_norms: bool, nested_tensor: bool, name: str):
         self.final_norms, self.nested_tensor, self.name = final_norms, nested_tensor, name
@@ -447,52 +284,50 @@ class TorchNNAdapter:
 
     # §3.5
     def positional_encoding(self, n: int, d_model: int) -> np.ndarray:
-        return _np(sinusoids(int(n), int(d_model)))
+        return numpy(sinusoids(int(n), int(d_model)))
 
     # §3.1
     @torch.no_grad()
     def layer_norm(self, x, gamma, beta, eps: float) -> np.ndarray:
-        x = _t(x)
-        return _np(F.layer_norm(x, x.shape[-1:], _t(gamma), _t(beta), float(eps)))
+        x = floats(x)
+        return numpy(F.layer_norm(x, x.shape[-1:], floats(gamma), floats(beta), float(eps)))
 
     # §3.2.1: the output from torch's kernel, the weights written out (the kernel returns none)
     @torch.no_grad()
-    def scaled_dot_product_attention(self, q, k, v, mask) -> tuple[np.ndarray, np.ndarray]:
-        q, k, v, blocked = _t(q), _t(k), _t(v), _blocked(mask)
+    def scaled_dot_product_attention(self, q, k, v, blocked) -> tuple[np.ndarray, np.ndarray]:
+        q, k, v, blocked = floats(q), floats(k), floats(v), mask(blocked)
         out = F.scaled_dot_product_attention(q, k, v, attn_mask=None if blocked is None else ~blocked)
         scores = q @ k.transpose(-2, -1) / math.sqrt(q.shape[-1])
         if blocked is not None:
             scores = scores.masked_fill(blocked, float("-inf"))
-        return _np(out), _np(_safe_softmax(scores))
+        return numpy(out), numpy(_safe_softmax(scores))
 
     # §3.2.2
     @torch.no_grad()
-    def multi_head_attention(self, query, key, value, weights: dict, h: int, mask) -> tuple[np.ndarray, np.ndarray]:
+    def multi_head_attention(self, query, key, value, weights: dict, h: int, blocked) -> tuple[np.ndarray, np.ndarray]:
         """nn.MultiheadAttention; mask (B, Lq, Lk) True = blocked, repeated per head: nn's (B*h, Lq, Lk)."""
         h = int(h)
-        mha = _fresh(lambda: _attention(np.shape(weights["W_Q"])[0], h, 0.0, _has_bias(weights)))
-        _write(attention_entries(mha), weights)
-        blocked = _blocked(mask)
+        mha = load_component(_fresh(lambda: _attention(np.shape(weights["W_Q"])[0], h, 0.0, _has_bias(weights))),
+                             weights, MHA)
+        blocked = mask(blocked)
         inputs = _same_or_new([query, key, value])
         attn_mask = None if blocked is None else blocked.repeat_interleave(h, dim=0)
         # nn.MultiheadAttention gives NaN for a query with every key blocked when asked for its weights,
         # but b_O (weights 0) without them, which is what its layers use: take the output from that
         # call, and the weights of that row as the 0 they stand for (the suite's specified behaviour).
-        out, _ = mha.eval()(*inputs, attn_mask=attn_mask, need_weights=False)
+        out, _ = mha(*inputs, attn_mask=attn_mask, need_weights=False)
         _, attn = mha(*inputs, attn_mask=attn_mask, need_weights=True, average_attn_weights=False)
-        return _np(out), _np(torch.nan_to_num(attn, nan=0.0))
+        return numpy(out), numpy(torch.nan_to_num(attn, nan=0.0))
 
     # §3.3
     @torch.no_grad()
     def feed_forward(self, x, weights: dict) -> np.ndarray:
         d_model, d_ff = np.shape(weights["W1"])
         ffn = _fresh(lambda: nn.Sequential(nn.Linear(d_model, d_ff), nn.ReLU(), nn.Linear(d_ff, d_model)))
-        _write({"W1": (ffn[0].weight, None, True), "b1": (ffn[0].bias, None, False),
-                "W2": (ffn[2].weight, None, True), "b2": (ffn[2].bias, None, False)}, weights)
-        return _np(ffn(_t(x)))
+        return numpy(load_component(ffn, weights, FFN)(floats(x)))
 
     @staticmethod
-    def _layer(cls, weights: dict, h: int, eps: float) -> nn.Module:
+    def _layer(cls, stack: str, weights: dict, h: int, eps: float) -> nn.Module:
         d_model, d_ff = np.shape(weights["ffn.W1"])
         h = int(h)
 
@@ -503,28 +338,26 @@ class TorchNNAdapter:
                 _without_attention_biases(layer, d_model, h, 0.0)
             return layer
 
-        layer = _fresh(build)
-        _write(layer_entries(layer), weights)
-        return layer.eval()
+        return load_component(_fresh(build), weights, LAYER[stack])
 
     # §3.1, encoder: nn.TransformerEncoderLayer
     @torch.no_grad()
     def encoder_layer(self, x, weights: dict, h: int, eps: float, src_mask) -> np.ndarray:
-        layer = self._layer(nn.TransformerEncoderLayer, weights, h, eps)
-        return _np(layer(_t(x), src_key_padding_mask=_blocked(src_mask)))
+        layer = self._layer(nn.TransformerEncoderLayer, "encoder", weights, h, eps)
+        return numpy(layer(floats(x), src_key_padding_mask=mask(src_mask)))
 
     # §3.1, decoder: nn.TransformerDecoderLayer with the causal tgt_mask
     @torch.no_grad()
     def decoder_layer(self, y, memory, weights: dict, h: int, eps: float, tgt_mask, src_mask) -> np.ndarray:
-        layer = self._layer(nn.TransformerDecoderLayer, weights, h, eps)
-        y = _t(y)
-        out = layer(y, _t(memory), tgt_mask=causal_blocked(y.shape[1]), tgt_key_padding_mask=_blocked(tgt_mask),
-                    memory_key_padding_mask=_blocked(src_mask), tgt_is_causal=True)
-        return _np(out)
+        layer = self._layer(nn.TransformerDecoderLayer, "decoder", weights, h, eps)
+        y = floats(y)
+        out = layer(y, floats(memory), tgt_mask=causal_blocked(y.shape[1]), tgt_key_padding_mask=mask(tgt_mask),
+                    memory_key_padding_mask=mask(src_mask), tgt_is_causal=True)
+        return numpy(out)
 
-    def build_model(self, config: dict, seed: int) -> TorchNNModel:
-        return TorchNNModel(ModelConfig.from_dict(config), int(seed),
-                            final_norms=self.final_norms, nested_tensor=self.nested_tensor)
+    def build_model(self, config: dict, seed: int) -> TorchModel:
+        return build(ModelConfig.from_dict(config), int(seed), final_norms=self.final_norms,
+                     nested_tensor=self.nested_tensor)
 
     # §5.3
     def learning_rate(self, step: int, d_model: int, warmup: int) -> float:
@@ -534,7 +367,7 @@ class TorchNNAdapter:
     @torch.no_grad()
     def label_smoothed_loss(self, logits, targets, epsilon: float, pad_id: int) -> float:
         loss = nn.CrossEntropyLoss(ignore_index=int(pad_id), label_smoothing=float(epsilon))
-        return float(loss(_t(logits), _ids(targets)).item())
+        return float(loss(floats(logits), ids(targets)).item())
 
     def parameter_count(self, config: dict) -> int:
         """nn.Transformer's parameters plus the embedding(s) (and W_out): the model ``build_model`` makes,

@@ -33,11 +33,9 @@ import torch.nn.functional as F
 from torch import Tensor, nn
 
 from conformance.adapter import Conventions
+from conformance.adapters import sub_names
+from conformance.adapters.torch import PaperRecipe, TorchModel, floats, ids, load_component, mask, numpy
 from conformance.config import ModelConfig
-from conformance.weights import model_shapes
-
-DTYPE = torch.float32
-
 
 # --------------------------------------------------------------------------------------------------
 # Formulas on plain tensors
@@ -82,10 +80,6 @@ def _cut(b: Tensor | None, lo: int, hi: int) -> Tensor | None:
     return None if b is None else b[lo:hi]
 
 
-def _t(value) -> Tensor:
-    return torch.tensor(np.asarray(value), dtype=DTYPE)  # a copy: read-only arrays are fine
-
-
 # --------------------------------------------------------------------------------------------------
 # Modules, each knowing its canonical names (orientation x @ W)
 # --------------------------------------------------------------------------------------------------
@@ -127,23 +121,6 @@ class FusedAttention(nn.Module):
         Lq, B = query.shape[:2]
         return self.out(context.permute(2, 0, 1, 3).reshape(Lq, B, self.d_model))  # Concat(heads) W_O
 
-    def canonical(self) -> dict[str, Tensor]:
-        W_Q, W_K, W_V = self.W_qkv.chunk(3, dim=1)
-        names = {"W_Q": W_Q, "W_K": W_K, "W_V": W_V, "W_O": self.out.weight.T}
-        if self.b_qkv is not None:
-            b_Q, b_K, b_V = self.b_qkv.chunk(3)
-            names.update(b_Q=b_Q, b_K=b_K, b_V=b_V, b_O=self.out.bias)
-        return names
-
-    @torch.no_grad()
-    def load_canonical(self, w: dict) -> None:
-        self.W_qkv.copy_(torch.cat([_t(w["W_Q"]), _t(w["W_K"]), _t(w["W_V"])], dim=1))
-        self.out.weight.copy_(_t(w["W_O"]).T)
-        if self.b_qkv is not None:
-            self.b_qkv.copy_(torch.cat([_t(w["b_Q"]), _t(w["b_K"]), _t(w["b_V"])]))
-            self.out.bias.copy_(_t(w["b_O"]))
-
-
 class PositionwiseFFN(nn.Module):
     """§3.3: max(0, x W1 + b1) W2 + b2."""
 
@@ -154,56 +131,19 @@ class PositionwiseFFN(nn.Module):
     def forward(self, x: Tensor) -> Tensor:
         return self.outer(F.relu(self.inner(x)))
 
-    def canonical(self) -> dict[str, Tensor]:
-        return {"W1": self.inner.weight.T, "b1": self.inner.bias, "W2": self.outer.weight.T, "b2": self.outer.bias}
-
-    @torch.no_grad()
-    def load_canonical(self, w: dict) -> None:
-        self.inner.weight.copy_(_t(w["W1"]).T)
-        self.inner.bias.copy_(_t(w["b1"]))
-        self.outer.weight.copy_(_t(w["W2"]).T)
-        self.outer.bias.copy_(_t(w["b2"]))
-
-
-class Norm(nn.LayerNorm):
-    """§3.1 LayerNorm; gamma is torch's weight, beta its bias."""
-
-    def canonical(self) -> dict[str, Tensor]:
-        return {"gamma": self.weight, "beta": self.bias}
-
-    @torch.no_grad()
-    def load_canonical(self, w: dict) -> None:
-        self.weight.copy_(_t(w["gamma"]))
-        self.bias.copy_(_t(w["beta"]))
-
-
-class Block(nn.Module):
-    """A layer made of canonical sublayers; its canonical names are '<child>.<name>'."""
-
-    SUBLAYERS: tuple[str, ...] = ()
-
-    def canonical(self) -> dict[str, Tensor]:
-        return {f"{sub}.{name}": t for sub in self.SUBLAYERS for name, t in getattr(self, sub).canonical().items()}
-
-    def load_canonical(self, w: dict) -> None:
-        for sub in self.SUBLAYERS:
-            getattr(self, sub).load_canonical({k[len(sub) + 1 :]: v for k, v in w.items() if k.startswith(sub + ".")})
-
-
 def _key_blocked(pad_blocked: Tensor | None) -> Tensor | None:
     """(B, Lk) True at padding -> (B, 1, 1, Lk): the same hidden keys for every head and query."""
     return None if pad_blocked is None else pad_blocked[:, None, None, :]
 
 
-class EncoderBlock(Block):
-    """§3.1 encoder layer, post-norm: x = LayerNorm(x + Dropout(Sublayer(x)))."""
-
-    SUBLAYERS = ("self_attn", "norm1", "ffn", "norm2")
+class EncoderBlock(nn.Module):
+    """§3.1 encoder layer, post-norm: x = LayerNorm(x + Dropout(Sublayer(x))); ``nn.LayerNorm`` (biased
+    variance, eps inside the root) is §3.1's."""
 
     def __init__(self, d_model, h, d_ff, eps, dropout, bias):
         super().__init__()
-        self.self_attn, self.norm1 = FusedAttention(d_model, h, bias), Norm(d_model, eps)
-        self.ffn, self.norm2 = PositionwiseFFN(d_model, d_ff), Norm(d_model, eps)
+        self.self_attn, self.norm1 = FusedAttention(d_model, h, bias), nn.LayerNorm(d_model, eps)
+        self.ffn, self.norm2 = PositionwiseFFN(d_model, d_ff), nn.LayerNorm(d_model, eps)
         self.drop = nn.Dropout(dropout)
 
     def forward(self, x: Tensor, src_pad: Tensor | None) -> Tensor:
@@ -212,16 +152,14 @@ class EncoderBlock(Block):
         return self.norm2(x + self.drop(self.ffn(x)))
 
 
-class DecoderBlock(Block):
+class DecoderBlock(nn.Module):
     """§3.1 decoder layer: masked self-attention, encoder-decoder attention, FFN; post-norm."""
-
-    SUBLAYERS = ("self_attn", "norm1", "cross_attn", "norm2", "ffn", "norm3")
 
     def __init__(self, d_model, h, d_ff, eps, dropout, bias):
         super().__init__()
-        self.self_attn, self.norm1 = FusedAttention(d_model, h, bias), Norm(d_model, eps)
-        self.cross_attn, self.norm2 = FusedAttention(d_model, h, bias), Norm(d_model, eps)
-        self.ffn, self.norm3 = PositionwiseFFN(d_model, d_ff), Norm(d_model, eps)
+        self.self_attn, self.norm1 = FusedAttention(d_model, h, bias), nn.LayerNorm(d_model, eps)
+        self.cross_attn, self.norm2 = FusedAttention(d_model, h, bias), nn.LayerNorm(d_model, eps)
+        self.ffn, self.norm3 = PositionwiseFFN(d_model, d_ff), nn.LayerNorm(d_model, eps)
         self.drop = nn.Dropout(dropout)
 
     def forward(self, y: Tensor, memory: Tensor, tgt_pad: Tensor | None, src_pad: Tensor | None) -> Tensor:
@@ -280,163 +218,49 @@ class Seq2SeqTransformer(nn.Module):
     def forward(self, src: Tensor, tgt_in: Tensor) -> Tensor:
         return self.decode(tgt_in, self.encode(src), src)
 
-    def canonical(self) -> dict[str, Tensor]:
-        names = {}
-        if self.cfg.share_embeddings:
-            names["E"] = self.embedding.weight
+
+
+# --------------------------------------------------------------------------------------------------
+# The adapter: canonical names on these modules (conformance.adapters), sequence-first, "blocked" masks
+# --------------------------------------------------------------------------------------------------
+
+NAMES = {
+    "E": "embedding.weight", "E_src": "src_embedding.weight", "E_tgt": "tgt_embedding.weight", "W_out": "generator",
+    "*.{l}.*_attn.W_QKV": "*.{l}.*_attn.W_qkv", "*.{l}.*_attn.b_QKV": "*.{l}.*_attn.b_qkv",  # x @ W already
+    "*.{l}.*_attn.W_O": "*.{l}.*_attn.out",  # nn.Linear: transposed, its bias beside it
+    "*.{l}.ffn.W1": "*.{l}.ffn.inner", "*.{l}.ffn.W2": "*.{l}.ffn.outer", "*.{l}.norm*": "*.{l}.norm*",
+}
+LAYER = {stack: sub_names(NAMES, f"{stack}.{{l}}.", f"{stack}.{{l}}.") for stack in ("encoder", "decoder")}
+ATTENTION = sub_names(NAMES, "encoder.{l}.self_attn.", "encoder.{l}.self_attn.")
+FFN = sub_names(NAMES, "encoder.{l}.ffn.", "encoder.{l}.ffn.")
+
+
+@torch.no_grad()
+def initialise(views: dict[str, Tensor], d_model: int, seed: int) -> None:
+    """Embeddings N(0, d_model^-0.5), matrices Glorot-uniform (each third of W_qkv on its own),
+    biases 0, LayerNorm gamma 1 and beta 0; drawn in canonical order from a generator of its own."""
+    g = torch.Generator().manual_seed(seed)
+    for name, t in views.items():
+        leaf = name.rsplit(".", 1)[-1]
+        if leaf in ("E", "E_src", "E_tgt"):
+            t.normal_(0.0, d_model**-0.5, generator=g)
+        elif leaf == "gamma":
+            t.fill_(1.0)
+        elif t.dim() == 2:
+            t.uniform_(-math.sqrt(6.0 / sum(t.shape)), math.sqrt(6.0 / sum(t.shape)), generator=g)
         else:
-            names["E_src"], names["E_tgt"] = self.src_embedding.weight, self.tgt_embedding.weight
-        if self.generator is not None:
-            names["W_out"] = self.generator.weight.T
-        for stack in ("encoder", "decoder"):
-            for i, block in enumerate(getattr(self, stack)):
-                names.update({f"{stack}.{i}.{k}": v for k, v in block.canonical().items()})
-        return names
-
-    @torch.no_grad()
-    def load_canonical(self, weights: dict) -> None:
-        if self.cfg.share_embeddings:
-            self.embedding.weight.copy_(_t(weights["E"]))
-        else:
-            self.src_embedding.weight.copy_(_t(weights["E_src"]))
-            self.tgt_embedding.weight.copy_(_t(weights["E_tgt"]))
-        if self.generator is not None:
-            self.generator.weight.copy_(_t(weights["W_out"]).T)
-        for stack in ("encoder", "decoder"):
-            for i, block in enumerate(getattr(self, stack)):
-                prefix = f"{stack}.{i}."
-                block.load_canonical({k[len(prefix) :]: v for k, v in weights.items() if k.startswith(prefix)})
-
-    @torch.no_grad()
-    def initialise(self, seed: int) -> None:
-        """Embeddings N(0, d_model^-0.5), matrices Glorot-uniform (each third of W_qkv on its own),
-        biases 0, LayerNorm gamma 1 and beta 0; drawn from a generator of its own."""
-        g = torch.Generator().manual_seed(seed)
-
-        def glorot(W: Tensor) -> None:
-            bound = math.sqrt(6.0 / (W.shape[0] + W.shape[1]))
-            W.uniform_(-bound, bound, generator=g)
-
-        for name, t in self.canonical().items():
-            leaf = name.rsplit(".", 1)[-1]
-            if leaf in ("E", "E_src", "E_tgt"):
-                t.normal_(0.0, self.cfg.d_model**-0.5, generator=g)
-            elif leaf == "gamma":
-                t.fill_(1.0)
-            elif t.dim() == 2:
-                glorot(t)  # views: W_Q, W_K, W_V are column blocks of W_qkv, W_O the transpose of out.weight
-            else:
-                t.zero_()
+            t.zero_()
 
 
-# --------------------------------------------------------------------------------------------------
-# The model behind the numpy boundary, sequence-first
-# --------------------------------------------------------------------------------------------------
-
-
-def _ids(x) -> Tensor:
-    return torch.tensor(np.asarray(x, dtype=np.int64))
-
-
-def _np(t: Tensor) -> np.ndarray:
-    return t.detach().cpu().to(DTYPE).numpy().copy()
-
-
-class FusedQKVModel:
-    """A ``conformance.adapter.Model``; token ids (L, B), activations and logits (L, B, ...)."""
-
-    def __init__(self, config: ModelConfig, seed: int):
-        self.config, self.seed = config, seed
-        with torch.random.fork_rng(devices=[]):  # torch's own layer init draws globally; keep that untouched
-            self.net = Seq2SeqTransformer(config)
-        self.net.initialise(seed)
-        self.steps_done = 0
-        recipe = config.recipe
-        self.optimizer = torch.optim.Adam(
-            self.net.parameters(), lr=1.0, betas=tuple(recipe.adam_betas), eps=recipe.adam_eps
-        )
-        self.schedule = torch.optim.lr_scheduler.LambdaLR(
-            self.optimizer, lambda s: lrate(s + 1, config.d_model, recipe.warmup)  # LambdaLR counts from 0
-        )
-        self.criterion = nn.CrossEntropyLoss(ignore_index=config.pad_id, label_smoothing=recipe.label_smoothing)
-
-    def load_weights(self, weights: dict) -> None:
-        expected = model_shapes(self.config)
-        if set(weights) != set(expected):
-            raise KeyError(f"canonical weights do not match: missing {sorted(set(expected) - set(weights))},"
-                           f" unexpected {sorted(set(weights) - set(expected))}")
-        for name, shape in expected.items():
-            if tuple(np.shape(weights[name])) != shape:
-                raise ValueError(f"{name}: shape {np.shape(weights[name])}, expected {shape}")
-        self.net.load_canonical(weights)
-
-    def dump_weights(self) -> dict[str, np.ndarray]:
-        tensors = self.net.canonical()
-        return {name: _np(tensors[name]) for name in model_shapes(self.config)}
-
-    @torch.no_grad()
-    def forward(self, src, tgt_in) -> np.ndarray:
-        return _np(self.net.eval()(_ids(src), _ids(tgt_in)))
-
-    @torch.no_grad()
-    def encode(self, src) -> np.ndarray:
-        return _np(self.net.eval().encode(_ids(src)))
-
-    @torch.no_grad()
-    def decode(self, tgt_in, memory, src) -> np.ndarray:
-        memory = _t(memory)
-        return _np(self.net.eval().decode(_ids(tgt_in), memory, _ids(src)))
-
-    @torch.no_grad()
-    def greedy_decode(self, src, max_len: int) -> np.ndarray:
-        """src (S, B) -> (L, B) ids after <s>; rows that emitted </s> continue with padding."""
-        cfg, net = self.config, self.net.eval()
-        src = _ids(src)
-        memory = net.encode(src)
-        out = torch.full((1, src.shape[1]), cfg.bos_id, dtype=torch.long)  # (1, B): <s>
-        alive = torch.ones(src.shape[1], dtype=torch.bool)
-        for _ in range(int(max_len)):
-            if not alive.any():
-                break
-            best = net.decode(out, memory, src)[-1].argmax(-1)  # (B,) from the last position
-            best = best.masked_fill(~alive, cfg.pad_id)
-            alive &= best != cfg.eos_id
-            out = torch.cat([out, best[None]], dim=0)
-        return out[1:].numpy().astype(np.int64)
-
-    def train_step(self, src, tgt_in, tgt_out) -> dict:
-        self.net.train()
-        lr = self.optimizer.param_groups[0]["lr"]  # the rate this update uses
-        with torch.random.fork_rng(devices=[]):
-            torch.manual_seed(hash((self.seed, self.steps_done)) % 2**62)  # dropout masks of this update
-            logits = self.net(_ids(src), _ids(tgt_in))  # (T, B, V)
-            loss = self.criterion(logits.reshape(-1, logits.shape[-1]), _ids(tgt_out).reshape(-1))
-            self.optimizer.zero_grad(set_to_none=True)
-            loss.backward()
-        self.optimizer.step()
-        self.schedule.step()
-        self.steps_done += 1
-        return {"loss": float(loss.item()), "lr": float(lr)}
-
-    @torch.no_grad()
-    def attention_weights(self, src, tgt_in) -> dict[str, np.ndarray]:
-        """The (B, h, Lq, Lk) weights of an evaluation forward pass on src (S, B), tgt_in (T, B), by module
-        path (``encoder.0.self_attn``, ``decoder.1.cross_attn``, ...); batch-first like every weight."""
-        self.net.eval()(_ids(src), _ids(tgt_in))
-        return {
-            name: _np(m.last_weights)
-            for name, m in self.net.named_modules()
-            if isinstance(m, FusedAttention) and m.last_weights is not None
-        }
-
-
-# --------------------------------------------------------------------------------------------------
-# The adapter
-# --------------------------------------------------------------------------------------------------
-
-
-def _blocked(mask) -> Tensor | None:
-    return None if mask is None else torch.tensor(np.asarray(mask, dtype=bool))
+def build(config: ModelConfig, seed: int) -> TorchModel:
+    """Token ids (L, B), logits (L, B, V); the paper's recipe for training (with this file's lrate)."""
+    with torch.random.fork_rng(devices=[]):  # torch's own layer init draws globally; keep that untouched
+        net = Seq2SeqTransformer(config)
+    model = TorchModel(net, config, names=NAMES, forward=lambda m, src, tgt_in: m(src, tgt_in),
+                       attention={"*.{l}.*_attn": "*.{l}.*_attn"}, batch_first=False, seed=seed,
+                       trainer=lambda m: PaperRecipe(m, config, forward=lambda m, s, t: m(s, t), seed=seed, rate=lrate))
+    initialise(model.views(), config.d_model, seed)
+    return model
 
 
 def _same_or_new(arrays) -> list[Tensor]:
@@ -444,7 +268,7 @@ def _same_or_new(arrays) -> list[Tensor]:
     tensors: list[Tensor] = []
     for i, a in enumerate(arrays):
         same = next((tensors[j] for j in range(i) if np.array_equal(arrays[j], a)), None)
-        tensors.append(same if same is not None else _t(a))
+        tensors.append(same if same is not None else floats(a))
     return tensors
 
 
@@ -454,57 +278,54 @@ def _has_bias(weights: dict, prefix: str = "") -> bool:
 
 class FusedQKVAdapter:
     conventions = Conventions(mask="blocked", batch_first=False, dtype="float32", framework="torch")
-    model_class = FusedQKVModel
+    model_class = TorchModel
 
     def positional_encoding(self, n: int, d_model: int) -> np.ndarray:
-        return _np(sinusoid_table(int(n), int(d_model)))
+        return numpy(sinusoid_table(int(n), int(d_model)))
 
     @torch.no_grad()
     def layer_norm(self, x, gamma, beta, eps: float) -> np.ndarray:
-        x = _t(x)
-        return _np(F.layer_norm(x, x.shape[-1:], _t(gamma), _t(beta), float(eps)))
+        x = floats(x)
+        return numpy(F.layer_norm(x, x.shape[-1:], floats(gamma), floats(beta), float(eps)))
 
     @torch.no_grad()
-    def scaled_dot_product_attention(self, q, k, v, mask):
-        out, weights = attend(_t(q), _t(k), _t(v), _blocked(mask))
-        return _np(out), _np(weights)
+    def scaled_dot_product_attention(self, q, k, v, blocked):
+        out, weights = attend(floats(q), floats(k), floats(v), mask(blocked))
+        return numpy(out), numpy(weights)
 
     @torch.no_grad()
-    def multi_head_attention(self, query, key, value, weights: dict, h: int, mask):
+    def multi_head_attention(self, query, key, value, weights: dict, h: int, blocked):
         """query (Lq, B, d), key and value (Lk, B, d), mask (B, Lq, Lk) True = blocked
         -> (output (Lq, B, d), weights (B, h, Lq, Lk))."""
         mha = FusedAttention(np.shape(weights["W_Q"])[0], int(h), _has_bias(weights))
-        mha.load_canonical(weights)
-        blocked = _blocked(mask)
+        mha = load_component(mha, weights, ATTENTION)
+        blocked = mask(blocked)
         out = mha(*_same_or_new([query, key, value]), None if blocked is None else blocked[:, None])
-        return _np(out), _np(mha.last_weights)
+        return numpy(out), numpy(mha.last_weights)
 
     @torch.no_grad()
     def feed_forward(self, x, weights: dict) -> np.ndarray:
-        ffn = PositionwiseFFN(*np.shape(weights["W1"]))
-        ffn.load_canonical(weights)
-        return _np(ffn(_t(x)))
+        return numpy(load_component(PositionwiseFFN(*np.shape(weights["W1"])), weights, FFN)(floats(x)))
 
     @staticmethod
-    def _block(cls, weights: dict, h: int, eps: float) -> Block:
+    def _block(cls, stack: str, weights: dict, h: int, eps: float) -> nn.Module:
         d_model, d_ff = np.shape(weights["ffn.W1"])
-        block = cls(d_model, int(h), d_ff, float(eps), 0.0, _has_bias(weights, "self_attn."))
-        block.load_canonical(weights)
-        return block.eval()
+        return load_component(cls(d_model, int(h), d_ff, float(eps), 0.0, _has_bias(weights, "self_attn.")),
+                              weights, LAYER[stack])
 
     @torch.no_grad()
     def encoder_layer(self, x, weights: dict, h: int, eps: float, src_mask) -> np.ndarray:
         """x (S, B, d), src_mask (B, S) True at padding -> (S, B, d)."""
-        return _np(self._block(EncoderBlock, weights, h, eps)(_t(x), _blocked(src_mask)))
+        return numpy(self._block(EncoderBlock, "encoder", weights, h, eps)(floats(x), mask(src_mask)))
 
     @torch.no_grad()
     def decoder_layer(self, y, memory, weights: dict, h: int, eps: float, tgt_mask, src_mask) -> np.ndarray:
         """y (T, B, d), memory (S, B, d), tgt_mask (B, T) and src_mask (B, S) True at padding -> (T, B, d)."""
-        block = self._block(DecoderBlock, weights, h, eps)
-        return _np(block(_t(y), _t(memory), _blocked(tgt_mask), _blocked(src_mask)))
+        block = self._block(DecoderBlock, "decoder", weights, h, eps)
+        return numpy(block(floats(y), floats(memory), mask(tgt_mask), mask(src_mask)))
 
-    def build_model(self, config: dict, seed: int) -> FusedQKVModel:
-        return FusedQKVModel(ModelConfig.from_dict(config), int(seed))
+    def build_model(self, config: dict, seed: int) -> TorchModel:
+        return build(ModelConfig.from_dict(config), int(seed))
 
     def learning_rate(self, step: int, d_model: int, warmup: int) -> float:
         return float(lrate(int(step), int(d_model), int(warmup)))
@@ -512,7 +333,7 @@ class FusedQKVAdapter:
     @torch.no_grad()
     def label_smoothed_loss(self, logits, targets, epsilon: float, pad_id: int) -> float:
         loss = nn.CrossEntropyLoss(ignore_index=int(pad_id), label_smoothing=float(epsilon))
-        return float(loss(_t(logits), _ids(targets)).item())
+        return float(loss(floats(logits), ids(targets)).item())
 
     def parameter_count(self, config: dict) -> int:
         with torch.device("meta"):  # shapes only

@@ -1,0 +1,387 @@
+"""A draft name map from a module's parameter names and shapes: ``propose_mapping(module, config)``.
+
+Writing the name map by hand means reading the implementation; a draft from the shapes gets most of it
+right and says where it guessed. The module must be built with ``config``'s sizes; the more they differ
+from each other (d_model, d_ff, the vocabularies), the fewer guesses. The rules, in order:
+
+* a layer is a path with a number in it, under a name with ``enc`` or ``dec`` in it;
+* every matrix is seen in the orientation x @ W (an ``nn.Linear`` weight, and ``nn.MultiheadAttention``'s
+  in-projection, transposed); (d, 3d) is a fused W_QKV, (d, 2d) a fused W_KV, (d, d_ff) W1, (d_ff, d) W2,
+  (d, d) an attention projection, named by its module (q, k, v, o/out/proj) or else by its order;
+* an attention is the module whose name says so (``attn``, ``attention``) or else the parent of its
+  projections; in a decoder layer the one named cross/src/enc/context/multihead/mem is the cross-attention,
+  else the second one;
+* the LayerNorms of a layer are norm1, norm2 (norm3) in the order the layer registers them;
+* outside the layers, (vocab, d) tables are E (copies when there are several and the config shares
+  them), or E_src/E_tgt/W_out by their names; everything else has no canonical name.
+
+Pure Python on anything with ``named_parameters()`` and ``named_modules()`` (no torch import).
+"""
+
+from __future__ import annotations
+
+import json
+import re
+from dataclasses import dataclass, field
+
+from conformance.config import ModelConfig
+
+ATTENTION_WORDS = ("attn", "attention")
+CROSS_WORDS = ("cross", "src", "enc", "context", "multihead", "mem", "inter")
+ROLE_WORDS = {"Q": ("q", "query", "wq", "w_q", "q_proj", "to_q"), "K": ("k", "key", "wk", "w_k", "k_proj", "to_k"),
+              "V": ("v", "value", "wv", "w_v", "v_proj", "to_v"),
+              "O": ("o", "out", "proj", "wo", "w_o", "o_proj", "out_proj", "fc", "dense", "to_out")}
+
+
+@dataclass(frozen=True)
+class Parameter:
+    """One parameter: its path, its shape as stored, and the class name of the module that owns it."""
+
+    path: str
+    shape: tuple[int, ...]
+    owner: str = ""
+
+    @property
+    def leaf(self) -> str:
+        return self.path.rpartition(".")[2]
+
+    @property
+    def module(self) -> str:
+        return self.path.rpartition(".")[0]
+
+    @property
+    def stored_transposed(self) -> bool:
+        """nn.Linear keeps (out, in); MultiheadAttention's in_proj_weight too."""
+        return len(self.shape) == 2 and (("Linear" in self.owner and self.leaf == "weight")
+                                         or ("MultiheadAttention" in self.owner and self.leaf.endswith("proj_weight")))
+
+    @property
+    def oriented(self) -> tuple[int, ...]:
+        """The shape in the orientation x @ W."""
+        return tuple(reversed(self.shape)) if self.stored_transposed else self.shape
+
+
+@dataclass
+class Proposal:
+    """The draft: the name map, the attention modules for hooks, what has no canonical name, and the guesses."""
+
+    names: dict = field(default_factory=dict)
+    attention: dict = field(default_factory=dict)
+    unmapped: list[str] = field(default_factory=list)
+    guesses: list[str] = field(default_factory=list)
+
+    def render(self) -> str:
+        """Python source of the draft, ready to paste into an adapter."""
+        lines = ["NAMES = {"] + [f"    {literal(k)}: {literal(v)}," for k, v in self.names.items()] + ["}"]
+        lines += ["ATTENTION = {"] + [f"    {literal(k)}: {literal(v)}," for k, v in self.attention.items()] + ["}"]
+        if self.unmapped:
+            lines.append("# No canonical name (load_weights sets them to identity values; the report lists them):")
+            lines += [f"#   {path}" for path in self.unmapped]
+        if self.guesses:
+            lines.append("# Check these guesses:")
+            lines += [f"#   TODO {guess}" for guess in self.guesses]
+        return "\n".join(lines)
+
+
+def parameters_of(module) -> list[Parameter]:
+    """(path, shape, owner class) of every parameter of a torch-like module, each once."""
+    owners = {path: type(sub).__name__ for path, sub in module.named_modules()}
+    return [Parameter(path, tuple(p.shape), owners.get(path.rpartition(".")[0], ""))
+            for path, p in module.named_parameters()]
+
+
+def propose_mapping(module, config, *, echo: bool = True) -> Proposal:
+    """A draft name map for ``module`` (built with ``config``'s sizes), printed unless ``echo=False``."""
+    config = config if isinstance(config, ModelConfig) else ModelConfig.from_dict(config)
+    proposal = propose(parameters_of(module), config)
+    if echo:
+        print(proposal.render())
+    return proposal
+
+
+# --------------------------------------------------------------------------------------------------
+# The matching
+# --------------------------------------------------------------------------------------------------
+
+
+def propose(parameters: list[Parameter], config: ModelConfig) -> Proposal:
+    proposal, found = Proposal(), {}  # found: canonical name (layer 0..N-1) -> path
+    layers: dict[tuple[str, int], list[Parameter]] = {}
+    outside = []
+    for p in parameters:
+        where = layer_of(p.path)
+        (layers.setdefault(where, []) if where else outside).append(p)
+    for (stack, index), params in layers.items():
+        for name, path in match_layer(stack, params, config, proposal).items():
+            found[f"{stack}.{index}.{name}"] = path
+    found.update(match_tables(outside, config, proposal))
+    generalise(found, proposal)
+    mapped = {path for value in found.values() for path in ([value] if isinstance(value, str) else value)}
+    proposal.unmapped = [p.path for p in parameters if p.path not in mapped]
+    proposal.guesses = list(dict.fromkeys(proposal.guesses))
+    return proposal
+
+
+def layer_of(path: str) -> tuple[str, int] | None:
+    """("encoder" | "decoder", index) of a parameter inside a layer, else None."""
+    match = re.search(r"(^|\.)(\d+)\.", path)
+    if not match:
+        return None
+    before = path[: match.start(2)].lower()
+    stack = "decoder" if "dec" in before else "encoder" if "enc" in before else None
+    return (stack, int(match.group(2))) if stack else None
+
+
+def _unit(p: Parameter) -> str:
+    """The attention module a projection belongs to: the last path part that says attention, else its parent."""
+    parts = p.module.split(".")
+    for i in range(len(parts) - 1, -1, -1):
+        if any(word in parts[i].lower() for word in ATTENTION_WORDS):
+            return ".".join(parts[: i + 1])
+    return p.module if "MultiheadAttention" in p.owner else p.module.rpartition(".")[0]
+
+
+def match_layer(stack: str, params: list[Parameter], config: ModelConfig, proposal: Proposal) -> dict[str, str]:
+    d, d_ff = config.d_model, config.d_ff
+    names: dict[str, str] = {}
+    attention_shapes = {(d, d), (d, 3 * d), (d, 2 * d)}
+    matrices = [p for p in params if len(p.shape) == 2]
+    units: dict[str, list[Parameter]] = {}
+    for p in matrices:
+        if p.oriented in attention_shapes:
+            units.setdefault(_unit(p), []).append(p)
+    for sub, unit in zip(_attention_roles(stack, list(units), proposal), units, strict=False):
+        names.update({f"{sub}.{k}": v for k, v in match_attention(unit, units[unit], params, d, proposal).items()})
+    names.update(match_ffn(matrices, params, d, d_ff, proposal))
+    names.update(match_norms(stack, params, d, proposal, set(names.values())))
+    return names
+
+
+def _attention_roles(stack: str, units: list[str], proposal: Proposal) -> list[str]:
+    if stack == "encoder":
+        return ["self_attn"] * min(1, len(units))
+    cross = [u for u in units if any(w in u.rpartition(".")[2].lower() for w in CROSS_WORDS)]
+    if len(units) == 2 and len(cross) == 1:
+        return ["cross_attn" if u in cross else "self_attn" for u in units]
+    proposal.guesses.append("decoder attentions: the first registered is taken as self-attention, the second as"
+                            f" cross-attention ({', '.join(_generic(u) for u in units)})")
+    return ["self_attn", "cross_attn"][: len(units)]
+
+
+def match_attention(unit: str, matrices: list[Parameter], params: list[Parameter], d: int,
+                    proposal: Proposal) -> dict[str, str]:
+    names: dict[str, str] = {}
+    square = []
+    for p in matrices:
+        if p.oriented == (d, 3 * d):
+            names["W_QKV"] = _with_bias(names, p, params, "b_QKV")
+        elif p.oriented == (d, 2 * d):
+            names["W_KV"] = _with_bias(names, p, params, "b_KV")
+        else:
+            square.append(p)
+    taken = set("QKV" if "W_QKV" in names else "KV" if "W_KV" in names else "")
+    roles = [r for r in "QKVO" if r not in taken]
+    for p, role in _roles(square, roles, unit, proposal).items():
+        names[f"W_{role}"] = _with_bias(names, p, params, f"b_{role}")
+    if any(not p.stored_transposed for p in square):
+        proposal.guesses.append(f"{_generic(unit)}: square projections outside nn.Linear are taken as x @ W; where"
+                                " your code computes x @ W.T (F.linear), add '.T' to the path")
+    return names
+
+
+def _roles(square: list[Parameter], roles: list[str], unit: str, proposal: Proposal) -> dict[Parameter, str]:
+    """Q, K, V, O by the module names (q_proj, key, out, ...), else by registration order."""
+    named = {}
+    for p in square:
+        word = p.module.rpartition(".")[2].lower() if p.module != unit else p.leaf.lower()
+        role = next((r for r in roles if word.removesuffix("_weight") in ROLE_WORDS[r]), None)
+        if role and role not in named.values():
+            named[p] = role
+    if len(named) == len(square):
+        return named
+    proposal.guesses.append(f"{_generic(unit)}: projections taken as {', '.join('W_' + r for r in roles)} in the order"
+                            " the module registers them")
+    return dict(zip(square, roles, strict=False))
+
+
+def _bias_leaves(leaf: str) -> set[str]:
+    """Where a matrix's bias sits beside it: weight -> bias, in_proj_weight -> in_proj_bias, W_qkv -> b_qkv."""
+    found = {leaf.replace("weight", "bias")} if "weight" in leaf else set()
+    return found | ({"b" + leaf[1:]} if leaf[:1] in "Ww" else set())
+
+
+def _with_bias(names: dict, p: Parameter, params: list[Parameter], bias_name: str) -> str:
+    leaves = _bias_leaves(p.leaf)
+    bias = next((b for b in params if b.module == p.module and len(b.shape) == 1 and b.leaf in leaves), None)
+    if bias is not None:
+        names[bias_name] = bias.path
+    return p.path
+
+
+def match_ffn(matrices: list[Parameter], params: list[Parameter], d: int, d_ff: int,
+              proposal: Proposal) -> dict[str, str]:
+    names: dict[str, str] = {}
+    first = [p for p in matrices if p.oriented == (d, d_ff)]
+    second = [p for p in matrices if p.oriented == (d_ff, d)]
+    if d == d_ff:
+        proposal.guesses.append("d_ff equals d_model: the FFN's two matrices cannot be told apart by shape")
+    if first:
+        names["ffn.W1"] = _with_bias(names, first[0], params, "ffn.b1")
+    if second:
+        names["ffn.W2"] = _with_bias(names, second[-1], params, "ffn.b2")
+    return names
+
+
+def match_norms(stack: str, params: list[Parameter], d: int, proposal: Proposal, used: set[str]) -> dict[str, str]:
+    vectors = [p for p in params if p.shape == (d,) and p.path not in used
+               and ("norm" in p.owner.lower() or "norm" in p.module.lower() or re.search(r"(^|\.)ln", p.module))]
+    modules = list(dict.fromkeys(p.module for p in vectors))
+    expected = 2 if stack == "encoder" else 3
+    if len(modules) != expected:
+        proposal.guesses.append(f"{stack} layer: {len(modules)} LayerNorms found where the paper has {expected}")
+    names = {}
+    for i, module in enumerate(modules[:expected], start=1):
+        for p in (p for p in vectors if p.module == module):
+            role = "gamma" if p.leaf in ("weight", "gamma", "scale", "g") else "beta"
+            names[f"norm{i}.{role}"] = p.path
+    if any(not m.endswith(str(i)) for i, m in enumerate(modules[:expected], start=1)):
+        proposal.guesses.append(f"{stack} layer norms: norm1, norm2{', norm3' if expected == 3 else ''} in the order"
+                                " the layer registers them")
+    return names
+
+
+def match_tables(params: list[Parameter], config: ModelConfig, proposal: Proposal) -> dict[str, object]:
+    d = config.d_model
+    tables = [p for p in params if p.oriented in ((config.src_vocab, d), (config.tgt_vocab, d), (d, config.tgt_vocab))
+              or p.shape in ((config.src_vocab, d), (config.tgt_vocab, d))]
+    if not tables:
+        proposal.guesses.append("no embedding table found: map E by hand")
+        return {}
+    if config.share_embeddings and config.tie_output:
+        if len(tables) > 1:
+            proposal.guesses.append("separate tables serve one shared E: load_weights copies E into each; declare"
+                                    " Conventions(ties_embeddings=False)")
+        return {"E": [p.path for p in tables] if len(tables) > 1 else tables[0].path}
+    found: dict[str, object] = {}
+    for p in tables:
+        word = p.path.lower()
+        side = "E_tgt" if any(w in word for w in ("tgt", "trg", "dec")) else (
+            "W_out" if any(w in word for w in ("generator", "out", "lm_head", "proj")) else "E_src")
+        found.setdefault(side, p.path)
+    return found
+
+
+# --------------------------------------------------------------------------------------------------
+# From layer-by-layer to patterns with {l} (and * for what encoder and decoder share)
+# --------------------------------------------------------------------------------------------------
+
+
+def _generic(path: str) -> str:
+    return re.sub(r"(^|\.)\d+\.", r"\1{l}.", path, count=1)
+
+
+def generalise(found: dict[str, object], proposal: Proposal) -> None:
+    """Layer 0's entries as patterns with {l}, checked against every other layer; then encoder and decoder
+    entries that differ only in the stack's name merged with *."""
+    patterns: dict[str, object] = {}
+    for name, path in found.items():
+        if not layer_of_name(name):
+            patterns[name] = path
+            continue
+        key = _generic(name)
+        value = [_generic(p) for p in path] if isinstance(path, list) else _generic(path)
+        if patterns.setdefault(key, value) != value:
+            proposal.guesses.append(f"{name}: {path} does not follow the pattern {patterns[key]} of layer 0")
+    proposal.names = merge_stacks(compact(dict(sorted(patterns.items(), key=lambda item: _rank(item[0])))))
+    modules = _attention_modules(patterns)
+    order = sorted(modules, key=lambda key: (key.startswith("decoder"), "cross" in key))
+    proposal.attention = merge_stacks({key: modules[key] for key in order})
+
+
+LEAF_ORDER = [name for sub in ("self_attn", "norm1", "cross_attn", "norm2", "ffn", "norm3")
+              for name in [sub] + [f"{sub}.{leaf}" for leaf in (
+                  "W_QKV", "W_Q", "W_KV", "W_K", "W_V", "W_O", "b_QKV", "b_Q", "b_KV", "b_K", "b_V", "b_O", "gamma",
+                  "beta", "W1", "b1", "W2", "b2")]]
+BIAS_BESIDE = {"b_Q": "W_Q", "b_K": "W_K", "b_V": "W_V", "b_O": "W_O", "b_QKV": "W_QKV", "b_KV": "W_KV", "b1": "W1",
+               "b2": "W2"}
+
+
+def compact(patterns: dict[str, object]) -> dict[str, object]:
+    """Entries a name map need not spell out (``conformance.adapters.names``: an entry may name a module): a
+    bias beside its matrix (``lin.bias`` beside ``lin.weight``), and a norm's two vectors, one entry on the norm."""
+    out: dict[str, object] = {}
+    for key, value in patterns.items():
+        prefix, _, leaf = key.rpartition(".")
+        matrix = patterns.get(f"{prefix}.{BIAS_BESIDE.get(leaf)}")
+        if isinstance(matrix, str) and matrix.endswith("weight") and value == matrix.removesuffix("weight") + "bias":
+            continue
+        beta = patterns.get(f"{prefix}.beta")
+        if leaf == "gamma" and isinstance(value, str) and value.endswith(".weight") \
+                and beta == value.removesuffix("weight") + "bias":
+            out[prefix] = value.removesuffix(".weight")
+            continue
+        if leaf == "beta" and prefix in out:
+            continue
+        out[key] = value
+    return out
+
+
+def _rank(key: str) -> tuple[int, int]:
+    """Canonical order: the tables, then each stack's sublayers as conformance.weights lists them."""
+    stack, _, rest = key.partition(".{l}.")
+    if not rest:
+        return (0, ["E", "E_src", "E_tgt", "W_out"].index(key) if key in ("E", "E_src", "E_tgt", "W_out") else 9)
+    return (1 if stack == "encoder" else 2, LEAF_ORDER.index(rest) if rest in LEAF_ORDER else len(LEAF_ORDER))
+
+
+def layer_of_name(name: str) -> bool:
+    return bool(re.match(r"(encoder|decoder)\.\d+\.", name))
+
+
+def _attention_modules(patterns: dict[str, object]) -> dict[str, str]:
+    """The module each reported attention sublayer lives in: the common prefix of its projections' paths."""
+    modules: dict[str, str] = {}
+    for key, value in patterns.items():
+        match = re.match(r"((?:encoder|decoder)\.\{l\}\.(?:self|cross)_attn)\.W_", key)
+        if match and isinstance(value, str) and match.group(1) not in modules:
+            paths = [v for k, v in patterns.items() if k.startswith(match.group(1) + ".W_") and isinstance(v, str)]
+            modules[match.group(1)] = _common_module(paths)
+    return modules
+
+
+def _common_module(paths: list[str]) -> str:
+    parts = [p.split(".")[:-1] for p in paths]
+    common = []
+    for column in zip(*parts, strict=False):
+        if len(set(column)) != 1:
+            break
+        common.append(column[0])
+    if len(paths) == 1 and common and not any(w in common[-1].lower() for w in ATTENTION_WORDS):
+        common = common[:-1]  # a single projection: its parent is the attention
+    return ".".join(common)
+
+
+def merge_stacks(patterns: dict[str, object]) -> dict[str, object]:
+    """{"encoder.{l}.X": "encoder.L.{l}.Y", "decoder.{l}.X": "decoder.L.{l}.Y"} -> {"*.{l}.X": "*.L.{l}.Y"}."""
+    def twin_of(key: str, value) -> str | None:
+        twin = patterns.get(f"decoder.{key[8:]}")
+        same = isinstance(value, str) and isinstance(twin, str) and value.count("encoder") == 1 and "*" not in value
+        return f"*.{key[8:]}" if same and value.replace("encoder", "*") == twin.replace("decoder", "*") else None
+
+    merged: dict[str, object] = {}
+    for key, value in patterns.items():
+        if key.startswith("encoder.") and twin_of(key, value):
+            merged[twin_of(key, value)] = value.replace("encoder", "*")
+        elif not (key.startswith("decoder.") and twin_of(f"encoder.{key[8:]}", patterns.get(f"encoder.{key[8:]}"))):
+            merged[key] = value
+    return merged
+
+
+def literal(value) -> str:
+    """A value of a name map as Python source, strings in double quotes."""
+    if isinstance(value, str):
+        return json.dumps(value)
+    if isinstance(value, list | tuple):
+        inner = ", ".join(literal(v) for v in value) + ("," if isinstance(value, tuple) and len(value) == 1 else "")
+        return f"[{inner}]" if isinstance(value, list) else f"({inner})"
+    return repr(value)

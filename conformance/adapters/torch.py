@@ -1,0 +1,367 @@
+"""An adapter's model for any PyTorch encoder-decoder: ``TorchModel`` and the helpers it is made of.
+
+Only adapters of torch code import this module (it imports torch); ``conformance.adapters`` itself does not.
+``TorchModel(module, config, names=NAMES, encode=..., decode=...)`` is a whole ``conformance.adapter.Model``:
+
+* weights: ``load_weights`` / ``dump_weights`` through a name map (``conformance.adapters.names``): each
+  ``nn.Linear`` weight transposed (it stores W^T), fused projections split and merged, a shared table
+  copied into separate ones; parameters the map leaves out set to their identity values and listed by
+  ``unmapped_parameters`` (docs/adapter-protocol.md, "A contract for real code");
+* evaluation: ``forward``, ``encode``, ``decode`` (your callables, numpy in and out, evaluation mode, no
+  gradients); ``greedy_decode`` from a single-step function, batched, with padding after ``</s>``;
+  ``attention_weights`` by forward hooks on the attention modules you name;
+* training: ``train_step`` with the paper's recipe (``PaperRecipe``: Adam, the schedule, the smoothed
+  loss), or your own optimiser and loss (``trainer=``).
+
+Composition, not subclassing: give it callables. Each receives the module first, then tensors in your
+layout (``batch_first=False``: token ids (L, B)).
+"""
+
+from __future__ import annotations
+
+import contextlib
+import inspect
+from collections.abc import Callable
+
+import numpy as np
+import torch
+from torch import Tensor, nn
+
+from conformance.adapters.names import NameMap, Slot
+from conformance.config import ModelConfig
+from conformance.formulas import lrate
+from conformance.weights import check_names, model_shapes
+
+TABLES = ("E", "E_src", "E_tgt")  # rows are tokens: never transposed, whatever module holds them
+
+# --------------------------------------------------------------------------------------------------
+# Crossing the boundary
+# --------------------------------------------------------------------------------------------------
+
+
+def floats(x, dtype: torch.dtype = torch.float32) -> Tensor:
+    """A numpy array (or scalar) as a new tensor; a copy, so read-only arrays (np.broadcast_to) are fine."""
+    return torch.tensor(np.asarray(x), dtype=dtype)
+
+
+def ids(x) -> Tensor:
+    """Token ids as an int64 tensor."""
+    return torch.tensor(np.asarray(x, dtype=np.int64))
+
+
+def mask(x) -> Tensor | None:
+    """A boolean mask as a tensor (None stays None), in whatever polarity it came."""
+    return None if x is None else torch.tensor(np.asarray(x, dtype=bool))
+
+
+def numpy(t: Tensor, dtype: torch.dtype = torch.float32) -> np.ndarray:
+    """A tensor back across the boundary: detached, on the CPU, in ``dtype``, a copy."""
+    return t.detach().cpu().to(dtype).numpy().copy()
+
+
+@contextlib.contextmanager
+def seeded(seed: int):
+    """Draw from torch's global generator seeded with ``seed`` (a module's own initialisation), and leave it as
+    it was afterwards: ``with seeded(seed): net = MyTransformer(...)``."""
+    with torch.random.fork_rng(devices=[]):
+        torch.manual_seed(seed)
+        yield
+
+
+# --------------------------------------------------------------------------------------------------
+# Weights: canonical tensors as views of the module's parameters
+# --------------------------------------------------------------------------------------------------
+
+
+def stored_transposed(module: nn.Module, slot: Slot, name: str) -> bool:
+    """Whether the parameter holds W^T: as the map says, else for nn.Linear (and MultiheadAttention's
+    in-projections) and only for x @ W matrices, never for an embedding table."""
+    if slot.transposed is not None:
+        return slot.transposed
+    owner_path, _, leaf = slot.path.rpartition(".")
+    owner = module.get_submodule(owner_path)
+    linear = (isinstance(owner, nn.Linear) and leaf == "weight") or (
+        isinstance(owner, nn.MultiheadAttention) and leaf.endswith("proj_weight"))
+    return linear and name.rsplit(".", 1)[-1] not in TABLES
+
+
+def view(module: nn.Module, slot: Slot, name: str) -> Tensor:
+    """The canonical tensor ``name`` as a view of its parameter (orientation x @ W; a block of a fused one)."""
+    t = module.get_parameter(slot.path)
+    if t.dim() == 2 and stored_transposed(module, slot, name):
+        t = t.T
+    if slot.blocks == 1:
+        return t
+    size = t.shape[-1] // slot.blocks
+    return t[..., slot.block * size:(slot.block + 1) * size]
+
+
+@torch.no_grad()
+def write(module: nn.Module, weights: dict, slots: dict[str, tuple[Slot, ...]]) -> None:
+    """Copy each canonical array into every place the map gives it (a shared table into each copy)."""
+    for name, places in slots.items():
+        for slot in places:
+            target = view(module, slot, name)
+            value = floats(weights[name], target.dtype)
+            if tuple(value.shape) != tuple(target.shape):
+                raise ValueError(f"{name}: shape {tuple(value.shape)} does not fit {slot.path}"
+                                 f"{_block(slot)} {tuple(target.shape)} (orientation x @ W; add or remove '.T')")
+            target.copy_(value)
+
+
+def _block(slot: Slot) -> str:
+    return f" block {slot.block} of {slot.blocks}" if slot.blocks > 1 else ""
+
+
+def identity_value(module: nn.Module, path: str) -> float:
+    """What a parameter without a canonical name is set to: a norm's scale 1, anything else 0 (a bias, a
+    norm's shift, learned positions): values that change nothing the paper's weights decide."""
+    owner_path, _, leaf = path.rpartition(".")
+    is_norm = "norm" in type(module.get_submodule(owner_path)).__name__.lower()
+    return 1.0 if leaf in ("gamma", "scale") or (is_norm and leaf == "weight") else 0.0
+
+
+def parameter_paths(module: nn.Module) -> list[str]:
+    """Every path to a parameter, a shared one under each of its names."""
+    return [path for path, _ in module.named_parameters(remove_duplicate=False)]
+
+
+def unmapped_paths(module: nn.Module, slots: dict[str, tuple[Slot, ...]]) -> list[str]:
+    """The module's parameters (each once) that no slot reaches under any of its names."""
+    mapped = {id(module.get_parameter(slot.path)) for places in slots.values() for slot in places}
+    return [path for path, p in module.named_parameters() if id(p) not in mapped]
+
+
+@torch.no_grad()
+def reset(module: nn.Module, paths: list[str]) -> None:
+    for path in paths:
+        module.get_parameter(path).fill_(identity_value(module, path))
+
+
+def load_component(module: nn.Module, weights: dict, names: dict | None = None) -> nn.Module:
+    """``module`` (a layer, an attention, a norm) with a component's canonical weights loaded through
+    ``names`` (relative names: ``"self_attn.W_Q"``; ``conformance.adapters.sub_names`` derives them from the
+    model's map; None: its parameter paths are the canonical names), the rest at identity, in eval mode."""
+    paths = parameter_paths(module)
+    slots = ({name: (Slot(name),) for name in weights} if names is None
+             else NameMap(names).resolve(weights, paths))
+    write(module, weights, slots)
+    reset(module, unmapped_paths(module, slots))
+    return module.eval()
+
+
+# --------------------------------------------------------------------------------------------------
+# Attention weights by forward hooks
+# --------------------------------------------------------------------------------------------------
+
+
+def attention_names(config: ModelConfig) -> list[str]:
+    """The sublayers ``Model.attention_weights`` reports, in the reference's order."""
+    names = [f"encoder.{layer}.self_attn" for layer in range(config.N)]
+    return names + [f"decoder.{layer}.{sub}" for layer in range(config.N) for sub in ("self_attn", "cross_attn")]
+
+
+def read_attention(module: nn.Module, args: tuple, kwargs: dict, output) -> Tensor:
+    """The (B, h, Lq, Lk) weights of one call of an attention module: asked again of an
+    ``nn.MultiheadAttention`` (its layers call it with ``need_weights=False``), else the second output,
+    else an attribute the module keeps (``last_weights``, ``attn``, ``attention_weights``, ``attn_weights``)."""
+    if isinstance(module, nn.MultiheadAttention):
+        return _multihead_weights(module, args, kwargs)
+    if isinstance(output, tuple) and len(output) > 1 and isinstance(output[1], Tensor) and output[1].dim() >= 3:
+        return output[1]  # (out, weights); the suite checks the shape
+    for attribute in ("last_weights", "attn", "attention_weights", "attn_weights"):
+        value = getattr(module, attribute, None)
+        if isinstance(value, Tensor):
+            return value
+    raise NotImplementedError(
+        f"cannot read attention weights from {type(module).__name__}: it returns no (out, weights) pair and keeps"
+        " none (as last_weights or attn). Fix: store them in forward, name the module that does, or pass read=")
+
+
+def _multihead_weights(module: nn.MultiheadAttention, args: tuple, kwargs: dict) -> Tensor:
+    """Per-head weights of the same call, computed again; nested (padded fast path) inputs padded back,
+    their padding hidden as keys, as the layer would have hidden it."""
+    call = inspect.signature(module.forward).bind(*args, **kwargs).arguments
+    call.update(need_weights=True, average_attn_weights=False)
+    if call["query"].is_nested:
+        lengths = torch.tensor([t.shape[0] for t in call["key"].unbind()])
+        same = call["query"] is call["key"]
+        for role in ("query", "key", "value"):
+            call[role] = call[role].to_padded_tensor(0.0)
+        if same:
+            call["key"] = call["value"] = call["query"]
+        call["key_padding_mask"] = torch.arange(call["key"].shape[1])[None, :] >= lengths[:, None]
+    return module.forward(**call)[1]
+
+
+# --------------------------------------------------------------------------------------------------
+# Training with the paper's recipe
+# --------------------------------------------------------------------------------------------------
+
+
+class PaperRecipe:
+    """§5.3, §5.4: Adam(recipe betas and eps) at base rate 1 scaled by ``LambdaLR(lambda s: rate(s + 1))``
+    (LambdaLR counts from 0, the paper from 1), the smoothed cross-entropy over non-padding targets
+    (``nn.CrossEntropyLoss(ignore_index=pad_id, label_smoothing=eps)``), dropout on, and the dropout masks
+    of update n drawn from (seed, n) without touching the global random state.
+
+    ``loss(logits (N, V), targets (N,)) -> tensor``: your own loss (convert what it reports with
+    ``conformance.adapters.cross_entropy_from_kl`` / ``mean_from_sum`` in ``report``); ``rate(step,
+    d_model, warmup)``: your own schedule."""
+
+    def __init__(self, module: nn.Module, config: ModelConfig, *, forward: Callable, seed: int = 0,
+                 loss: Callable | None = None, rate: Callable = lrate, report: Callable | None = None):
+        recipe = config.recipe
+        self.module, self.forward, self.seed, self.steps_done = module, forward, seed, 0
+        self.optimizer = torch.optim.Adam(module.parameters(), lr=1.0, betas=tuple(recipe.adam_betas),
+                                          eps=recipe.adam_eps)
+        self.schedule = torch.optim.lr_scheduler.LambdaLR(
+            self.optimizer, lambda s: rate(s + 1, config.d_model, recipe.warmup))
+        self.loss = loss or nn.CrossEntropyLoss(ignore_index=config.pad_id, label_smoothing=recipe.label_smoothing)
+        self.report = report or (lambda value, targets: value)
+
+    def train_step(self, src: Tensor, tgt_in: Tensor, tgt_out: Tensor) -> dict:
+        """One update; the loss of this batch before it, and the rate it used."""
+        self.module.train()
+        lr = self.optimizer.param_groups[0]["lr"]  # read before the schedule moves on
+        with torch.random.fork_rng(devices=[]):
+            torch.manual_seed(hash((self.seed, self.steps_done)) % 2**62)  # dropout masks of this update
+            logits = self.forward(self.module, src, tgt_in)
+            loss = self.loss(logits.reshape(-1, logits.shape[-1]), tgt_out.reshape(-1))
+            self.optimizer.zero_grad(set_to_none=True)
+            loss.backward()
+        self.optimizer.step()
+        self.schedule.step()
+        self.steps_done += 1
+        return {"loss": float(self.report(float(loss.item()), tgt_out)), "lr": float(lr)}
+
+
+# --------------------------------------------------------------------------------------------------
+# The model
+# --------------------------------------------------------------------------------------------------
+
+
+class TorchModel:
+    """A ``conformance.adapter.Model`` around any ``nn.Module`` encoder-decoder.
+
+    names: the name map (``conformance.adapters.names``). encode(module, src) -> memory; decode(module,
+    tgt_in, memory, src) -> logits (default: the module's own ``encode`` / ``decode``); forward(module,
+    src, tgt_in) -> logits (default: decode after encode); generate_step(module, ys, memory, src) -> (B, V)
+    scores of the next token (default: decode's last position; log-probabilities are fine).
+    attention: a name map from the reported sublayers (``"*.{l}.self_attn"``, ``"decoder.{l}.cross_attn"``) to
+    module paths, read by ``read_attention`` (or ``read=``). trainer(module) -> an object with
+    ``train_step(src, tgt_in, tgt_out)`` on tensors (default: ``PaperRecipe``). batch_first: False for
+    (L, B) token ids. dtype: the torch dtype the module computes in. seed: the dropout masks' seed.
+    """
+
+    def __init__(self, module: nn.Module, config, *, names: dict, encode: Callable | None = None,
+                 decode: Callable | None = None, forward: Callable | None = None,
+                 generate_step: Callable | None = None, attention: dict | None = None,
+                 read: Callable = read_attention, trainer: Callable | None = None, batch_first: bool = True,
+                 dtype: torch.dtype = torch.float32, seed: int = 0):
+        self.module = module
+        self.config = config if isinstance(config, ModelConfig) else ModelConfig.from_dict(config)
+        self.names, self.attention = NameMap(names), (None if attention is None else NameMap(attention))
+        self.read, self.batch_first, self.dtype, self.seed = read, batch_first, dtype, seed
+        self._encode = encode or (lambda m, src: m.encode(src))
+        self._decode = decode or (lambda m, tgt_in, memory, src: m.decode(tgt_in, memory, src))
+        self._forward = forward or (lambda m, src, tgt_in: self._decode(m, tgt_in, self._encode(m, src), src))
+        self._step = generate_step or self._last_position
+        self._make_trainer = trainer or (lambda m: PaperRecipe(m, self.config, forward=self._forward, seed=seed))
+        self._trainer = None  # built at the first train_step, on the module as it is then
+
+    # -- weights ------------------------------------------------------------------------------------
+    def slots(self) -> dict[str, tuple[Slot, ...]]:
+        """Every canonical name of the config -> where it lives (``NameMapError`` lists every misfit)."""
+        return self.names.resolve(model_shapes(self.config), parameter_paths(self.module))
+
+    def views(self) -> dict[str, Tensor]:
+        """Every canonical tensor as a view of the module's parameters, in ``model_shapes`` order."""
+        return {name: view(self.module, places[0], name) for name, places in self.slots().items()}
+
+    def load_weights(self, weights: dict[str, np.ndarray]) -> None:
+        problems = check_names(weights, model_shapes(self.config))
+        if problems:
+            raise KeyError(f"canonical weights do not match the config: {'; '.join(problems)}")
+        slots = self.slots()
+        write(self.module, weights, slots)
+        reset(self.module, unmapped_paths(self.module, slots))
+
+    def dump_weights(self) -> dict[str, np.ndarray]:
+        return {name: numpy(t, self.dtype) for name, t in self.views().items()}
+
+    def unmapped_parameters(self) -> dict[str, int]:
+        """The module's parameters without a canonical name (identity values after ``load_weights``)."""
+        paths = set(unmapped_paths(self.module, self.slots()))
+        return {path: p.numel() for path, p in self.module.named_parameters() if path in paths}
+
+    # -- evaluation ---------------------------------------------------------------------------------
+    @torch.no_grad()
+    def forward(self, src, tgt_in) -> np.ndarray:
+        return numpy(self._forward(self.module.eval(), ids(src), ids(tgt_in)), self.dtype)
+
+    @torch.no_grad()
+    def encode(self, src) -> np.ndarray:
+        return numpy(self._encode(self.module.eval(), ids(src)), self.dtype)
+
+    @torch.no_grad()
+    def decode(self, tgt_in, memory, src) -> np.ndarray:
+        return numpy(self._decode(self.module.eval(), ids(tgt_in), floats(memory, self.dtype), ids(src)),
+                     self.dtype)
+
+    def _layout(self, ys: Tensor) -> Tensor:
+        """(B, L) ids -> the module's layout."""
+        return ys if self.batch_first else ys.T.contiguous()
+
+    def _last_position(self, module, ys, memory, src) -> Tensor:
+        logits = self._decode(module, ys, memory, src)
+        return logits[:, -1] if self.batch_first else logits[-1]
+
+    @torch.no_grad()
+    def greedy_decode(self, src, max_len: int) -> np.ndarray:
+        """The lesson's loop, batched: encode once, start from <s>, append each row's argmax; a row that
+        emitted </s> continues with padding; stop when every row has, or after ``max_len`` tokens."""
+        cfg, module, src = self.config, self.module.eval(), ids(src)
+        memory = self._encode(module, src)
+        batch = src.shape[0 if self.batch_first else 1]
+        ys = torch.full((batch, 1), cfg.bos_id, dtype=torch.long)  # (B, 1): <s>
+        finished = torch.zeros(batch, dtype=torch.bool)
+        for _ in range(int(max_len)):
+            next_id = self._step(module, self._layout(ys), memory, src).argmax(-1)  # (B,)
+            next_id = torch.where(finished, cfg.pad_id, next_id)
+            ys = torch.cat([ys, next_id[:, None]], dim=1)
+            finished |= next_id == cfg.eos_id
+            if bool(finished.all()):
+                break
+        return self._layout(ys[:, 1:]).numpy().astype(np.int64)
+
+    @torch.no_grad()
+    def attention_weights(self, src, tgt_in) -> dict[str, np.ndarray]:
+        """(B, h, Lq, Lk) by sublayer name, read by forward hooks during one evaluation forward pass."""
+        if self.attention is None:
+            raise NotImplementedError("no attention modules named: pass attention={'*.{l}.self_attn': ...,"
+                                      " 'decoder.{l}.cross_attn': ...} to TorchModel")
+        module = self.module.eval()
+        named = [name for name in attention_names(self.config) if self.attention.entry(name)]  # the rest: unread
+        found = self.attention.resolve(named, [path for path, _ in module.named_modules()])
+        captured: dict[str, Tensor] = {}
+        hooks = [module.get_submodule(places[0].path).register_forward_hook(self._keep(name, captured),
+                                                                            with_kwargs=True)
+                 for name, places in found.items()]
+        try:
+            self._forward(module, ids(src), ids(tgt_in))
+        finally:
+            for hook in hooks:
+                hook.remove()
+        return {name: numpy(captured[name], self.dtype) for name in found if name in captured}
+
+    def _keep(self, name: str, captured: dict):
+        def hook(module, args, kwargs, output):
+            captured[name] = self.read(module, args, kwargs, output).detach()
+        return hook
+
+    # -- training -----------------------------------------------------------------------------------
+    def train_step(self, src, tgt_in, tgt_out) -> dict:
+        if self._trainer is None:
+            self._trainer = self._make_trainer(self.module)
+        return self._trainer.train_step(ids(src), ids(tgt_in), ids(tgt_out))

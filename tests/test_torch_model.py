@@ -1,0 +1,246 @@
+"""``conformance.adapters.torch``: TorchModel and its helpers, and ``propose_mapping`` on real modules.
+
+Small modules written here test one helper each; the built-in torch.nn and fused-QKV models test the
+whole: a proposed map must load the same weights the hand-written one does.
+"""
+
+from __future__ import annotations
+
+import warnings
+
+import numpy as np
+import pytest
+
+from conformance import oracle
+from conformance.adapters import NameMapError
+from conformance.adapters.propose import propose_mapping
+from conformance.config import ModelConfig, toy_config
+from conformance.formulas import lrate
+from conformance.weights import attention_shapes, model_shapes, random_weights
+
+torch = pytest.importorskip("torch")
+from torch import nn  # noqa: E402
+
+from conformance.adapters.torch import TorchModel, load_component  # noqa: E402
+from conformance.implementations.torch_nn import adapter as torch_nn  # noqa: E402
+from conformance.implementations.variants import fused_qkv  # noqa: E402
+
+PAD, BOS, EOS = 0, 1, 2
+
+
+def arrays(*shapes, seed=0):
+    rng = np.random.default_rng(seed)
+    return [rng.normal(size=shape).astype(np.float32) for shape in shapes]
+
+
+# -- weights ------------------------------------------------------------------------------------------
+
+
+def test_nn_linear_weights_are_stored_transposed_raw_parameters_as_given_unless_marked_T():
+    module = nn.Module()
+    module.lin, module.raw = nn.Linear(3, 5), nn.Parameter(torch.zeros(3, 5))
+    module.raw_t = nn.Parameter(torch.zeros(5, 3))
+    A, = arrays((3, 5))
+    load_component(module, {"W1": A, "W2": A, "W_O": A, "b1": np.zeros(5, np.float32)},
+                   {"W1": "lin.weight", "b1": "lin.bias", "W2": "raw", "W_O": "raw_t.T"})
+    np.testing.assert_array_equal(module.lin.weight.detach().numpy(), A.T)
+    np.testing.assert_array_equal(module.raw.detach().numpy(), A)
+    np.testing.assert_array_equal(module.raw_t.detach().numpy(), A.T)
+
+
+def test_a_fused_in_projection_is_split_and_merged_as_torch_nn_multihead_attention_reads_it():
+    d, h = 8, 2
+    weights = random_weights(attention_shapes(d), np.random.default_rng(1))
+    mha = load_component(nn.MultiheadAttention(d, h, batch_first=True), weights, torch_nn.MHA)
+    stacked = torch.cat([torch.as_tensor(weights[m]).T for m in ("W_Q", "W_K", "W_V")])  # nn's (3d, d)
+    assert torch.equal(mha.in_proj_weight.detach(), stacked)
+    x, = arrays((2, 5, d), seed=2)
+    with torch.no_grad():
+        out, _ = mha(*(torch.as_tensor(x),) * 3, need_weights=False)
+    want, _ = oracle.multi_head_attention(x, x, x, weights, h)
+    assert np.abs(out.numpy() - want).max() <= 1e-5
+
+
+def test_every_mismatch_of_names_or_shapes_is_reported_with_the_fix():
+    module = nn.Module()
+    module.lin = nn.Linear(3, 5)
+    with pytest.raises(NameMapError, match=r"W1 \(key 'W1'\) -> 'lin.weights' matches no parameter; closest: lin.we"):
+        load_component(module, {"W1": np.zeros((3, 5))}, {"W1": "lin.weights"})
+    with pytest.raises(ValueError, match=r"W1: shape \(5, 3\) does not fit lin.weight \(3, 5\) .*add or remove '.T'"):
+        load_component(module, {"W1": np.zeros((5, 3))}, {"W1": "lin.weight"})
+    model = torch_nn.build(toy_config(), 0, final_norms=False, nested_tensor=False)
+    weights = random_weights(model_shapes(toy_config()), np.random.default_rng(0))
+    del weights["E"]
+    with pytest.raises(KeyError, match=r"missing E \(13, 64\)"):
+        model.load_weights(weights)
+
+
+def test_parameters_without_a_canonical_name_get_identity_values_and_are_listed():
+    module = nn.Module()
+    module.lin, module.norm = nn.Linear(3, 3), nn.LayerNorm(3)
+    module.extra_bias, module.positions = nn.Parameter(torch.ones(4)), nn.Parameter(torch.ones(6, 3))
+    A, = arrays((3, 3))
+    load_component(module, {"W_O": A}, {"W_O": "lin.weight"})
+    assert (module.norm.weight == 1).all() and (module.norm.bias == 0).all()
+    assert (module.lin.bias == 0).all() and (module.extra_bias == 0).all() and (module.positions == 0).all()
+
+
+def test_a_shared_table_is_copied_into_separate_tables_and_read_back_from_the_first():
+    """Separate source, target and output tables serving the paper's one E (ties_embeddings=False)."""
+    shared, separate = toy_config(dropout=0.0), toy_config(dropout=0.0, share_embeddings=False, tie_output=False)
+    net = torch_nn.TorchNNSeq2Seq(separate, final_norms=False, nested_tensor=False)
+    names = {**torch_nn.NAMES, "E": ["src_embedding.weight", "tgt_embedding.weight", "generator.weight"]}
+    model = TorchModel(net, shared, names=names, forward=lambda m, s, t: m(s, t))
+    weights = random_weights(model_shapes(shared), np.random.default_rng(3))
+    model.load_weights(weights)
+    for table in (net.src_embedding.weight, net.tgt_embedding.weight, net.generator.weight):  # (V, d) each
+        np.testing.assert_array_equal(table.detach().numpy(), weights["E"])
+    assert model.unmapped_parameters() == {}
+    np.testing.assert_array_equal(model.dump_weights()["E"], weights["E"])
+    reference = torch_nn.build(shared, 0, final_norms=False, nested_tensor=False)
+    reference.load_weights(weights)
+    src, tgt_in = np.array([[5, 6, 7, 0]]), np.array([[1, 5, 9, 4]])
+    np.testing.assert_array_equal(model.forward(src, tgt_in), reference.forward(src, tgt_in))
+
+
+def test_a_parameter_shared_by_two_modules_is_mapped_under_either_name_and_listed_never():
+    module = nn.Module()
+    module.embed, module.out = nn.Embedding(7, 4), nn.Linear(4, 7, bias=False)
+    module.out.weight = module.embed.weight  # tied by assignment
+    config = ModelConfig(src_vocab=7, tgt_vocab=7, d_model=4, h=1, d_ff=4, N=0)
+    model = TorchModel(module, config, names={"E": "out.weight"})
+    model.load_weights({"E": np.eye(7, 4, dtype=np.float32)})
+    assert model.unmapped_parameters() == {} and torch.equal(module.embed.weight, module.out.weight)
+
+
+# -- evaluation ---------------------------------------------------------------------------------------
+
+
+class Scripted(nn.Module):
+    """A decoder whose next token is scripted per row: row r emits SCRIPT[r] one token per step."""
+
+    SCRIPT = [[5, 6, EOS, 9], [7, EOS, 9, 9], [8, 8, 8, 8]]
+
+    def __init__(self, batch_first: bool):
+        super().__init__()
+        self.batch_first, self.calls = batch_first, 0
+        self.p = nn.Parameter(torch.zeros(1))
+
+    def encode(self, src):
+        return torch.zeros(*src.shape, 4)
+
+    def decode(self, tgt_in, memory, src):
+        ys = tgt_in if self.batch_first else tgt_in.T
+        self.calls += 1
+        step = ys.shape[1] - 1  # tokens generated so far
+        logits = torch.zeros(*ys.shape, 10)
+        for row, script in enumerate(self.SCRIPT[: ys.shape[0]]):
+            logits[row, -1, script[min(step, 3)]] = 1.0
+        return logits if self.batch_first else logits.transpose(0, 1)
+
+
+@pytest.mark.parametrize("batch_first", [True, False])
+def test_greedy_decoding_is_batched_pads_after_eos_and_follows_the_layout(batch_first):
+    config = ModelConfig(src_vocab=10, tgt_vocab=10, d_model=4, h=1, d_ff=4, N=0)
+    module = Scripted(batch_first)
+    model = TorchModel(module, config, names={}, batch_first=batch_first)
+    src = np.array([[3, 4], [3, 0], [4, 4]])
+    got = model.greedy_decode(src if batch_first else src.T, max_len=6)
+    got = got if batch_first else got.T
+    np.testing.assert_array_equal(got, [[5, 6, EOS, PAD, PAD, PAD], [7, EOS, PAD, PAD, PAD, PAD], [8] * 6])
+    two_rows = src[:2] if batch_first else src[:2].T  # both rows end: decoding stops after three tokens
+    short = model.greedy_decode(two_rows, max_len=6)
+    assert (short if batch_first else short.T).shape == (2, 3)
+
+
+class KeepsWeights(nn.Module):
+    """Attention inside a residual module that keeps its weights as ``attn`` (the annotated transformer's way)."""
+
+    def __init__(self, d: int, h: int):
+        super().__init__()
+        self.mha, self.norm = nn.MultiheadAttention(d, h, batch_first=True), nn.LayerNorm(d)
+        self.attn = None
+
+    def forward(self, x):
+        out, self.attn = self.mha(x, x, x, average_attn_weights=False)
+        return self.norm(x + out)
+
+
+def test_attention_weights_are_read_by_hooks_from_nn_multihead_attention_and_from_a_kept_attribute():
+    d, h = 8, 2
+    config = ModelConfig(src_vocab=10, tgt_vocab=10, d_model=d, h=h, d_ff=8, N=1)
+    module = nn.Module()
+    module.embed, module.enc, module.dec = nn.Embedding(10, d), nn.TransformerEncoderLayer(
+        d, h, 16, 0.0, batch_first=True), KeepsWeights(d, h)
+    attention = {"encoder.{l}.self_attn": "enc.self_attn", "decoder.{l}.self_attn": "dec"}
+    model = TorchModel(module, config, names={}, attention=attention,
+                       forward=lambda m, src, tgt_in: m.dec(m.enc(m.embed(src))))
+    src = np.array([[3, 4, 5], [6, 7, 8]])
+    got = model.attention_weights(src, src)
+    with torch.no_grad():
+        x = module.embed(torch.as_tensor(src))
+        _, want = module.enc.self_attn(x, x, x, average_attn_weights=False)
+    assert sorted(got) == ["decoder.0.self_attn", "encoder.0.self_attn"]  # cross_attn: named by no entry
+    assert got["encoder.0.self_attn"].shape == (2, h, 3, 3)
+    assert np.abs(got["encoder.0.self_attn"] - want.numpy()).max() <= 1e-6
+    np.testing.assert_array_equal(got["decoder.0.self_attn"], module.dec.attn.numpy())
+    with pytest.raises(NotImplementedError, match="no attention modules named"):
+        TorchModel(module, config, names={}).attention_weights(src, src)
+
+
+# -- training -----------------------------------------------------------------------------------------
+
+
+def test_the_paper_recipe_reports_the_loss_before_the_update_and_the_rate_it_used():
+    cfg = toy_config(dropout=0.0)
+    model = fused_qkv.build(cfg, 0)
+    src, tgt_in = np.array([[5, 3, 4, 7], [5, 3, 0, 0]]).T, np.array([[1, 6, 7, 4], [1, 3, 5, 0]]).T
+    tgt_out = np.array([[6, 7, 4, 2], [3, 5, 2, 0]]).T
+    logits = torch.as_tensor(model.forward(src, tgt_in)).reshape(-1, cfg.tgt_vocab)
+    before = nn.CrossEntropyLoss(ignore_index=PAD, label_smoothing=0.1)(logits, torch.as_tensor(tgt_out).reshape(-1))
+    first, second = model.train_step(src, tgt_in, tgt_out), model.train_step(src, tgt_in, tgt_out)
+    assert first["loss"] == pytest.approx(before.item(), abs=1e-6)
+    assert (first["lr"], second["lr"]) == (pytest.approx(lrate(1, 64, 400)), pytest.approx(lrate(2, 64, 400)))
+
+
+# -- proposals ----------------------------------------------------------------------------------------
+
+PROBE = ModelConfig(src_vocab=23, tgt_vocab=23, d_model=16, h=2, d_ff=40, N=2, dropout=0.0)
+
+
+@pytest.mark.parametrize("builtin", ["torch_nn", "fused_qkv"])
+def test_a_proposed_map_loads_what_the_hand_written_one_loads(builtin, capsys):
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")  # nn's nested-tensor notice
+        model = (torch_nn.build(PROBE, 0, final_norms=False, nested_tensor=False) if builtin == "torch_nn"
+                 else fused_qkv.build(PROBE, 0))
+    proposal = propose_mapping(model.module, PROBE)
+    assert "NAMES = {" in capsys.readouterr().out and proposal.unmapped == []
+    drafted = TorchModel(model.module, PROBE, names=proposal.names)
+    weights = random_weights(model_shapes(PROBE), np.random.default_rng(4))
+    drafted.load_weights(weights)
+    for name, value in model.dump_weights().items():  # the hand-written map reads back what the draft wrote
+        np.testing.assert_array_equal(value, weights[name], err_msg=name)
+    want = ({"*.{l}.self_attn": "*.{l}.self_attn", "decoder.{l}.cross_attn": "decoder.{l}.cross_attn"}
+            if builtin == "fused_qkv" else torch_nn.ATTENTION)
+    assert proposal.attention == want
+
+
+def test_a_proposal_lists_what_has_no_canonical_name_and_says_where_it_guessed():
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        net = torch_nn.TorchNNSeq2Seq(PROBE, final_norms=True, nested_tensor=False)
+    proposal = propose_mapping(net, PROBE, echo=False)
+    assert proposal.unmapped == [f"transformer.{stack}.norm.{p}" for stack in ("encoder", "decoder")
+                                 for p in ("weight", "bias")]
+
+    class Annotated(nn.Module):  # the annotated transformer's attention: four Linear layers in a list
+        def __init__(self):
+            super().__init__()
+            self.encoder_layers = nn.ModuleList(nn.ModuleDict({"self_attn": nn.ModuleDict(
+                {"linears": nn.ModuleList(nn.Linear(16, 16) for _ in range(4))})}) for _ in range(2))
+
+    proposal = propose_mapping(Annotated(), PROBE, echo=False)
+    assert proposal.names["encoder.{l}.self_attn.W_K"] == "encoder_layers.{l}.self_attn.linears.1.weight"
+    assert any("W_Q, W_K, W_V, W_O in the order the module registers them" in g for g in proposal.guesses)
+    assert "TODO encoder_layers.{l}.self_attn: projections taken as" in proposal.render()

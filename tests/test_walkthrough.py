@@ -1,0 +1,102 @@
+"""docs/walkthrough.md, followed literally: its commands run as written, its adapter is the page's code.
+
+The implementation is docs/walkthrough/my_transformer.py, written for this walk-through unlike the reference
+(residual and LayerNorm inside the attention and FFN modules, fused qkv and kv projections, eps fixed at
+1e-6). Step 1 (``pip install``) is the one step not run: the package under test is installed already,
+and the machines running this have no network; the test checks that the command it installs is there.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import re
+import shutil
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+pytest.importorskip("torch")
+
+DOCS = Path(__file__).parents[1] / "docs"
+PAGE = (DOCS / "walkthrough.md").read_text()
+STEPS = re.findall(r"```bash\n(.*?)```", PAGE, re.S)
+ADAPTER = next(block for block in re.findall(r"```python\n(.*?)```", PAGE, re.S) if "adapter = Adapter()" in block)
+
+
+def passed_in_prose(step: str) -> int:
+    """The number of passing checks the page announces in a step ("18 checks pass", "53 checks pass")."""
+    section = PAGE.split(f"## {step}")[1].split("\n## ")[0]
+    return int(re.search(r"(\d+) checks pass", section).group(1))
+
+
+def run(command: str, folder: Path) -> subprocess.CompletedProcess:
+    environment = {**os.environ, "PATH": f"{Path(sys.executable).parent}{os.pathsep}{os.environ['PATH']}"}
+    return subprocess.run(command, shell=True, cwd=folder, env=environment, capture_output=True, text=True,
+                          timeout=600)
+
+
+def statuses(folder: Path) -> dict[str, str]:
+    return {check["id"]: check["status"] for check in json.loads((folder / "report.json").read_text())["checks"]}
+
+
+def test_the_page_has_the_steps_this_test_follows():
+    assert [step.split()[0:2] for step in STEPS] == [["pip", "install"], ["transformer-conformance", "template"],
+                                                    ["transformer-conformance", "certify"],
+                                                    ["transformer-conformance", "certify"]]
+    assert ADAPTER == (DOCS / "walkthrough" / "my_adapter.py").read_text()  # the copy other tests import
+
+
+def test_the_walkthrough_from_draft_to_reports(tmp_path):
+    shutil.copy(DOCS / "walkthrough" / "my_transformer.py", tmp_path)
+    install, draft, certify_draft, certify_full = (step.strip() for step in STEPS)
+    assert shutil.which("transformer-conformance", path=str(Path(sys.executable).parent)), install
+
+    # 2. Draft the adapter
+    done = run(draft, tmp_path)
+    assert done.returncode == 0, done.stderr
+    drafted = (tmp_path / "my_adapter.py").read_text()
+    todos = [line for line in drafted.splitlines() if re.match(r"\s*#.*TODO", line)]
+    assert len(todos) == 2 and all("norm1, norm2" in line for line in todos), todos
+    # the draft's name map, attention modules and declarations are the final adapter's, as the page says
+    for block in ("NAMES = {", "ATTENTION = {", "supports={", "reasons={"):
+        assert section_of(drafted, block) == section_of(ADAPTER, block), block
+
+    # 3. Resolve the TODOs: the guesses are right, the lines go
+    (tmp_path / "my_adapter.py").write_text("\n".join(line for line in drafted.splitlines() if line not in todos))
+
+    # 4. Certify
+    done = run(certify_draft, tmp_path)
+    assert done.returncode == 0, done.stdout[-3000:] + done.stderr
+    assert (tmp_path / "report.html").stat().st_size > 10_000
+    found = statuses(tmp_path)
+    assert set(found.values()) == {"passed", "not_implemented"}
+    assert sum(status == "passed" for status in found.values()) == passed_in_prose("4. Certify")
+
+    # 5. Add the parts your code has
+    (tmp_path / "my_adapter.py").write_text(ADAPTER)
+    done = run(certify_full, tmp_path)
+    assert done.returncode == 0, done.stdout[-3000:] + done.stderr
+    found = statuses(tmp_path)
+    assert set(found.values()) == {"passed", "not_implemented"}
+    assert sum(status == "passed" for status in found.values()) == passed_in_prose("5. Add the parts")
+    for check in ("self_attention_sublayer_matches_reference", "cross_attention_sublayer_matches_reference",
+                  "ffn_sublayer_matches_reference", "encoder_layer_matches_reference", "logits_match_reference"):
+        assert found[check] == "passed", check
+    assert not list(tmp_path.glob(".hypothesis")), "certify leaves nothing behind but what it was asked to write"
+
+
+def section_of(source: str, opening: str) -> str:
+    """From ``opening`` to the end of its bracket: the literal the draft and the final adapter share."""
+    start = source.index(opening)
+    depth = 0
+    for i, char in enumerate(source[start:], start):
+        if char in "{[(":
+            depth += 1
+        elif char in "}])":
+            depth -= 1
+            if depth == 0:
+                return source[start:i + 1]
+    raise AssertionError(f"unbalanced {opening}")
