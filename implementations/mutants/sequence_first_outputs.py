@@ -67,7 +67,6 @@ ERRORED = {
     "logits_match_reference",
     "logits_up_to_t_ignore_later_target_tokens",
     "logits_match_reference_at_base_size",
-    "padded_query_rows_still_follow_the_formula",
     "published_shapes_of_attention_weights",
     "published_shapes_of_memory_and_logits",
     "trained_checkpoint_matches_reference_on_fresh_inputs",
