@@ -138,9 +138,6 @@ def draw_examples_from_the_seed_alone() -> None:
     the pool of local constants is kept empty (an internal of hypothesis; where it is absent, nothing)."""
     try:
         from hypothesis.internal.conjecture import providers
-    except ImportError:  # pragma: no cover - a hypothesis without the module
-        return
-    try:
         from hypothesis.internal.constants_ast import Constants
     except ImportError:  # pragma: no cover - a hypothesis without local constants
         return
@@ -315,7 +312,7 @@ def _provides_any(candidate, parts) -> bool:
     worker that exits at import) declares nothing here: each of its checks reports the load error itself."""
     try:
         return any(candidate.provides(part) for part in parts)
-    except Exception:  # noqa: BLE001 - the load error belongs to the checks' reports, not to collection
+    except LoadError:  # the load error belongs to the checks' reports, not to collection
         return False
 
 

@@ -4,7 +4,7 @@ Hypothesis fixes a test's settings when ``@given`` decorates it, that is when it
 a check module imported by a test of this suite (whose default profile reports function-scoped fixtures)
 keeps that profile for every later certify in the same process, and its check ends in error
 (FailedHealthCheck on the ``check`` fixture) only when the tests run in that order. What a test needs from a
-check belongs in ``conformance`` proper (``conformance.diagnosis.counts.probe``, for instance).
+check belongs in ``conformance`` proper (``conformance.diagnosis.counts.second_size``, for instance).
 """
 
 import re

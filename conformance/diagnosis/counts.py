@@ -86,7 +86,7 @@ def positions(remainder: int, config: ModelConfig) -> int | None:
     return rows if remainder > 0 and not left and rows >= MIN_LENGTH else None
 
 
-def probe(config: ModelConfig) -> ModelConfig:
+def second_size(config: ModelConfig) -> ModelConfig:
     """A second configuration of the same kind (tied or not, shared or not, biases or not), other sizes, so
     that a difference of one size's worth (V, d, d_ff) shows as what it is."""
     return config.replace(src_vocab=53, tgt_vocab=53 if config.share_embeddings else 61, d_model=24, h=3,
