@@ -15,6 +15,10 @@ BUILTINS = {
     "torch-fused-qkv": f"{_IMPLS}.variants.fused_qkv:adapter",
     "torch-nn-transformer": f"{_IMPLS}.torch_nn.adapter:torch_nn_default",
     "torch-nn-transformer-fixed": f"{_IMPLS}.torch_nn.adapter:torch_nn_fixed",
+    # Third-party code from PyPI, installed by an extra (docs/third-party.md); loading names the extra if absent.
+    "hf-marian": f"{_IMPLS}.thirdparty.hf_marian:adapter",
+    "hf-fsmt": f"{_IMPLS}.thirdparty.hf_fsmt:adapter",
+    "opennmt-py": f"{_IMPLS}.thirdparty.onmt_py:adapter",
 }
 MUTANT_PREFIX = "mutant:"
 

@@ -138,9 +138,6 @@ def draw_examples_from_the_seed_alone() -> None:
     the pool of local constants is kept empty (an internal of hypothesis; where it is absent, nothing)."""
     try:
         from hypothesis.internal.conjecture import providers
-    except ImportError:  # pragma: no cover - a hypothesis without the module
-        return
-    try:
         from hypothesis.internal.constants_ast import Constants
     except ImportError:  # pragma: no cover - a hypothesis without local constants
         return
@@ -303,11 +300,20 @@ def deselect_superseded(config, items) -> None:
     dropped = []
     for item in items:
         marker, candidate = item.get_closest_marker("superseded_by"), _item_candidate(item)
-        if marker and candidate is not None and any(candidate.provides(part) for part in marker.args):
+        if marker and candidate is not None and _provides_any(candidate, marker.args):
             dropped.append(item)
     if dropped:
         config.hook.pytest_deselected(items=dropped)
         items[:] = [item for item in items if item not in dropped]
+
+
+def _provides_any(candidate, parts) -> bool:
+    """Whether the candidate declares one of ``parts``; a candidate that cannot even be loaded (an isolated
+    worker that exits at import) declares nothing here: each of its checks reports the load error itself."""
+    try:
+        return any(candidate.provides(part) for part in parts)
+    except LoadError:  # the load error belongs to the checks' reports, not to collection
+        return False
 
 
 def select_by_check_id(items, expression: str):

@@ -2,16 +2,15 @@
 
 import pytest
 
-from conformance.checks.test_parameter_count import probe
 from conformance.config import base_config, german_config, toy_config
-from conformance.diagnosis.counts import explain_count
+from conformance.diagnosis.counts import explain_count, second_size
 from conformance.weights import parameter_count
 
 
 def explained(config, extra):
     """The explanation for a candidate whose count is the paper's plus ``extra(config)`` at every size."""
-    return explain_count(config, parameter_count(config) + extra(config), probe(config),
-                         parameter_count(probe(config)) + extra(probe(config)))
+    return explain_count(config, parameter_count(config) + extra(config), second_size(config),
+                         parameter_count(second_size(config)) + extra(second_size(config)))
 
 
 def test_untied_tables_output_bias_and_final_norms_are_named_together():
@@ -34,7 +33,8 @@ def test_learned_positions_are_solved_for_their_length_and_confirmed_at_the_seco
 def test_a_length_that_changes_with_the_size_is_no_positional_table():
     config = base_config()
     got = parameter_count(config) + 1024 * config.d_model
-    assert explain_count(config, got, probe(config), parameter_count(probe(config)) + 7 * probe(config).d_model) is None
+    second = second_size(config)
+    assert explain_count(config, got, second, parameter_count(second) + 7 * second.d_model) is None
 
 
 @pytest.mark.parametrize(("config", "extra", "term"), [

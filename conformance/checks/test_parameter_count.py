@@ -15,7 +15,7 @@ from conformance import claims, published
 from conformance.compare import assert_true
 from conformance.config import ModelConfig, base_config, german_config, toy_config
 from conformance.diagnosis import Question
-from conformance.diagnosis.counts import explain_count
+from conformance.diagnosis.counts import explain_count, second_size
 from conformance.errors import PartNotImplemented
 from conformance.tolerances import Tolerance
 from conformance.weights import parameter_count
@@ -39,18 +39,11 @@ def count(candidate, config: ModelConfig) -> int:
     return candidate.parameter_count(config)
 
 
-def probe(config: ModelConfig) -> ModelConfig:
-    """A second configuration of the same kind (tied or not, shared or not, biases or not), other sizes, so
-    that a difference of one size's worth (V, d, d_ff) shows as what it is."""
-    return config.replace(src_vocab=53, tgt_vocab=53 if config.share_embeddings else 61, d_model=24, h=3,
-                          d_ff=40, N=3)
-
-
 def assert_count(candidate, check, config: ModelConfig, expected: int, what: str):
     got = count(candidate, config)
     check.claim(got == expected, f"{what}: got {got:,}, expected {expected:,} (difference {got - expected:+,})",
-                ask=Question(count, config, probe=probe(config), tol=EXACT),
-                locate=lambda: explain_count(config, got, probe(config), count(candidate, probe(config))),
+                ask=Question(count, config, probe=second_size(config), tol=EXACT),
+                locate=lambda: explain_count(config, got, second_size(config), count(candidate, second_size(config))),
                 expected=expected, actual=got)
 
 

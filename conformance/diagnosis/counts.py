@@ -86,6 +86,13 @@ def positions(remainder: int, config: ModelConfig) -> int | None:
     return rows if remainder > 0 and not left and rows >= MIN_LENGTH else None
 
 
+def second_size(config: ModelConfig) -> ModelConfig:
+    """A second configuration of the same kind (tied or not, shared or not, biases or not), other sizes, so
+    that a difference of one size's worth (V, d, d_ff) shows as what it is."""
+    return config.replace(src_vocab=53, tgt_vocab=53 if config.share_embeddings else 61, d_model=24, h=3,
+                          d_ff=40, N=3)
+
+
 def solve(config: ModelConfig, difference: int, probe: ModelConfig, probe_difference: int) -> list[tuple]:
     """The combinations with the fewest terms that give ``difference`` at ``config`` and ``probe_difference``
     at ``probe``; each solution is (combo, rows R of learned positions or None), the positions counting as a term."""
