@@ -1,20 +1,19 @@
 """The suite's power, measured: run every check against every mutant and tabulate what is caught.
 
-A mutant is *killed* when at least one check fails or errors on it. Its module declares the exact
-checks that must (``CAUGHT_BY`` failed, ``ERRORED`` errored, ``ADVISORY`` advisory: a convention of the
-suite it breaks, which does not count as a kill; see ``implementations/mutants/_build.py``).
+A mutant is *killed* when at least one check fails or errors on it. ``implementations/mutants/expected.toml``
+declares the exact checks that must (``caught_by`` failed, ``errored`` errored, ``advisory`` advisory: a
+convention of the suite it breaks, which does not count as a kill).
 The matrix shows, per mutant and check, a catch it declares (``x``), a declared catch that did not
 happen (``!``), an undeclared catch (``+``), a pass (``.``), and a check that did not run (blank).
 
 Which checks run: every mutant is certified with ``--no-training``, except the training mutants
-(``TRAINING = True``), which only training can catch: they also run the training checks that take a
+(``training = true``), which only training can catch: they also run the training checks that take a
 few updates each (the learning rate used, the reported loss, the Adam steps, dropout at evaluation).
 With ``--training`` every mutant runs every check, the convergence run and what depends on it included.
 """
 
 from __future__ import annotations
 
-import importlib
 from dataclasses import dataclass, field
 
 from conformance.implementations import mutants
@@ -57,18 +56,11 @@ class MutantRow:
         return self.caught - self.expected
 
 
-def bug_of(module, name: str) -> str:
-    """The first line of a mutant's docstring: the bug, as the kill matrix and the diagnosis show it."""
-    return (module.__doc__ or name).strip().splitlines()[0]
-
-
 def catalogue() -> list[MutantRow]:
-    rows = []
-    for name in mutants.names():
-        module = importlib.import_module(f"conformance.implementations.mutants.{name}")
-        expected = set(module.CAUGHT_BY) | set(getattr(module, "ERRORED", ())) | set(getattr(module, "ADVISORY", ()))
-        rows.append(MutantRow(name, bug_of(module, name), expected, bool(getattr(module, "TRAINING", False))))
-    return rows
+    """One row per mutant: its bug (the first docstring line) and its declared catches (expected.toml)."""
+    declared = mutants.expected()
+    return [MutantRow(name, mutants.bug(name), set(declared[name].caught), declared[name].training)
+            for name in mutants.names()]
 
 
 def tabulate(rows: list[MutantRow], results) -> list[MutantRow]:

@@ -2,42 +2,36 @@
 
 * the reference passes every check, and every one of those checks is failed by at least one mutant;
 * every mutant of ``implementations/mutants/``, certified over the whole suite (``--no-training``; with
-  training for a module that sets ``TRAINING = True``, marked slow), fails exactly the checks its
-  ``CAUGHT_BY`` names, errors on exactly those in ``ERRORED``, is advised on exactly those in ``ADVISORY``
-  (the suite's conventions, docs/claims.md), and its failure messages contain what
-  ``MESSAGES`` pins (the likely cause, the diagnosis, the first divergence).
+  training for a mutant whose table says ``training = true``, marked slow), fails exactly the checks its
+  ``caught_by`` names, errors on exactly those in ``errored``, is advised on exactly those in ``advisory``
+  (the suite's conventions, docs/claims.md), and its failure messages contain what ``messages`` pins (the
+  likely cause, the diagnosis, the first divergence); all of it declared in ``implementations/mutants/expected.toml``;
+* the NumPy mutants import without torch.
 
-The declarations are read from the mutant files without importing them (``ast``), so collection needs
-no torch. ``transformer-conformance mutants`` prints the same facts as a kill matrix.
+The declarations and the bugs are read without importing the mutants, so collection needs no torch.
+``transformer-conformance mutants`` prints the same facts as a kill matrix.
 """
 
 import ast
-from pathlib import Path
+import subprocess
+import sys
 
 import pytest
 
 import conformance.implementations.mutants as mutants_package
+from conformance.implementations.mutants import EXPECTED_PATH, Expected, expected, render
 
-MUTANTS_DIR = Path(mutants_package.__file__).parent
-DECLARED = ("CAUGHT_BY", "ERRORED", "ADVISORY", "MESSAGES", "TRAINING")
-
-
-def declared(path: Path) -> dict:
-    """The literal CAUGHT_BY, ERRORED, MESSAGES and TRAINING a mutant file assigns."""
-    found = {}
-    for node in ast.parse(path.read_text()).body:
-        if isinstance(node, ast.Assign) and len(node.targets) == 1 and isinstance(node.targets[0], ast.Name):
-            if node.targets[0].id in DECLARED:
-                found[node.targets[0].id] = ast.literal_eval(node.value)
-    return found
+MUTANTS = expected()
+FORWARD = sorted(name for name, e in MUTANTS.items() if not e.training)
+TRAINING = sorted(name for name, e in MUTANTS.items() if e.training)
+MODULE_DECLARATIONS = ("CAUGHT_BY", "ERRORED", "ADVISORY", "MESSAGES", "TRAINING", "CAUGHT_BY_TRAINING")
 
 
-MUTANTS = {name: declared(MUTANTS_DIR / f"{name}.py") for name in mutants_package.names()}
-FORWARD = sorted(name for name, d in MUTANTS.items() if not d.get("TRAINING"))
-TRAINING = sorted(name for name, d in MUTANTS.items() if d.get("TRAINING"))
+def source(name: str) -> str:
+    return EXPECTED_PATH.with_name(f"{name}.py").read_text()
 
 
-@pytest.fixture(autouse=True)
+@pytest.fixture
 def one_torch_thread():
     """Hundreds of tiny tensors per run: a second intra-op thread only makes each op wait on a busy machine."""
     torch = pytest.importorskip("torch")
@@ -51,49 +45,127 @@ def describe_difference(got: set, expected: set) -> str:
     return f"unexpected: {sorted(got - expected)}; missing: {sorted(expected - got)}"
 
 
-def assert_exactly_as_declared(run, expected: dict):
+def assert_exactly_as_declared(run, declared: Expected):
     assert run.report is not None, run.err
     failed, errored, advised = run.with_status("failed"), run.with_status("error"), run.with_status("advisory")
-    assert failed == set(expected["CAUGHT_BY"]), describe_difference(failed, set(expected["CAUGHT_BY"]))
-    assert errored == set(expected["ERRORED"]), describe_difference(errored, set(expected["ERRORED"]))
-    advisory = set(expected.get("ADVISORY", ()))
-    assert advised == advisory, describe_difference(advised, advisory)
+    assert failed == declared.caught_by, describe_difference(failed, declared.caught_by)
+    assert errored == declared.errored, describe_difference(errored, declared.errored)
+    assert advised == declared.advisory, describe_difference(advised, declared.advisory)
     messages = {check["id"]: check["message"] for check in run.report["checks"]}
-    for check_id, text in expected.get("MESSAGES", {}).items():
+    for check_id, text in declared.messages.items():
         assert text in messages[check_id], f"{check_id}: {text!r} not in\n{messages[check_id]}"
     assert run.code == 1
 
 
-def test_every_mutant_declares_its_bug_and_its_catches():
+def test_every_mutant_has_one_table_and_declares_its_bug_in_its_docstring():
     assert len(MUTANTS) >= 30
-    for name, found in MUTANTS.items():
-        assert {"CAUGHT_BY", "ERRORED"} <= set(found), f"{name} lacks CAUGHT_BY or ERRORED"
-        assert found["CAUGHT_BY"] or found["ERRORED"], f"{name} is caught by no check"
-        doc = ast.get_docstring(ast.parse((MUTANTS_DIR / f"{name}.py").read_text())) or ""
+    assert sorted(MUTANTS) == mutants_package.names(), "a mutant without a table, or a table without a mutant"
+    for name, declared in MUTANTS.items():
+        assert declared.caught_by or declared.errored, f"{name} is caught by no check"
+        doc = ast.get_docstring(ast.parse(source(name))) or ""
         assert "§" in doc, f"{name}: the docstring names no paper section"
+        assert mutants_package.bug(name) == doc.splitlines()[0]
 
 
+def test_declarations_live_only_in_the_expectations_file():
+    """One home: a module that still assigned CAUGHT_BY (or the like) would be a second, unread copy."""
+    for name in MUTANTS:
+        assigned = {target.id for node in ast.parse(source(name)).body if isinstance(node, ast.Assign)
+                    for target in node.targets if isinstance(target, ast.Name)}
+        assert not assigned & set(MODULE_DECLARATIONS), f"{name} assigns {sorted(assigned & set(MODULE_DECLARATIONS))}"
+
+
+def test_expectations_file_is_in_its_written_layout():
+    """tools/measure_mutants.py --write renders the whole file; a hand edit in another layout would be lost."""
+    assert render(MUTANTS) == EXPECTED_PATH.read_text()
+
+
+def test_expectations_reject_an_unknown_key(tmp_path):
+    path = tmp_path / "expected.toml"
+    path.write_text('[m]\ncaught_by = ["c"]\nerrored = []\ncaugth_by = ["d"]\n')
+    with pytest.raises(ValueError, match=r"\[m\]: unknown keys \['caugth_by'\]"):
+        expected(path)
+
+
+@pytest.mark.usefixtures("one_torch_thread")
 def test_reference_passes_every_check_and_each_check_fails_on_some_mutant(certify):
     run = certify("reference", "--no-training")
     assert run.report is not None, run.err
     statuses = run.statuses()
     assert {cid: s for cid, s in statuses.items() if s != "passed"} == {}, run.out
-    caught = set().union(*(set(d["CAUGHT_BY"]) | set(d["ERRORED"]) | set(d.get("ADVISORY", ()))
-                           for d in MUTANTS.values()))
+    caught = set().union(*(declared.caught for declared in MUTANTS.values()))
     assert set(statuses) <= caught, f"checks no mutant fails: {sorted(set(statuses) - caught)}"
 
 
-@pytest.mark.parametrize("name", FORWARD)
+# Every run certifies one mutant of each kind (about 10 s each); the whole catalogue is marked slow and
+# run by .ci/run (`python -m pytest -m slow`) and by `transformer-conformance mutants`.
+SAMPLE = {
+    "attention_no_scaling": "a NumPy component mutant, named by the catalogue on the attention checks",
+    "pe_sine_cosine_swapped": "a published-number mutant: a fact and its randomised twin fail",
+    "label_smoothing_missing": "a loss mutant on the NumPy implementation",
+    "schedule_no_warmup": "a learning-rate mutant (§5.3)",
+    "pre_norm": "a torch model mutant, localised layer by layer",
+    "extra_final_layer_norm": "a structure no layer shows: found after the last layer",
+    "greedy_never_stops": "a decoding mutant",
+    "parameter_count_output_bias": "a parameter-count mutant, decomposed by counts",
+    "sequence_first_outputs": "wrong shapes: the suite's validation reports errors, not failures",
+}
+
+
+@pytest.mark.usefixtures("one_torch_thread")
+@pytest.mark.parametrize("name", sorted(SAMPLE))
+def test_sampled_mutant_fails_exactly_the_checks_it_declares(certify, name):
+    assert_exactly_as_declared(certify(f"mutant:{name}", "--no-training"), MUTANTS[name])
+
+
+@pytest.mark.slow
+@pytest.mark.usefixtures("one_torch_thread")
+@pytest.mark.parametrize("name", [name for name in FORWARD if name not in SAMPLE])
 def test_mutant_fails_exactly_the_checks_it_declares(certify, name):
     assert_exactly_as_declared(certify(f"mutant:{name}", "--no-training"), MUTANTS[name])
+
+
+def test_the_sample_is_drawn_from_the_forward_catalogue():
+    assert set(SAMPLE) <= set(FORWARD), sorted(set(SAMPLE) - set(FORWARD))
 
 
 # Training mutants train the toy model (up to 1,500 steps): run them with `python -m pytest -m slow`;
 # tests/test_training.py runs their cheap training checks (a few updates each) in every run.
 @pytest.mark.slow
+@pytest.mark.usefixtures("one_torch_thread")
 @pytest.mark.parametrize("name", TRAINING)
 def test_training_mutant_fails_exactly_the_checks_it_declares(certify, name):
     assert_exactly_as_declared(certify(f"mutant:{name}"), MUTANTS[name])
+
+
+# Run with torch blocked: "import torch" raises ImportError when sys.modules["torch"] is None.
+WITHOUT_TORCH = """
+import importlib, sys
+sys.modules["torch"] = None
+from conformance.implementations import mutants
+from conformance.implementations.numpy_impl.adapter import NumpyAdapter
+for name in mutants.names():
+    try:
+        module = importlib.import_module("conformance.implementations.mutants." + name)
+    except ImportError:
+        continue
+    print(name, isinstance(module.adapter, NumpyAdapter), module.adapter.conventions.dtype)
+"""
+
+
+def numpy_based(name: str) -> bool:
+    """A mutant built on the NumPy implementation (it imports it), as opposed to the torch reference."""
+    return "conformance.implementations.numpy_impl" in source(name)
+
+
+def test_numpy_mutants_import_without_torch():
+    """A NumPy or JAX candidate is diagnosed without torch: every NumPy mutant imports with torch blocked,
+    and is a NumpyAdapter in float64; a torch mutant does not import."""
+    out = subprocess.run([sys.executable, "-c", WITHOUT_TORCH], capture_output=True, text=True, check=True).stdout
+    imported = {name: rest for name, *rest in (line.split() for line in out.splitlines())}
+    assert set(imported) == {name for name in mutants_package.names() if numpy_based(name)}
+    assert all(rest == ["True", "float64"] for rest in imported.values()), imported
+    assert len(imported) >= 35
 
 
 def test_kill_matrix_marks_declared_missed_and_extra_catches_and_names_survivors():

@@ -9,7 +9,6 @@ verdict here (docs/training-check.md lists what each one does in a full run).
 
 from __future__ import annotations
 
-import importlib
 import io
 import math
 
@@ -21,6 +20,7 @@ from conformance import training
 from conformance.adapter import Conventions
 from conformance.candidate import Candidate
 from conformance.config import toy_config
+from conformance.implementations import mutants
 
 CONFIG = toy_config()
 CHEAP = (
@@ -299,10 +299,10 @@ LIKELY = {
 
 
 def promised(name: str) -> set[str]:
-    """The training checks a mutant's file says catch it (CAUGHT_BY, or CAUGHT_BY_TRAINING for a mutant
-    whose CAUGHT_BY lists what a run without training catches)."""
-    module = importlib.import_module(f"conformance.implementations.mutants.{name}")
-    return set(getattr(module, "CAUGHT_BY_TRAINING", module.CAUGHT_BY))
+    """The training checks that catch a mutant, as implementations/mutants/expected.toml declares them
+    (caught_by, or caught_by_training for a mutant whose caught_by lists what a run without training catches)."""
+    declared = mutants.expected()[name]
+    return set(declared.caught_by if declared.caught_by_training is None else declared.caught_by_training)
 
 
 @pytest.mark.parametrize("name", TRAINING_MUTANTS)

@@ -1,14 +1,124 @@
-"""Mutants: single-bug variants of the reference, one module each (docs/mutants.md).
+"""Mutants: single-bug variants of the reference or of the NumPy implementation, one module each (docs/mutants.md).
 
 Every mutant's docstring names its bug on the first line (the kill matrix and the diagnosis show it),
-then the paper section it violates, quoted. Each module has ``adapter`` and declares ``CAUGHT_BY`` and
-``ERRORED``, the exact checks that fail and error when it is certified (``_build.py`` says how), and
-optionally ``MESSAGES`` and ``TRAINING``. Load one as ``mutant:<module name>``. tests/test_mutant_catalogue.py
-certifies every mutant and requires exactly those outcomes: a mutant that survives is a hole in the suite.
+then the paper section it violates, quoted. Each module has ``adapter``; load one as ``mutant:<module name>``.
+What certifying it must give lives apart, in ``expected.toml`` (one table per mutant, read by ``expected()``):
+the exact checks that fail, error and advise, the message texts pinned, and whether only training shows
+the bug. ``tests/test_mutant_catalogue.py`` certifies every mutant and requires exactly those outcomes: a
+mutant that survives is a hole in the suite. ``tools/measure_mutants.py`` measures them and rewrites the file.
+
+A component mutant is a ``NumpyAdapter`` subclass (float64, no torch: a NumPy or JAX candidate is diagnosed
+without torch); training, layer-wiring and model-structure bugs are the torch reference with one change
+(``_build.py``).
 """
 
+from __future__ import annotations
+
+import ast
+import json
 import pkgutil
+import re
+import tomllib
+from dataclasses import dataclass, field
+from pathlib import Path
+
+EXPECTED_PATH = Path(__file__).with_name("expected.toml")
+# The sets of check ids, by key of expected.toml and the report status each one counts.
+OUTCOMES = {"caught_by": "failed", "errored": "error", "advisory": "advisory"}
 
 
 def names() -> list[str]:
     return sorted(m.name for m in pkgutil.iter_modules(__path__) if not m.name.startswith("_"))
+
+
+def bug(name: str) -> str:
+    """The first line of a mutant's docstring, read without importing it (no torch needed)."""
+    doc = ast.get_docstring(ast.parse(Path(__file__).with_name(f"{name}.py").read_text())) or name
+    return doc.strip().splitlines()[0]
+
+
+@dataclass(frozen=True)
+class Expected:
+    """What certifying one mutant gives: ``--no-training``, or with training when ``training``.
+
+    ``caught_by`` failed, ``errored`` error, ``advisory`` advisory (a convention of the suite the mutant
+    breaks: docs/claims.md; not a kill); ``messages`` {check id: a text its failure message contains};
+    ``caught_by_training`` the training checks that catch a forward mutant when it is trained."""
+
+    caught_by: frozenset[str] = frozenset()
+    errored: frozenset[str] = frozenset()
+    advisory: frozenset[str] = frozenset()
+    messages: dict[str, str] = field(default_factory=dict)
+    training: bool = False
+    caught_by_training: frozenset[str] | None = None
+
+    @property
+    def caught(self) -> frozenset[str]:
+        return self.caught_by | self.errored | self.advisory
+
+    @classmethod
+    def from_table(cls, table: dict) -> Expected:
+        unknown = set(table) - {*OUTCOMES, "messages", "training", "caught_by_training"}
+        if unknown:
+            raise ValueError(f"unknown keys {sorted(unknown)}")
+        sets = {key: frozenset(table.get(key, ())) for key in OUTCOMES}
+        training_set = table.get("caught_by_training")
+        return cls(**sets, messages=dict(table.get("messages", {})), training=bool(table.get("training", False)),
+                   caught_by_training=None if training_set is None else frozenset(training_set))
+
+
+def expected(path: Path = EXPECTED_PATH) -> dict[str, Expected]:
+    """{mutant name: Expected}, from ``expected.toml``."""
+    tables = tomllib.loads(path.read_text())
+    found = {}
+    for name, table in tables.items():
+        try:
+            found[name] = Expected.from_table(table)
+        except ValueError as exc:
+            raise ValueError(f"{path.name} [{name}]: {exc}") from None
+    return found
+
+
+HEADER = """\
+# What certifying each mutant of implementations/mutants/ gives, one table per mutant (docs/mutants.md).
+#
+#   caught_by           the exact check ids that fail (certified --no-training; with training if training = true)
+#   errored             the exact check ids that end in an error (a wrong shape, say)
+#   advisory            the exact check ids advised on: a convention of the suite the mutant breaks (not a kill)
+#   training            true for a bug only training can show
+#   caught_by_training  the training checks that catch a forward mutant when it is trained (tests/test_training.py)
+#   messages            {check id: a text its failure message must contain}
+#
+# Measured, then reviewed: `python tools/measure_mutants.py [names] [--jobs 2]` prints each difference from this
+# file, `--write` rewrites it (the whole file, in this layout: a mutant's story belongs in its docstring).
+"""
+
+
+def _key(text: str) -> str:
+    return text if re.fullmatch(r"[A-Za-z0-9_-]+", text) else json.dumps(text, ensure_ascii=False)
+
+
+def _strings(key: str, ids) -> str:
+    if not ids:
+        return f"{key} = []\n"
+    return f"{key} = [\n" + "".join(f"    {json.dumps(i, ensure_ascii=False)},\n" for i in sorted(ids)) + "]\n"
+
+
+def render(tables: dict[str, Expected]) -> str:
+    """The text of ``expected.toml`` for ``tables``, sorted by mutant (``expected(render(t)) == t``)."""
+    parts = [HEADER]
+    for name in sorted(tables):
+        e = tables[name]
+        text = f"\n[{name}]\n" + _strings("caught_by", e.caught_by) + _strings("errored", e.errored)
+        if e.advisory:
+            text += _strings("advisory", e.advisory)
+        if e.training:
+            text += "training = true\n"
+        if e.caught_by_training is not None:
+            text += _strings("caught_by_training", e.caught_by_training)
+        if e.messages:
+            text += f"\n[{name}.messages]\n" + "".join(
+                f"{_key(k)} = {json.dumps(v, ensure_ascii=False)}\n"
+                for k, v in sorted(e.messages.items()))
+        parts.append(text)
+    return "".join(parts)

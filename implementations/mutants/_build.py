@@ -1,25 +1,18 @@
-"""Building blocks for the catalogue's mutants: the reference with one bug, wherever that bug shows.
+"""Building blocks for the catalogue's torch mutants: the reference with one bug, wherever that bug shows.
 
-``with_formulas`` swaps formulas (``dataclasses.replace(REFERENCE, ...)``); ``with_attention`` swaps the
-attention formula for ``attention`` with one keyword changed (the scale, the softmax axis, the fill of
-masked scores, the mask after the softmax), so each attention mutant is one line; ``LayerSwap`` swaps the
-encoder or decoder layer class, in the layer parts and inside the models it builds; ``ModelSwap`` swaps
-the model class. The leading underscore keeps this module out of ``mutants.names()``.
+``with_formulas`` swaps formulas (``dataclasses.replace(REFERENCE, ...)``); ``attention`` is the attention
+formula with the fill of hidden scores as a knob; ``LayerSwap`` swaps the encoder or decoder layer class,
+in the layer parts and inside the models it builds; ``ModelSwap`` swaps the model class. The component
+mutants (a formula of one part) are NumPy mutants instead: ``implementations/numpy_impl/adapter.py``
+writes each formula as one method. The leading underscore keeps this module out of ``mutants.names()``.
 
-Every mutant module declares, for ``tests/test_mutant_catalogue.py`` and the kill matrix:
-
-* ``CAUGHT_BY``: the exact set of check ids that fail when the mutant is certified (``--no-training``;
-  with training for a module that sets ``TRAINING = True``);
-* ``ERRORED``: the exact set that end with an error (a part returning the wrong kind of value);
-* ``MESSAGES`` (optional): {check id: text its failure message must contain}.
+What certifying each mutant gives is declared apart, in ``expected.toml`` (``mutants.expected()``).
 """
 
 from __future__ import annotations
 
 import dataclasses
-import functools
 import math
-from collections.abc import Callable
 
 import torch
 from torch import Tensor, nn
@@ -39,31 +32,16 @@ def with_formulas(name: str, **changes) -> ReferenceAdapter:
     return ReferenceAdapter(formulas=dataclasses.replace(REFERENCE, **changes), name=f"mutant:{name}")
 
 
-def inverse_sqrt_d_k(q: Tensor) -> float:
-    """§3.2.1: the scores are scaled by 1/sqrt(d_k); q is (..., L, d_k)."""
-    return 1.0 / math.sqrt(q.shape[-1])
-
-
-# §3.2.1 with one knob per known bug; the defaults are the reference's formula.
-def attention(q: Tensor, k: Tensor, v: Tensor, keep: Tensor | None, *,
-              scale: Callable[[Tensor], float] = inverse_sqrt_d_k, softmax_dim: int = -1,
-              fill: float = float("-inf"), mask_after_softmax: bool = False) -> tuple[Tensor, Tensor]:
-    """softmax(Q K^T * scale(q), dim=softmax_dim) V, masked scores set to ``fill`` before the softmax
-    (or, with ``mask_after_softmax``, the weights multiplied by the mask after it). A row (or column)
-    with no visible key gets weights 0, as in the reference."""
-    scores = q @ k.transpose(-2, -1) * scale(q)  # (..., Lq, Lk)
+# §3.2.1 with the fill of the hidden scores as a knob; the default is the reference's -inf.
+def attention(q: Tensor, k: Tensor, v: Tensor, keep: Tensor | None, *, fill: float = float("-inf")):
+    """softmax(Q K^T / sqrt(d_k)) V with the hidden scores set to ``fill`` before the softmax -> (out, weights).
+    A row with no visible key gets weights 0 (with -inf), as in the reference."""
+    scores = q @ k.transpose(-2, -1) / math.sqrt(q.shape[-1])  # (..., Lq, Lk)
     if keep is None:
-        weights = torch.softmax(scores, dim=softmax_dim)
-    elif mask_after_softmax:
-        weights = torch.softmax(scores, dim=softmax_dim) * keep
+        weights = torch.softmax(scores, dim=-1)
     else:
-        weights = torch.nan_to_num(torch.softmax(scores.masked_fill(~keep, fill), dim=softmax_dim), nan=0.0)
+        weights = torch.nan_to_num(torch.softmax(scores.masked_fill(~keep, fill), dim=-1), nan=0.0)
     return weights @ v, weights
-
-
-def with_attention(name: str, **changes) -> ReferenceAdapter:
-    """The reference whose attention formula is ``attention`` with ``changes`` (one bug)."""
-    return with_formulas(name, attention=functools.partial(attention, **changes))
 
 
 class LayerSwap(ReferenceAdapter):

@@ -8,31 +8,12 @@ attention formula, where d_model = d_k) it is right, so only multi-head checks w
 
 import math
 
-from conformance.implementations.mutants._build import with_attention
+from conformance.implementations.numpy_impl.adapter import NumpyAdapter
 
 
-def inverse_sqrt_d_model(q):  # q (B, h, L, d_k) inside multi-head attention, (..., L, d_k) alone
-    h = q.shape[-3] if q.dim() == 4 else 1
-    return 1.0 / math.sqrt(h * q.shape[-1])
+class ScaledBySqrtD_model(NumpyAdapter):
+    def scale_scores(self, scores, d_k, h):
+        return scores / math.sqrt(h * d_k)  # the bug: d_model = h d_k, not d_k
 
 
-adapter = with_attention("attention_scaled_by_sqrt_d_model", scale=inverse_sqrt_d_model)
-
-CAUGHT_BY = {
-    "base_size_forward_matches_golden",
-    "cross_attention_matches_reference",
-    "decode_matches_reference",
-    "decoder_layer_matches_reference",
-    "decoder_layer_matches_reference_at_base_size",
-    "encode_matches_reference",
-    "encoder_layer_matches_reference",
-    "encoder_layer_matches_reference_at_base_size",
-    "logits_match_reference",
-    "logits_match_reference_at_base_size",
-    "multi_head_attention_matches_reference_at_base_size",
-    "self_attention_matches_reference",
-    "trained_checkpoint_attention_matches_golden",
-    "trained_checkpoint_matches_reference_on_fresh_inputs",
-    "trained_checkpoint_outputs_match_golden",
-}
-ERRORED = set()
+adapter = ScaledBySqrtD_model()

@@ -19,22 +19,3 @@ class EncoderCausal(LayerSwap):
 
 
 adapter = EncoderCausal(name="mutant:causal_mask_in_encoder")
-
-CAUGHT_BY = {
-    "base_size_forward_matches_golden",
-    "encode_matches_reference",
-    "encoder_layer_is_permutation_equivariant",
-    "encoder_layer_matches_reference",
-    "encoder_layer_matches_reference_at_base_size",
-    "logits_match_reference",
-    "logits_match_reference_at_base_size",
-    "trained_checkpoint_attention_matches_golden",
-    "trained_checkpoint_decodes_like_the_reference",
-    "trained_checkpoint_matches_reference_on_fresh_inputs",
-    "trained_checkpoint_outputs_match_golden",
-}
-ERRORED = set()
-MESSAGES = {
-    "encoder_layer_matches_reference": "(mutant:causal_mask_in_encoder), confirmed on a second",
-    "encoder_layer_is_permutation_equivariant": "(mutant:causal_mask_in_encoder), confirmed on a second",
-}

@@ -27,22 +27,3 @@ class CausalCross(LayerSwap):
 
 
 adapter = CausalCross(name="mutant:causal_mask_on_cross_attention")
-
-CAUGHT_BY = {
-    "base_size_forward_matches_golden",
-    "cross_attention_reads_every_real_source_position",
-    "decode_matches_reference",
-    "decoder_layer_matches_reference",
-    "decoder_layer_matches_reference_at_base_size",
-    "logits_match_reference",
-    "logits_match_reference_at_base_size",
-    "trained_checkpoint_attention_matches_golden",
-    "trained_checkpoint_decodes_like_the_reference",
-    "trained_checkpoint_matches_reference_on_fresh_inputs",
-    "trained_checkpoint_outputs_match_golden",
-}
-ERRORED = set()
-MESSAGES = {
-    "decoder_layer_matches_reference": "(mutant:causal_mask_on_cross_attention), confirmed on a second",
-    "decode_matches_reference": "first divergence: decoder.0 (its sublayers agree",
-}

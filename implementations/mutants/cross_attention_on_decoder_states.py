@@ -21,23 +21,3 @@ class CrossOnDecoderStates(LayerSwap):
 
 
 adapter = CrossOnDecoderStates(name="mutant:cross_attention_on_decoder_states")
-
-CAUGHT_BY = {
-    "base_size_forward_matches_golden",
-    "cross_attention_reads_every_real_source_position",
-    "decode_matches_reference",
-    "decoder_layer_matches_reference",
-    "decoder_layer_matches_reference_at_base_size",
-    "logits_match_reference",
-    "logits_match_reference_at_base_size",
-    "published_shapes_of_attention_weights",
-    "trained_checkpoint_attention_matches_golden",
-    "trained_checkpoint_decodes_like_the_reference",
-    "trained_checkpoint_matches_reference_on_fresh_inputs",
-    "trained_checkpoint_outputs_match_golden",
-}
-ERRORED = set()
-MESSAGES = {
-    "decoder_layer_matches_reference": "(mutant:cross_attention_on_decoder_states), confirmed on a second",
-    "logits_match_reference": "first divergence: decoder.0",
-}

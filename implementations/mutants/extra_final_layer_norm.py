@@ -44,18 +44,3 @@ class ExtraFinalLayerNorm(ModelSwap):
 
 
 adapter = ExtraFinalLayerNorm(name="mutant:extra_final_layer_norm")
-
-CAUGHT_BY = {
-    "base_size_forward_matches_golden",
-    "decode_matches_reference",
-    "encode_matches_reference",
-    "logits_match_reference",
-    "logits_match_reference_at_base_size",
-    "trained_checkpoint_attention_matches_golden",
-    "trained_checkpoint_matches_reference_on_fresh_inputs",
-    "trained_checkpoint_outputs_match_golden",
-}
-ERRORED = set()
-MESSAGES = {
-    "encode_matches_reference": "(mutant:extra_final_layer_norm), confirmed on a second",
-}

@@ -26,9 +26,3 @@ def greedy_without_feedback(model, src, max_len):
 
 
 adapter = with_formulas("greedy_does_not_feed_back", greedy_decode=greedy_without_feedback)
-
-CAUGHT_BY = {
-    "greedy_decoding_picks_the_argmax_at_every_step",
-    "trained_checkpoint_decodes_like_the_reference",
-}
-ERRORED = set()

@@ -19,12 +19,3 @@ def greedy_without_stopping(model, src, max_len):
 
 
 adapter = with_formulas("greedy_never_stops", greedy_decode=greedy_without_stopping)
-
-CAUGHT_BY = {
-    "greedy_decoding_stops_at_the_end_token_then_pads",
-    "trained_checkpoint_decodes_like_the_reference",
-}
-ERRORED = set()
-MESSAGES = {
-    "greedy_decoding_stops_at_the_end_token_then_pads": "continues after </s>",
-}

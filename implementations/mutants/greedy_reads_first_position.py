@@ -26,12 +26,3 @@ def greedy_from_first_position(model, src, max_len):
 
 
 adapter = with_formulas("greedy_reads_first_position", greedy_decode=greedy_from_first_position)
-
-CAUGHT_BY = {
-    "greedy_decoding_picks_the_argmax_at_every_step",
-    "trained_checkpoint_decodes_like_the_reference",
-}
-ERRORED = set()
-MESSAGES = {
-    "greedy_decoding_picks_the_argmax_at_every_step": "the most likely next token is",
-}

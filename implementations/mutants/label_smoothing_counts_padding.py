@@ -4,21 +4,12 @@ Violates §5.4 as the lesson trains: nn.CrossEntropyLoss(ignore_index=PAD, label
 ignores padding targets, so padded positions neither add loss nor dilute the mean.
 """
 
-import dataclasses
-
-import torch
-
-from conformance.implementations.reference.adapter import ReferenceAdapter
-from conformance.implementations.reference.model import REFERENCE
+from conformance.implementations.numpy_impl.adapter import NumpyAdapter
 
 
-def smoothed_with_padding(logits, targets, epsilon, pad_id):
-    return torch.nn.functional.cross_entropy(logits, targets.clamp(min=0), label_smoothing=epsilon)
+class CountsPadding(NumpyAdapter):
+    def reduce_loss(self, per_token, targets, pad_id):
+        return float(per_token.mean())  # the bug: no ignore_index
 
 
-CAUGHT_BY = {
-    "smoothed_loss_matches_formula_with_padding",
-}
-ERRORED = set()
-adapter = ReferenceAdapter(formulas=dataclasses.replace(REFERENCE, smoothed_loss=smoothed_with_padding),
-                           name="mutant:label_smoothing_counts_padding")
+adapter = CountsPadding()

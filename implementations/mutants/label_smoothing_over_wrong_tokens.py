@@ -5,29 +5,16 @@ the lesson and PyTorch compute (§5.4 as the lesson states it: q(k) = (1 - eps)[
 The published target 0.9077 becomes 0.9000, and the floor 0.537 becomes 0.5448.
 """
 
-import dataclasses
+import numpy as np
 
-import torch
-
-from conformance.implementations.reference.adapter import ReferenceAdapter
-from conformance.implementations.reference.model import REFERENCE
+from conformance.implementations.numpy_impl.adapter import NumpyAdapter
 
 
-def smoothed_over_wrong_tokens(logits, targets, epsilon, pad_id):
-    V = logits.shape[-1]
-    log_p = torch.log_softmax(logits, dim=-1)
-    q = torch.full_like(log_p, epsilon / (V - 1))
-    q.scatter_(-1, targets.clamp(min=0).unsqueeze(-1), 1.0 - epsilon)
-    real = targets != pad_id
-    return -(q * log_p).sum(-1)[real].mean()
+class OverWrongTokens(NumpyAdapter):
+    def smoothed_target(self, targets, V, epsilon, pad_id):
+        q = np.full((len(targets), V), epsilon / (V - 1))  # the bug: V - 1 wrong tokens share eps ...
+        q[np.arange(len(targets)), targets] = 1.0 - epsilon  # ... and the right one gets 1 - eps alone
+        return q
 
 
-CAUGHT_BY = {
-    "published_label_smoothing_values",
-    "smoothed_loss_matches_formula_with_padding",
-    "smoothed_loss_matches_published_floor_and_sure_model",
-    "smoothed_target_matches_published_values",
-}
-ERRORED = set()
-adapter = ReferenceAdapter(formulas=dataclasses.replace(REFERENCE, smoothed_loss=smoothed_over_wrong_tokens),
-                           name="mutant:label_smoothing_over_wrong_tokens")
+adapter = OverWrongTokens()

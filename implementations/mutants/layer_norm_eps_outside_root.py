@@ -5,21 +5,14 @@ Violates §3.1 (Ba et al. 2016) as the lesson's Step 3 writes it: gamma * (x - m
 variance, where eps is not negligible next to sigma^2.
 """
 
-import torch
+import numpy as np
 
-from conformance.implementations.mutants._build import with_formulas
-
-
-def layer_norm_eps_outside(x, gamma, beta, eps):
-    mu = x.mean(-1, keepdim=True)
-    var = ((x - mu) ** 2).mean(-1, keepdim=True)
-    return gamma * (x - mu) / (torch.sqrt(var) + eps) + beta
+from conformance.implementations.numpy_impl.adapter import NumpyAdapter
 
 
-adapter = with_formulas("layer_norm_eps_outside_root", layer_norm=layer_norm_eps_outside)
+class EpsOutsideRoot(NumpyAdapter):
+    def layer_norm_denominator(self, variance, eps):
+        return np.sqrt(variance) + eps  # the bug: eps outside the root
 
-CAUGHT_BY = {
-    "layer_norm_matches_formula",
-    "layer_norm_normalises_each_row_over_its_own_features",
-}
-ERRORED = set()
+
+adapter = EpsOutsideRoot()

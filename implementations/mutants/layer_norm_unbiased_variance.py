@@ -2,41 +2,18 @@
 
 Violates §3.1 / the lesson's Step 3: "σ² their variance (divided by d, not by d − 1)". On the
 lesson's example x = (1, 2, 3, 6) it gives (-0.926, -0.463, 0, 1.389) instead of
-(-1.069, -0.535, 0, 1.604).
+(-1.069, -0.535, 0, 1.604). A single feature (d = 1) gives 0/0, NaN, as ``torch.var`` does.
 """
 
-import dataclasses
+import numpy as np
 
-import torch
-
-from conformance.implementations.reference.adapter import ReferenceAdapter
-from conformance.implementations.reference.model import REFERENCE
+from conformance.implementations.numpy_impl.adapter import NumpyAdapter
 
 
-def unbiased_layer_norm(x, gamma, beta, eps):
-    mu = x.mean(-1, keepdim=True)
-    var = x.var(-1, keepdim=True, unbiased=True)
-    return gamma * (x - mu) / torch.sqrt(var + eps) + beta
+class UnbiasedVariance(NumpyAdapter):
+    def layer_norm_variance(self, centred):
+        with np.errstate(divide="ignore", invalid="ignore"):
+            return (centred**2).sum(-1, keepdims=True) / (centred.shape[-1] - 1)  # the bug: d - 1
 
 
-CAUGHT_BY = {
-    "base_size_forward_matches_golden",
-    "decode_matches_reference",
-    "decoder_layer_matches_reference",
-    "decoder_layer_matches_reference_at_base_size",
-    "encode_matches_reference",
-    "encoder_layer_matches_reference",
-    "encoder_layer_matches_reference_at_base_size",
-    "layer_norm_matches_formula",
-    "layer_norm_matches_published_example",
-    "layer_norm_normalises_each_row_over_its_own_features",
-    "logits_match_reference",
-    "logits_match_reference_at_base_size",
-    "published_layer_norm_example",
-    "trained_checkpoint_attention_matches_golden",
-    "trained_checkpoint_matches_reference_on_fresh_inputs",
-    "trained_checkpoint_outputs_match_golden",
-}
-ERRORED = set()
-adapter = ReferenceAdapter(formulas=dataclasses.replace(REFERENCE, layer_norm=unbiased_layer_norm),
-                           name="mutant:layer_norm_unbiased_variance")
+adapter = UnbiasedVariance()

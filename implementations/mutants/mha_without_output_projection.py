@@ -48,23 +48,3 @@ class NoOutputProjection(ReferenceAdapter):
 
 
 adapter = NoOutputProjection(name="mutant:mha_without_output_projection")
-
-CAUGHT_BY = {
-    "base_size_forward_matches_golden",
-    "cross_attention_matches_reference",
-    "decode_matches_reference",
-    "decoder_layer_matches_reference",
-    "decoder_layer_matches_reference_at_base_size",
-    "encode_matches_reference",
-    "encoder_layer_matches_reference",
-    "encoder_layer_matches_reference_at_base_size",
-    "logits_match_reference",
-    "logits_match_reference_at_base_size",
-    "multi_head_attention_matches_reference_at_base_size",
-    "self_attention_matches_reference",
-    "trained_checkpoint_attention_matches_golden",
-    "trained_checkpoint_decodes_like_the_reference",
-    "trained_checkpoint_matches_reference_on_fresh_inputs",
-    "trained_checkpoint_outputs_match_golden",
-}
-ERRORED = set()

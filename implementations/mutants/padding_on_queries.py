@@ -30,24 +30,3 @@ class PaddingOnQueries(LayerSwap):
 
 
 adapter = PaddingOnQueries(name="mutant:padding_on_queries")
-
-CAUGHT_BY = {
-    "appending_source_padding_leaves_logits_unchanged",
-    "batch_equals_rows_run_one_at_a_time",
-    "changing_padded_source_positions_leaves_real_positions_unchanged",
-    "decode_matches_reference",
-    "decoder_layer_matches_reference",
-    "decoder_layer_matches_reference_at_base_size",
-    "encode_matches_reference",
-    "encoder_layer_matches_reference",
-    "encoder_layer_matches_reference_at_base_size",
-    "logits_match_reference",
-    "logits_match_reference_at_base_size",
-    "trained_checkpoint_decodes_like_the_reference",
-    "trained_checkpoint_matches_reference_on_fresh_inputs",
-    "trained_checkpoint_outputs_match_golden",
-}
-ERRORED = set()
-MESSAGES = {
-    "encoder_layer_matches_reference": "(mutant:padding_on_queries), confirmed on a second",
-}

@@ -47,15 +47,4 @@ class OutputBiasAdapter(ModelSwap):
         return super().parameter_count(config) + config["tgt_vocab"]
 
 
-CAUGHT_BY = {
-    "parameter_count_matches_formula_for_any_config",
-    "parameter_count_matches_published_value[fact_id=german.total]",
-    "parameter_count_matches_published_value[fact_id=params.total]",
-    "parameter_count_matches_published_value[fact_id=params.total_separate_output]",
-    "parameter_count_matches_published_value[fact_id=toy.parameters]",
-    "parameter_count_without_attention_biases",
-    "published_parameter_counts",
-    "model_has_no_parameters_beyond_the_paper",
-}
-ERRORED = set()
 adapter = OutputBiasAdapter(name="mutant:parameter_count_output_bias")

@@ -41,23 +41,3 @@ adapter = PaddedRowsFilled(
     formulas=dataclasses.replace(REFERENCE, attention=functools.partial(attention, fill=-1e9)),
     name="mutant:query_rows_also_masked",
 )
-
-CAUGHT_BY = {
-    "appending_source_padding_leaves_logits_unchanged",
-    "decode_matches_reference",
-    "decoder_layer_matches_reference",
-    "decoder_layer_matches_reference_at_base_size",
-    "encode_matches_reference",
-    "encoder_layer_matches_reference",
-    "encoder_layer_matches_reference_at_base_size",
-    "logits_match_reference",
-    "logits_match_reference_at_base_size",
-    "padded_query_rows_still_follow_the_formula",
-    "trained_checkpoint_matches_reference_on_fresh_inputs",
-    "trained_checkpoint_outputs_match_golden",
-}
-ERRORED = set()
-ADVISORY = {
-    "fully_masked_row_gives_zero_weights_and_only_b_O",
-    "fully_masked_row_gives_zero_weights_and_output",
-}

@@ -4,24 +4,12 @@ Violates §5.3: lrate = d_model^-0.5 * min(step^-0.5, step * warmup^-1.5). With 
 its largest (d_model^-0.5 at step 1) and grows without bound after warmup: no warmup, no decay.
 """
 
-import dataclasses
-
-from conformance.implementations.reference.adapter import ReferenceAdapter
-from conformance.implementations.reference.model import REFERENCE
+from conformance.implementations.numpy_impl.adapter import NumpyAdapter
 
 
-def lrate_with_max(step, d_model, warmup):
-    return d_model**-0.5 * max(step**-0.5, step * warmup**-1.5)
+class MaxInsteadOfMin(NumpyAdapter):
+    def learning_rate(self, step, d_model, warmup):
+        return d_model**-0.5 * max(step**-0.5, step * warmup**-1.5)  # the bug: max
 
 
-CAUGHT_BY = {
-    "lrate_matches_formula_for_any_step",
-    "lrate_matches_published_paper_table",
-    "lrate_matches_published_toy_values",
-    "lrate_matches_the_toy_training_log",
-    "lrate_rises_linearly_then_decays_from_the_peak_at_warmup",
-    "published_learning_rates",
-}
-ERRORED = set()
-adapter = ReferenceAdapter(formulas=dataclasses.replace(REFERENCE, learning_rate=lrate_with_max),
-                           name="mutant:schedule_max_instead_of_min")
+adapter = MaxInsteadOfMin()

@@ -6,21 +6,12 @@ to the inverse square root of the step number". A lost minus sign: min(sqrt(step
 is the linear term until step = warmup^1.5 (252,982 for warmup 4,000).
 """
 
-from conformance.implementations.mutants._build import with_formulas
+from conformance.implementations.numpy_impl.adapter import NumpyAdapter
 
 
-def lrate_with_positive_exponent(step, d_model, warmup):
-    return d_model**-0.5 * min(step**0.5, step * warmup**-1.5)
+class PositiveExponent(NumpyAdapter):
+    def learning_rate(self, step, d_model, warmup):
+        return d_model**-0.5 * min(step**0.5, step * warmup**-1.5)  # the bug: step^0.5
 
 
-adapter = with_formulas("schedule_wrong_exponent", learning_rate=lrate_with_positive_exponent)
-
-CAUGHT_BY = {
-    "lrate_matches_formula_for_any_step",
-    "lrate_matches_published_paper_table",
-    "lrate_matches_published_toy_values",
-    "lrate_matches_the_toy_training_log",
-    "lrate_rises_linearly_then_decays_from_the_peak_at_warmup",
-    "published_learning_rates",
-}
-ERRORED = set()
+adapter = PositiveExponent()

@@ -19,10 +19,4 @@ class DefaultAdam(ReferenceAdapter):
         return super().build_model({**config, "recipe": recipe}, seed)
 
 
-# Only the training checks can see it: tests/test_mutant_catalogue.py certifies it with training (slow).
-TRAINING = True
-CAUGHT_BY = {
-    "adam_steps_match_reference",
-}
-ERRORED = set()
 adapter = DefaultAdam(name="mutant:train_adam_default_betas")

@@ -34,13 +34,6 @@ class TrainerLossCountsPadding(ReferenceAdapter):
         return float(loss.item())  # the part is right
 
 
-# Only the training checks can see it: tests/test_mutant_catalogue.py certifies it with training (slow).
-TRAINING = True
-CAUGHT_BY = {
-    "adam_steps_match_reference",
-    "reported_loss_is_label_smoothed_cross_entropy",
-}
-ERRORED = set()
 adapter = TrainerLossCountsPadding(
     formulas=dataclasses.replace(REFERENCE, smoothed_loss=loss_counting_padding),
     name="mutant:train_loss_counts_padding",

@@ -29,14 +29,6 @@ class TrainerWithoutWarmup(ReferenceAdapter):
         return float(REFERENCE.learning_rate(int(step), int(d_model), int(warmup)))  # the part is right
 
 
-# Only the training checks can see it: tests/test_mutant_catalogue.py certifies it with training (slow).
-TRAINING = True
-CAUGHT_BY = {
-    "adam_steps_match_reference",
-    "rate_used_at_each_step_is_lrate",
-    "reversal_task_is_learned",
-}
-ERRORED = set()
 adapter = TrainerWithoutWarmup(
     formulas=dataclasses.replace(REFERENCE, learning_rate=rate_without_warmup), name="mutant:train_no_warmup"
 )

@@ -26,19 +26,3 @@ class Untied(ModelSwap):
 
 
 adapter = Untied(name="mutant:untied_output")
-
-CAUGHT_BY = {
-    "base_size_forward_matches_golden",
-    "changing_an_unused_embedding_row_changes_only_its_logit",
-    "decode_matches_reference",
-    "logits_match_reference",
-    "logits_match_reference_at_base_size",
-    "trained_checkpoint_decodes_like_the_reference",
-    "trained_checkpoint_matches_reference_on_fresh_inputs",
-    "trained_checkpoint_outputs_match_golden",
-}
-ERRORED = set()
-MESSAGES = {
-    "logits_match_reference": "the output projection (logits = y E^T",
-    "changing_an_unused_embedding_row_changes_only_its_logit": "(mutant:untied_output), confirmed on a second",
-}

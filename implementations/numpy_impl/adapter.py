@@ -79,7 +79,7 @@ class NumpyModel:
     def _embed(self, ids, side):
         """ids (B, L) -> sqrt(d_model) * E[ids] + PE(0..L-1): (B, L, d_model)."""
         d_model = self.config.d_model
-        pe = self.adapter.positional_encoding(ids.shape[1], d_model)
+        pe = self.adapter.sinusoids(ids.shape[1], d_model)
         return self._table(side)[ids] * math.sqrt(d_model) + pe[None]
 
     def _logits(self, y):
@@ -143,44 +143,102 @@ class NumpyModel:
 
 
 class NumpyAdapter:
+    """Every part, in float64. Each formula is one method, which the parts and the model both call, so
+    that a known bug is a subclass overriding one method (``implementations/mutants/``):
+
+    * §3.5: ``pe_positions`` (0 .. n-1), ``pe_frequencies`` (10000^(-2i/d_model)), ``pe_interleave`` (sin in
+      column 2i, cos in 2i + 1), composed by ``sinusoids``: the table the model adds and the part returns;
+    * §3.1: ``layer_norm_variance`` (divided by d), ``layer_norm_denominator`` (sqrt(sigma^2 + eps));
+    * §3.2: ``scale_scores`` (1/sqrt(d_k) of one head), ``mask_scores`` (+ M, -inf where hidden), ``softmax``
+      (over the keys), ``attention_weights`` (their composition, 0 for a row with no visible key),
+      ``project`` (x W + b): the bare attention, multi-head attention and the layers all use them;
+    * §3.3: ``activation`` (ReLU); §5.3: ``learning_rate``; §5.4: ``smoothed_target`` (eps / V on every
+      token), ``token_losses`` (cross-entropy), ``reduce_loss`` (mean over the real targets);
+    * Table 3: ``attention_parameters``, ``ffn_parameters``, ``encoder_layer_parameters``,
+      ``decoder_layer_parameters``, ``embedding_parameters``, ``output_parameters``.
+    """
+
     conventions = Conventions(mask="additive", batch_first=True, dtype="float64", framework="numpy")
     model_class = NumpyModel  # forward-only: no train_step
 
+    # -- §3.5 positional encoding --------------------------------------------------------------
+    def pe_positions(self, n):
+        return np.arange(n, dtype=np.float64)
+
+    def pe_frequencies(self, d_model):
+        """omega_i = exp(-2i ln(10000) / d_model), the annotated transformer's form of 10000^(-2i/d_model)."""
+        return np.exp(np.arange(0, d_model, 2) * (-math.log(10000.0) / d_model))
+
+    def pe_interleave(self, angles):
+        """angles (n, d_model/2) -> (n, d_model): sin(angle_i) in column 2i, cos(angle_i) in column 2i + 1."""
+        return np.stack([np.sin(angles), np.cos(angles)], axis=-1).reshape(angles.shape[0], -1)
+
+    def sinusoids(self, n, d_model):
+        """The table the model adds to its embeddings, one row per position: (n, d_model)."""
+        return self.pe_interleave(np.einsum("p,f->pf", self.pe_positions(n), self.pe_frequencies(d_model)))
+
     def positional_encoding(self, n, d_model):
-        div = np.exp(np.arange(0, d_model, 2) * (-math.log(10000.0) / d_model))
-        angles = np.einsum("p,f->pf", np.arange(n, dtype=np.float64), div)
-        return np.stack([np.sin(angles), np.cos(angles)], axis=-1).reshape(n, d_model)
+        return self.sinusoids(n, d_model)
+
+    # -- §3.1 LayerNorm ------------------------------------------------------------------------
+    def layer_norm_variance(self, centred):
+        return (centred**2).mean(-1, keepdims=True)  # divided by d, not d - 1
+
+    def layer_norm_denominator(self, variance, eps):
+        return np.sqrt(variance + eps)
 
     def layer_norm(self, x, gamma, beta, eps):
         centred = x - x.mean(-1, keepdims=True)
-        return gamma * centred / np.sqrt((centred**2).mean(-1, keepdims=True) + eps) + beta
+        return gamma * centred / self.layer_norm_denominator(self.layer_norm_variance(centred), eps) + beta
+
+    # -- §3.2.1 scaled dot-product attention, §3.2.3 masks ---------------------------------------
+    def scale_scores(self, scores, d_k, h):
+        """Q K^T of one head (d_k of its own, h heads in the layer) -> Q K^T / sqrt(d_k)."""
+        return scores / math.sqrt(d_k)
+
+    def mask_scores(self, scores, additive):
+        """M adds 0 where a key is visible and -inf where it is hidden ("Vanilla Transformer")."""
+        return scores if additive is None else scores + additive
+
+    def softmax(self, masked):
+        return _softmax(masked)  # over the keys: each query's weights sum to 1
+
+    def attention_weights(self, scores, additive):
+        """softmax(scores + M); a query whose keys are all hidden (0/0) gets weights 0: the suite's convention."""
+        with np.errstate(invalid="ignore"):
+            return np.nan_to_num(self.softmax(self.mask_scores(scores, additive)), nan=0.0)
 
     def scaled_dot_product_attention(self, q, k, v, mask):
-        scores = np.einsum("bqd,bkd->bqk", q, k) / math.sqrt(q.shape[-1])
+        scores = self.scale_scores(np.einsum("bqd,bkd->bqk", q, k), d_k=q.shape[-1], h=1)
         return self._attend(scores, v, mask)
 
     def _attend(self, scores, v, additive):
-        if additive is None:
-            weights = _softmax(scores)
-        else:
-            blocked_row = np.isneginf(additive).all(-1, keepdims=True)
-            weights = np.where(blocked_row, 0.0, _softmax(scores + np.where(blocked_row, 0.0, additive)))
+        weights = self.attention_weights(scores, additive)
         return np.einsum("...qk,...kd->...qd", weights, v), weights
 
+    # -- §3.2.2 multi-head attention -------------------------------------------------------------
+    def project(self, x, W, b):
+        return x @ W + b
+
     def multi_head_attention(self, query, key, value, weights, h, mask):
-        def project(x, name):
-            y = x @ weights[f"W_{name}"] + weights.get(f"b_{name}", 0.0)
+        def heads(x, name):
+            y = self.project(x, weights[f"W_{name}"], weights.get(f"b_{name}", 0.0))
             return y.reshape(*x.shape[:2], h, -1).transpose(0, 2, 1, 3)  # (B, h, L, d_k)
 
-        q, k, v = project(query, "Q"), project(key, "K"), project(value, "V")
-        scores = np.einsum("bhqd,bhkd->bhqk", q, k) / math.sqrt(q.shape[-1])
-        heads, attn = self._attend(scores, v, None if mask is None else mask[:, None])
-        merged = heads.transpose(0, 2, 1, 3).reshape(query.shape)
-        return merged @ weights["W_O"] + weights.get("b_O", 0.0), attn
+        q, k, v = heads(query, "Q"), heads(key, "K"), heads(value, "V")
+        scores = self.scale_scores(np.einsum("bhqd,bhkd->bhqk", q, k), d_k=q.shape[-1], h=h)
+        out, attn = self._attend(scores, v, None if mask is None else mask[:, None])
+        merged = out.transpose(0, 2, 1, 3).reshape(query.shape)
+        return self.project(merged, weights["W_O"], weights.get("b_O", 0.0)), attn
+
+    # -- §3.3 position-wise feed-forward network -------------------------------------------------
+    def activation(self, z):
+        return np.maximum(0.0, z)
 
     def feed_forward(self, x, weights):
-        return np.maximum(0.0, x @ weights["W1"] + weights["b1"]) @ weights["W2"] + weights["b2"]
+        return self.activation(x @ weights["W1"] + weights["b1"]) @ weights["W2"] + weights["b2"]
 
+    # -- §3.1 the layers ------------------------------------------------------------------------
     def _sublayer(self, x, out, weights, norm, eps):
         return self.layer_norm(x + out, weights[f"{norm}.gamma"], weights[f"{norm}.beta"], eps)
 
@@ -215,26 +273,58 @@ class NumpyAdapter:
     def build_model(self, config, seed):
         return NumpyModel(self, ModelConfig.from_dict(config), int(seed))
 
+    # -- §5.3 the learning-rate schedule -----------------------------------------------------------
     def learning_rate(self, step, d_model, warmup):
         return d_model**-0.5 * min(step**-0.5, step * warmup**-1.5)
+
+    # -- §5.4 label smoothing --------------------------------------------------------------------
+    def smoothed_target(self, targets, V, epsilon, pad_id):
+        """q (N, V): eps / V on every token and 1 - eps more on the right one (PyTorch's spread)."""
+        q = np.full((len(targets), V), epsilon / V)
+        q[np.arange(len(targets)), targets] += 1.0 - epsilon
+        return q
+
+    def token_losses(self, q, log_p):
+        return -(q * log_p).sum(-1)  # the cross-entropy of each token against its target q
+
+    def reduce_loss(self, per_token, targets, pad_id):
+        real = targets != pad_id
+        return float(per_token[real].mean())
 
     def label_smoothed_loss(self, logits, targets, epsilon, pad_id):
         shifted = logits - logits.max(-1, keepdims=True)
         log_p = shifted - np.log(np.exp(shifted).sum(-1, keepdims=True))
-        V = logits.shape[-1]
-        q = np.full(logits.shape, epsilon / V)
-        q[np.arange(len(targets)), targets] += 1.0 - epsilon
-        per_token = -(q * log_p).sum(-1)
-        real = targets != pad_id
-        return float(per_token[real].mean())
+        q = self.smoothed_target(targets, logits.shape[-1], epsilon, pad_id)
+        return self.reduce_loss(self.token_losses(q, log_p), targets, pad_id)
+
+    # -- Table 3 the parameter count ---------------------------------------------------------------
+    def attention_parameters(self, config):
+        d = config["d_model"]
+        return 4 * d * d + (4 * d if config["attention_bias"] else 0)
+
+    def ffn_parameters(self, config):
+        d, d_ff = config["d_model"], config["d_ff"]
+        return 2 * d * d_ff + d_ff + d
+
+    def encoder_layer_parameters(self, config):
+        """Self-attention, FFN, two LayerNorms."""
+        return self.attention_parameters(config) + self.ffn_parameters(config) + 4 * config["d_model"]
+
+    def decoder_layer_parameters(self, config):
+        """Self-attention, cross-attention, FFN, three LayerNorms."""
+        return 2 * self.attention_parameters(config) + self.ffn_parameters(config) + 6 * config["d_model"]
+
+    def embedding_parameters(self, config):
+        d = config["d_model"]
+        return config["src_vocab"] * d + (0 if config["share_embeddings"] else config["tgt_vocab"] * d)
+
+    def output_parameters(self, config):
+        return 0 if config["tie_output"] else config["d_model"] * config["tgt_vocab"]  # tied: E^T, no bias
 
     def parameter_count(self, config):
-        d, d_ff, N = config["d_model"], config["d_ff"], config["N"]
-        attention = 4 * d * d + (4 * d if config["attention_bias"] else 0)
-        ffn = 2 * d * d_ff + d_ff + d
-        layers = N * (attention + ffn + 4 * d) + N * (2 * attention + ffn + 6 * d)
-        embeddings = config["src_vocab"] * d + (0 if config["share_embeddings"] else config["tgt_vocab"] * d)
-        return layers + embeddings + (0 if config["tie_output"] else d * config["tgt_vocab"])
+        N = config["N"]
+        layers = N * self.encoder_layer_parameters(config) + N * self.decoder_layer_parameters(config)
+        return layers + self.embedding_parameters(config) + self.output_parameters(config)
 
 
 adapter = NumpyAdapter()
