@@ -3,8 +3,10 @@
 When ``encode``, ``decode`` or ``forward`` disagrees with the oracle, the candidate's own
 ``encoder_layer`` / ``decoder_layer`` are rerun on the oracle's input to each layer, then its
 ``multi_head_attention`` / ``feed_forward`` on the oracle's input to each sublayer, so the message says
-where the bug sits ("first divergence: decoder.1 (cross-attention sublayer suspected)"). Naming *which*
-bug is the catalogue's job (``matching``); this module only says where.
+where the bug sits ("first divergence: decoder.1 (cross-attention sublayer suspected)"). A candidate
+without those layer parts but with a model that loads weights is localised by ablation instead: its
+sublayers switched off in turn through ``load_weights`` (``ablation``). Naming *which* bug is the
+catalogue's job (``matching``); this module only says where.
 """
 
 from __future__ import annotations
@@ -13,6 +15,7 @@ import numpy as np
 
 from conformance import oracle
 from conformance.diagnosis import composite
+from conformance.diagnosis.ablation import AblationFailed, ablate
 from conformance.diagnosis.matching import agrees
 from conformance.scenarios import key_padding
 from conformance.tolerances import LAYER, MODEL, Tolerance, for_dtype
@@ -102,7 +105,7 @@ def locate_encode(candidate, config, weights, src) -> str:
     if found:
         return found
     if not candidate.provides("encoder_layer"):
-        return "(no encoder_layer part: layer-by-layer localisation unavailable)"
+        return model_only(candidate, "encode", "encoder_layer", config, weights, src)
     return ("every encoder layer agrees with the oracle when fed the oracle's inputs and masks: the input"
             " embedding (sqrt(d_model) E[token] + PE(pos), positions from 0, the shared table E), the padding mask"
             " the model builds from pad_id, or a step after the last layer (a final LayerNorm) suspected")
@@ -114,7 +117,7 @@ def locate_decode(candidate, config, weights, tgt_in, memory, src) -> str:
     if found:
         return found
     if not candidate.provides("decoder_layer"):
-        return "(no decoder_layer part: layer-by-layer localisation unavailable)"
+        return model_only(candidate, "decode", "decoder_layer", config, weights, src, tgt_in, memory)
     return ("every decoder layer agrees with the oracle when fed the oracle's inputs and masks: the target"
             " embedding, the output projection (logits = y E^T, tied to the embedding, no bias), the padding"
             " masks the model builds from pad_id, or a step after the last layer (a final LayerNorm) suspected")
@@ -131,4 +134,19 @@ def locate_forward(candidate, cmodel, config, weights, src, tgt_in) -> str:
         found = encoder_divergence(candidate, config, weights, src, model)
         if found:
             return found
+    if not candidate.provides("decoder_layer"):  # forward itself: a model-only adapter may have no decode
+        return model_only(candidate, "forward", "decoder_layer", config, weights, src, tgt_in)
     return locate_decode(candidate, config, weights, tgt_in, memory, src)
+
+
+def model_only(candidate, method: str, layer_part: str, config, weights, src, tgt_in=None, memory=None) -> str:
+    """Without the ``layer_part`` to rerun, the model's ``method`` with its sublayers switched off in turn
+    through ``load_weights`` (``ablation``); the reason when that cannot run either."""
+    unavailable = f"no {layer_part} part: layer-by-layer localisation unavailable"
+    needed = ("build_model", "model.load_weights", f"model.{method}")
+    if not all(candidate.provides(part) for part in needed):
+        return f"({unavailable})"
+    try:
+        return ablate(candidate, method, config, weights, src, tgt_in, memory)
+    except AblationFailed as exc:
+        return f"({unavailable}; ablation through load_weights could not run: {exc})"
