@@ -46,8 +46,13 @@ def locate(method: str, candidate: Candidate) -> str:
                                                 " more: an extra LayerNorm after the last layer"),
     ("mutant:embedding_not_scaled", "forward", "with every sublayer off the output is the paper's with E[token] not"
                                                " multiplied by sqrt(d_model)"),
-    ("mutant:missing_residual", "encode", "the output is the same at every position, whatever the token: no residual"
-                                          " connection"),
+    ("mutant:missing_residual", "encode", "the output is the last LayerNorm's beta at every position, whatever the"
+                                          " token: no residual connection"),
+    ("mutant:mha_without_output_projection", "forward", "yet agrees when the sublayers are switched off from their"
+                                                        " input side: the attentions' output projection W_O is not"
+                                                        " applied as loaded"),
+    ("mutant:dropout_at_evaluation", "encode", "two identical calls give different outputs: dropout (or other"
+                                               " randomness) at evaluation suspected"),
     ("mutant:pe_exponent_i_over_d", "encode", "agrees at one position and differs at several: the positional"
                                               " encoding (beyond position 0) suspected"),
     ("mutant:gelu_instead_of_relu", "decode", "with every sublayer off it agrees; differs with only the decoder"
@@ -60,7 +65,8 @@ def locate(method: str, candidate: Candidate) -> str:
     ("mutant:causal_mask_on_cross_attention", "decode", "differs with only the decoder cross-attention (every"
                                                         " layer, decoder.0-1)"),
     ("mutant:cross_attention_on_decoder_states", "forward", "differs with only the decoder cross-attention (every"
-                                                            " layer, decoder.0-1)"),
+                                                            " layer, decoder.0-1); the encoder's sublayers not"
+                                                            " judged"),
 ])
 def test_the_ablation_names_where_a_model_only_mutant_differs(name, method, expected):
     line = locate(method, model_only(name))
@@ -76,6 +82,32 @@ def test_torch_nn_transformer_shows_the_extra_final_norm_and_its_zero_padded_mem
     memory_line = locate("encode", candidate)
     assert "an extra LayerNorm after the last layer" in memory_line, memory_line
     assert "the padded positions are exactly 0" in memory_line, memory_line
+
+
+class OneLayerMisloaded:
+    """A model-only adapter whose load_weights negates decoder.1's b1 (a name map wrong for one layer)."""
+
+    def __init__(self):
+        self.inner = import_target("reference")
+        self.conventions = self.inner.conventions
+
+    def build_model(self, config, seed):
+        model = self.inner.build_model(config, seed)
+
+        class Model:
+            def load_weights(self, weights):
+                model.load_weights({**weights, "decoder.1.ffn.b1": -weights["decoder.1.ffn.b1"]})
+
+            def __getattr__(self, method):
+                return getattr(model, method)
+
+        return Model()
+
+
+def test_a_bug_in_one_layer_is_placed_in_that_layer():
+    line = locate("decode", Candidate(OneLayerMisloaded(), name="one layer misloaded"))
+    expected = "with every sublayer off it agrees; differs with only the decoder feed-forward (decoder.1)"
+    assert line.endswith(expected), line
 
 
 @pytest.mark.parametrize("name", ["reference", "numpy", "torch-fused-qkv"])  # float32, float64 additive, seq-first

@@ -104,6 +104,12 @@ class Probe:
         got, want, _ = self.answers(weights, **kw)
         return agrees(got, want, self.tol)
 
+    def deterministic(self, weights: dict) -> bool:
+        """The candidate gives the same answer twice (to its own rounding): else no comparison means much."""
+        first, _, _ = self.answers(weights)
+        again, _, _ = self.answers(weights)
+        return agrees(first, again, self.tol)
+
     def real(self, oracle_model) -> np.ndarray:
         """(B, L) True at the positions that are tokens, not padding, along the answer's sequence."""
         return oracle_model.keep(self.src if self.method == "encode" else self.tgt_in)
@@ -134,6 +140,9 @@ def everything_off(probe: Probe, weights: dict) -> str | None:
     shape = known_shape(probe, off, got, want, model)
     if shape:
         return f"with every sublayer off {shape}"
+    projection = unapplied_projection(probe, weights)
+    if projection:
+        return projection
     if probe.agrees(off, length=1):
         return ("with every sublayer off it agrees at one position and differs at several: the positional"
                 " encoding (beyond position 0) suspected")
@@ -148,9 +157,10 @@ def known_shape(probe: Probe, off: dict, got, want, model) -> str | None:
     for expected, text in _shapes(probe, off, model):
         if agrees(got[real], expected[real], probe.tol):
             return text + _padding_note(probe, got, expected, real)
-    if _same_everywhere(got[real], probe.tol) and not _same_everywhere(want[real], probe.tol):
-        return ("the output is the same at every position, whatever the token: no residual connection"
-                " (LayerNorm(x + Sublayer(x)) without the x) suspected")
+    if agrees(got[real], probe.output(model, _last_beta(probe, off, want))[real], probe.tol):
+        return ("the output is the last LayerNorm's beta at every position, whatever the token: no residual"
+                " connection (LayerNorm(x + Sublayer(x)) without the x; on a batch of one, also a LayerNorm"
+                " over the batch axis) suspected")
     factor = _constant_factor(got[real], want[real])
     if factor is not None:
         d = probe.config.d_model
@@ -178,6 +188,33 @@ def _shapes(probe: Probe, off: dict, model):
            " (§3.4) suspected")
 
 
+# The same switch from the input side: V = 0 makes an attention's heads 0, W1 = b1 = 0 makes ReLU's 0;
+# with b_O (b2) zero too the sublayer adds nothing, whether or not its W_O (W2) is applied.
+INPUT_SIDE = {"self_attn": ("W_V", "b_V", "b_O"), "cross_attn": ("W_V", "b_V", "b_O"), "ffn": ("W1", "b1", "b2")}
+
+
+def off_from_input_side(weights: dict, subs: tuple[str, ...]) -> dict:
+    """Every sublayer off; those in ``subs`` through their input side, their W_O / W2 left as loaded."""
+    out = switched(weights, set())
+    for name, value in weights.items():
+        parts = name.split(".")
+        if len(parts) == 4 and parts[2] in subs:
+            out[name] = np.zeros_like(value) if parts[3] in INPUT_SIDE[parts[2]] else value
+    return out
+
+
+def unapplied_projection(probe: Probe, weights: dict) -> str | None:
+    """A line when switching a kind off through its input side agrees where zeroing its W_O / W2 did not:
+    the candidate does not apply that matrix as loaded (never multiplies by it, or maps it to another name)."""
+    for subs, matrix in ((("self_attn", "cross_attn"), "the attentions' output projection W_O"),
+                         (("ffn",), "the feed-forward's second matrix W2")):
+        if probe.agrees(off_from_input_side(weights, subs)):
+            return (f"with every sublayer off it differs, yet agrees when the sublayers are switched off from"
+                    f" their input side: {matrix} is not applied as loaded (not multiplied, or loaded under"
+                    f" another name) suspected")
+    return None
+
+
 def _plain_norm(y, eps: float) -> np.ndarray:
     """LayerNorm with gamma 1 and beta 0, as an extra norm whose parameters have no canonical name is left."""
     ones = np.ones(np.shape(y)[-1])
@@ -200,9 +237,13 @@ def _padding_note(probe: Probe, got, expected, real) -> str:
     return "; besides, the padded positions differ"
 
 
-def _same_everywhere(rows: np.ndarray, tol) -> bool:
-    """Every row (position) equal to the first within ``tol``: the output ignores the tokens."""
-    return len(rows) > 1 and bool(np.allclose(rows, rows[:1], rtol=tol.rtol, atol=tol.atol))
+def _last_beta(probe: Probe, off: dict, want) -> np.ndarray:
+    """Every position equal to the beta of the stack's last LayerNorm: with every sublayer off and no
+    residual, each norm sees the zero vector, and LayerNorm(0) = beta."""
+    stack, norm = ("encoder", "norm2") if probe.method == "encode" else ("decoder", "norm3")
+    beta = np.asarray(off[f"{stack}.{probe.config.N - 1}.{norm}.beta"], np.float64)
+    length = (probe.src if probe.method == "encode" else probe.tgt_in).shape
+    return np.broadcast_to(beta, (*length, beta.shape[0]))
 
 
 def _constant_factor(got: np.ndarray, want: np.ndarray) -> float | None:
@@ -294,6 +335,9 @@ def ablate(candidate, method: str, config, weights: dict, src, tgt_in=None, memo
 
 def findings(probe: Probe, weights: dict) -> str:
     """The stages in order; the first that explains the difference ends the line."""
+    if not probe.deterministic(weights):
+        return ("two identical calls give different outputs: dropout (or other randomness) at evaluation"
+                " suspected (no sublayer can be compared while the outputs vary)")
     if probe.agrees(weights):  # still worth the epsilon's probe: ordinary inputs cannot show it
         return layer_norm_epsilon(probe, weights) or ("on these weights and inputs the model agrees with the"
                                                       " oracle: nothing to localise")
@@ -302,7 +346,10 @@ def findings(probe: Probe, weights: dict) -> str:
         return first + " (the sublayers cannot be judged alone while this differs)"
     kinds = suspects(probe, weights)
     if kinds:
-        return "with every sublayer off it agrees; differs with only the " + "; and with only the ".join(kinds)
+        unjudged = ("; the encoder's sublayers not judged (forward sees them only through the cross-attention,"
+                    " which differs)" if probe.method == "forward" and any("cross" in k for k in kinds) else "")
+        return "with every sublayer off it agrees; differs with only the " + "; and with only the ".join(kinds) \
+            + unjudged
     eps = layer_norm_epsilon(probe, weights)
     if eps is not None:
         return eps
