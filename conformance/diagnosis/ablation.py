@@ -87,18 +87,28 @@ class Probe:
     def answers(self, weights: dict, *, length: int | None = None):
         """(candidate's answer, oracle's answer, oracle model) for ``weights``; ``length`` cuts the sequence
         the answer runs along (the source for encode, the target otherwise)."""
-        src, tgt_in = self.src, self.tgt_in
-        if length is not None and self.method == "encode":
-            src = src[:, :length]
-        elif length is not None:
-            tgt_in = tgt_in[:, :length]
-        self.model.load_weights(weights)
+        src, tgt_in = self._inputs(length)
         want = oracle.OracleModel(self.config, weights)
+        return self.candidate_answer(weights, length=length), self._call(want, src, tgt_in), want
+
+    def candidate_answer(self, weights: dict, *, length: int | None = None) -> np.ndarray:
+        self.model.load_weights(weights)
+        return self._call(self.model, *self._inputs(length))
+
+    def _inputs(self, length: int | None):
+        if length is None:
+            return self.src, self.tgt_in
         if self.method == "encode":
-            return self.model.encode(src), want.encode(src), want
+            return self.src[:, :length], self.tgt_in
+        return self.src, self.tgt_in[:, :length]
+
+    def _call(self, model, src, tgt_in):
+        """The method on the candidate's model or the oracle's: both take the suite's conventions."""
+        if self.method == "encode":
+            return model.encode(src)
         if self.method == "decode":
-            return self.model.decode(tgt_in, self.memory, src), want.decode(tgt_in, self.memory, src), want
-        return self.model.forward(src, tgt_in), want.forward(src, tgt_in), want
+            return model.decode(tgt_in, self.memory, src)
+        return model.forward(src, tgt_in)
 
     def agrees(self, weights: dict, **kw) -> bool:
         got, want, _ = self.answers(weights, **kw)
@@ -106,9 +116,7 @@ class Probe:
 
     def deterministic(self, weights: dict) -> bool:
         """The candidate gives the same answer twice (to its own rounding): else no comparison means much."""
-        first, _, _ = self.answers(weights)
-        again, _, _ = self.answers(weights)
-        return agrees(first, again, self.tol)
+        return agrees(self.candidate_answer(weights), self.candidate_answer(weights), self.tol)
 
     def real(self, oracle_model) -> np.ndarray:
         """(B, L) True at the positions that are tokens, not padding, along the answer's sequence."""
