@@ -185,9 +185,9 @@ def _shapes(probe: Probe, off: dict, model):
     yield (probe.output(model, embedded),
            "the output is the embedding itself: no LayerNorm on the residual path (pre-norm, the norm inside"
            " each sublayer, without a final norm) suspected")
-    yield (probe.output(model, _plain_norm(embedded, probe.config.eps)),
+    yield (probe.output(model, formulas.plain_layer_norm(embedded, probe.config.eps)),
            "the output is the normalised embedding: pre-norm with a final LayerNorm after the stack suspected")
-    yield (probe.output(model, _plain_norm(last, probe.config.eps)),
+    yield (probe.output(model, formulas.plain_layer_norm(last, probe.config.eps)),
            "the output is the paper's, normalised once more: an extra LayerNorm after the last layer"
            " (torch.nn.Transformer's default encoder.norm / decoder.norm) suspected")
     unscaled = oracle.OracleModel(probe.config, _unscaled_tables(off, probe.config.d_model))
@@ -221,12 +221,6 @@ def unapplied_projection(probe: Probe, weights: dict) -> str | None:
                     f" their input side: {matrix} is not applied as loaded (not multiplied, or loaded under"
                     f" another name) suspected")
     return None
-
-
-def _plain_norm(y, eps: float) -> np.ndarray:
-    """LayerNorm with gamma 1 and beta 0, as an extra norm whose parameters have no canonical name is left."""
-    ones = np.ones(np.shape(y)[-1])
-    return formulas.layer_norm(y, ones, 0 * ones, eps)
 
 
 def _unscaled_tables(weights: dict, d_model: int) -> dict:
