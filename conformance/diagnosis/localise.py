@@ -182,7 +182,8 @@ def locate_stack(candidate, stack: Stack, answer, config, agreed: str) -> str:
     """Every divergent layer, then an extra LayerNorm after the last one when the model's ``answer`` shows
     it; ``agreed`` when every layer agrees and nothing is found after them."""
     found = divergent_layers(stack, _layer_tol(candidate))
-    extra = extra_norm_after(stack, _answered(answer), config.eps, for_dtype(MODEL, candidate.conventions.dtype))
+    model_tol = for_dtype(MODEL, candidate.conventions.dtype)
+    extra = _or_none(lambda: extra_norm_after(stack, _or_none(answer), config.eps, model_tol))
     if found:
         text = fmt_divergence(stack.name, found, config.N)
         return text + ("; " + EXTRA_NORM_FOUND.format(last=stack.last, verdict="suspected") if extra else "")
@@ -192,10 +193,11 @@ def locate_stack(candidate, stack: Stack, answer, config, agreed: str) -> str:
     return agreed
 
 
-def _answered(answer: Callable[[], np.ndarray | None]) -> np.ndarray | None:
-    """The model's answer, or None when it cannot run: the layer-by-layer line then stands alone."""
+def _or_none(fn: Callable):
+    """The model's answer (or the chain of its layers), None when it cannot run: the layer-by-layer line
+    then stands alone."""
     try:
-        return answer()
+        return fn()
     except Exception:  # noqa: BLE001 - a diagnosis must never replace the failure it explains
         return None
 
