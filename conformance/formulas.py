@@ -37,6 +37,12 @@ def layer_norm(x, gamma, beta, eps: float) -> np.ndarray:
         + np.asarray(beta, np.float64)
 
 
+def plain_layer_norm(x, eps: float) -> np.ndarray:
+    """LayerNorm with gamma 1 and beta 0: an extra norm (no canonical weight names) left at its initial values."""
+    ones = np.ones(np.shape(x)[-1])
+    return layer_norm(x, ones, 0 * ones, eps)
+
+
 # §3.2.1: Attention(Q, K, V) = softmax(Q K^T / sqrt(d_k)) V, masked scores at -inf before softmax
 def softmax(scores: np.ndarray, axis: int = -1) -> np.ndarray:
     shifted = scores - np.max(scores, axis=axis, keepdims=True)

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from conformance.diagnosis.structure import PATTERNS
+from conformance.diagnosis.structure import PATTERNS, without_extra_norm_clause
 
 
 def fmt_matches(matches: list[dict], *, limit: int = 3) -> str | None:
@@ -25,7 +25,9 @@ def fmt_structure(patterns: list[str]) -> str | None:
 
 def tail(matches: list[dict], where: str | None, patterns: list[str]) -> list[str]:
     """The lines after a failure's own: each bug named once (a pattern a confirmed match already names is
-    not repeated)."""
+    not repeated, nor the localisation's extra LayerNorm after a stack that either names)."""
     named = {m["mutant"] for m in matches}
+    if where and "extra_final_layer_norm" in named | set(patterns):  # the likely cause says it, with its advice
+        where = without_extra_norm_clause(where)
     lines = [fmt_matches(matches), where, fmt_structure([p for p in patterns if p not in named])]
     return [f"  {line}" for line in lines if line]

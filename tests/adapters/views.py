@@ -120,6 +120,7 @@ model_only_reference = ModelOnly(builtin("reference"))
 model_only_numpy = ModelOnly(builtin("numpy"))
 model_only_fused_qkv = ModelOnly(builtin("torch-fused-qkv"))
 model_only_torch_nn_fixed = ModelOnly(builtin("torch-nn-transformer-fixed"))
+model_only_gelu_instead_of_relu = ModelOnly(builtin("mutant:gelu_instead_of_relu"))  # a failing one
 paper_only_reference = Limited(builtin("reference"), declare=True)
 paper_only_numpy = Limited(builtin("numpy"), declare=True)
 paper_only_fused_qkv = Limited(builtin("torch-fused-qkv"), declare=True)
