@@ -154,6 +154,10 @@ def everything_off(probe: Probe, weights: dict) -> str | None:
     if probe.agrees(off, length=1):
         return ("with every sublayer off it agrees at one position and differs at several: the positional"
                 " encoding (beyond position 0) suspected")
+    if epsilon_dominates(probe, off):
+        return (f"with every sublayer off it differs slightly on ordinary embeddings and far more on nearly"
+                f" constant ones: the LayerNorm epsilon (the config's is {probe.config.eps:g}, inside the square"
+                f" root) suspected")
     return ("with every sublayer off it differs: the embedding (table, sqrt(d_model), positions), the"
             " LayerNorms (placement, formula) or the output projection suspected")
 
@@ -265,6 +269,16 @@ def layer_norm_epsilon(probe: Probe, weights: dict) -> str | None:
         return None
     return (f"with every sublayer off it agrees on ordinary embeddings and differs on nearly constant ones: the"
             f" LayerNorm epsilon (the config's is {probe.config.eps:g}, inside the square root) suspected")
+
+
+def epsilon_dominates(probe: Probe, off: dict) -> bool:
+    """The difference at one position grows a hundredfold where the embedding's variance is ~1e-8: only
+    the epsilon weighs there (in float64 an epsilon outside the root already shows on ordinary rows)."""
+    def worst(weights):
+        got, want, _ = probe.answers(weights, length=1)
+        return float(np.abs(np.asarray(got, np.float64) - np.asarray(want, np.float64)).max())
+    ordinary, flat = worst(off), worst(near_constant(off, probe.config))
+    return np.isfinite(flat) and flat > 100 * ordinary
 
 
 def near_constant(weights: dict, config) -> dict:
