@@ -98,7 +98,7 @@ class Check:
     def explain(self, failure: CheckFailure, tol: Tolerance | None, *, ask=None, locate=None, structure=None) -> None:
         """Append the diagnosis to ``failure``: confirmed known bug, first divergence, structure."""
         from conformance.diagnosis import confirmed_matches
-        from conformance.diagnosis.message import tail
+        from conformance.diagnosis.message import named, tail
 
         if not reporting() or self.candidate is None:
             return
@@ -109,7 +109,8 @@ class Check:
         lines = tail(matches or [], where, patterns)
         failure.fields.update(diagnosis=matches or [], patterns=patterns)
         if matches:
-            failure.fields["likely_cause"] = f"{matches[0]['bug']} (mutant:{matches[0]['mutant']})"
+            failure.fields["likely_cause"] = named(matches[0]) if matches[0].get("mutants") else \
+                f"{matches[0]['bug']} (mutant:{matches[0]['mutant']})"  # a single bug's text as it always was
         if lines:
             failure.message = "\n".join([failure.message, *lines])
             failure.args = (failure.message,)

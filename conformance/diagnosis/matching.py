@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import itertools
+
 import numpy as np
 
 from conformance.compare import measure
@@ -37,35 +39,179 @@ def _distance(a, b) -> float:
 
 def confirmed_matches(candidate, question: Question, tol: Tolerance, *, actual=None) -> list[dict]:
     """The known bugs whose answer equals the candidate's on the failing problem and on a second one where
-    they differ from the paper's: [{mutant, bug, max_abs, probe_max_abs}], closest first."""
+    they differ from the paper's: [{mutant, bug, max_abs, probe_max_abs}], closest first. When no single bug
+    is confirmed, the combinations of known bugs (``combined_matches``): {mutant: "a+b", mutants: [a, b], ...}."""
     problem = candidate.fit(question.problem)  # every candidate is asked exactly what this one was
     mine = _answer(question, candidate, problem) if actual is None else np.asarray(actual, np.float64)
     if mine is None or not np.isfinite(mine).all():
         return []
     same = _same(question, tol)
-    first = []
-    for known in known_bugs():
-        theirs = _answer(question, known.candidate, problem)
-        if same(mine, theirs):
-            first.append((known, _distance(mine, theirs)))
-    if not first:
-        return []
-    return _confirm(candidate, question, same, first)
+    answers = [(known, _answer(question, known.candidate, problem)) for known in known_bugs()]
+    first = [(known, _distance(mine, theirs)) for known, theirs in answers if same(mine, theirs)]
+    second = _Second(candidate, question, same)
+    confirmed = _confirm(second, first) if first else []
+    return confirmed or combined_matches(second, problem, mine, answers)
 
 
-def _confirm(candidate, question: Question, same, first) -> list[dict]:
-    second = question.second()
-    reference = paper()
-    if second is None or reference is None:
-        return []
-    second = candidate.fit(second)
-    mine, correct = _answer(question, candidate, second), _answer(question, reference, second)
-    if mine is None or correct is None or same(mine, correct):
+class _Second:
+    """The second problem, and the candidate's and the paper's answers there, computed once when first needed."""
+
+    def __init__(self, candidate, question: Question, same):
+        self.candidate, self.question, self.same = candidate, question, same
+        self._asked = False
+        self.problem = self.mine = self.correct = None
+
+    def ready(self) -> bool:
+        """False when there is no second problem, or the candidate is right on it: nothing can be confirmed."""
+        if not self._asked:
+            self._asked = True
+            second, reference = self.question.second(), paper()
+            if second is not None and reference is not None:
+                self.problem = self.candidate.fit(second)
+                self.mine = _answer(self.question, self.candidate, self.problem)
+                self.correct = _answer(self.question, reference, self.problem)
+        return not (self.mine is None or self.correct is None or self.same(self.mine, self.correct))
+
+    def confirms(self, known) -> float | None:
+        """``known``'s distance from the candidate on the second problem when it matches there and differs
+        from the paper's; else None."""
+        theirs = _answer(self.question, known.candidate, self.problem)
+        if self.same(self.mine, theirs) and not self.same(theirs, self.correct):
+            return _distance(self.mine, theirs)
+        return None
+
+
+def _confirm(second: _Second, first) -> list[dict]:
+    if not second.ready():
         return []  # on the probe the candidate is right: nothing to confirm
     confirmed = []
     for known, max_abs in first:
-        theirs = _answer(question, known.candidate, second)
-        if same(mine, theirs) and not same(theirs, correct):
+        probe_max_abs = second.confirms(known)
+        if probe_max_abs is not None:
             confirmed.append({"mutant": known.name, "bug": known.bug, "max_abs": max_abs,
-                              "probe_max_abs": _distance(mine, theirs)})
+                              "probe_max_abs": probe_max_abs})
     return sorted(confirmed, key=lambda match: match["max_abs"])
+
+
+# --------------------------------------------------------------------------------------------------
+# Several bugs at once
+# --------------------------------------------------------------------------------------------------
+# A search over compositions of single bugs (``combine``), cheapest guesses first, each stage confirmed
+# before the next: (1) pairs among the TOP_SINGLES closest singles; (2) the ANCHORS closest singles, each
+# with every other single it composes with (a bug that dominates the output hides a weak partner deep in
+# the ranking); (3) the TRIPLE_SEEDS closest unconfirmed pairs, each extended by one of the TOP_SINGLES.
+# Every composed candidate asked is a rerun of the question; MAX_RERUNS bounds them per failing check,
+# confirmations on the second problem included (60 layer or small-model runs: about a second in torch).
+TOP_SINGLES = 6
+ANCHORS = 2
+TRIPLE_SEEDS = 3
+MAX_RERUNS = 60
+
+
+def closest_singles(mine, papers, same, answers) -> list:
+    """The known bugs whose answer on the failing problem differs from the paper's (one that gives the
+    paper's answer says nothing), closest first: the most aligned deviations from the paper. To first
+    order a combination's deviation is the sum of its bugs', so each bug's deviation points roughly
+    where the candidate's does (the cosine ranks them; the max abs difference breaks ties)."""
+    correct = papers[0]
+    scored = []
+    for known, theirs in answers:
+        if theirs is None or np.shape(theirs) != np.shape(mine) or not np.isfinite(theirs).all():
+            continue  # an error, a NaN or another shape: not part of what the candidate computes
+        if any(same(theirs, answer) for answer in papers):
+            continue
+        scored.append((-_alignment(mine - correct, theirs - correct), _distance(mine, theirs), known.name, known))
+    return [known for *_, known in sorted(scored, key=lambda item: item[:3])]
+
+
+def _alignment(a, b) -> float:
+    """The cosine between two deviations (0 when either is 0)."""
+    a, b = np.ravel(a), np.ravel(b)
+    norms = float(np.linalg.norm(a) * np.linalg.norm(b))
+    return float(a @ b) / norms if norms > 0 else 0.0
+
+
+def _papers(question: Question, problem) -> list:
+    """The paper's answers on ``problem``: the reference's, and the NumPy implementation's (float64), which
+    the NumPy mutants are built on: a mutant that gives either one says nothing."""
+    answers = [_answer(question, reference, problem) for reference in (paper(), _numpy_paper()) if reference]
+    return [answer for answer in answers if answer is not None]
+
+
+def _numpy_paper():
+    from conformance.loading import load
+
+    try:
+        return load("numpy")
+    except Exception:  # noqa: BLE001 - a stand-in catalogue may have no NumPy implementation to load
+        return None
+
+
+def combined_matches(second: _Second, problem, mine, answers) -> list[dict]:
+    """Combinations of known bugs (``combine``) whose answer equals the candidate's on the failing problem
+    and on the second one, where they differ from the paper's; the first stage that confirms one ends the
+    search. Never more than MAX_RERUNS questions asked of composed candidates."""
+    papers = _papers(second.question, problem)
+    if not papers:
+        return []
+    ranked = [known.name for known in closest_singles(mine, papers, second.same, answers)]
+    search = _CombinationSearch(second, problem, mine)
+    top = ranked[:TOP_SINGLES]
+    found = search.confirmed(search.ask(itertools.combinations(top, 2)))
+    if not found:
+        found = search.confirmed(search.ask((anchor, other) for anchor in ranked[:ANCHORS] for other in ranked
+                                            if other != anchor))
+    if not found:
+        extended = ((*combo.names, name) for combo in search.closest_misses(TRIPLE_SEEDS) for name in top
+                    if name not in combo.names)
+        found = search.confirmed(search.ask(extended))
+    return found
+
+
+class _CombinationSearch:
+    """The combinations asked so far, what each answered on the failing problem, and the reruns left."""
+
+    def __init__(self, second: _Second, problem, mine):
+        self.second, self.problem, self.mine = second, problem, mine
+        self.reruns_left = MAX_RERUNS
+        self.asked: set[tuple[str, ...]] = set()
+        self.misses: list[tuple[float, object]] = []  # (max abs difference, combination) that did not match
+
+    def ask(self, groups) -> list[tuple[float, object]]:
+        """The combinations among ``groups`` (name tuples; those that do not compose skipped, for free) whose
+        answer on the failing problem equals the candidate's, as (max abs difference, combination)."""
+        from conformance.diagnosis.combine import combination
+
+        matched = []
+        for names in groups:
+            combo = combination(tuple(sorted(names)))
+            if combo is None or combo.names in self.asked:
+                continue
+            if self.reruns_left <= 0:
+                break
+            self.asked.add(combo.names)
+            self.reruns_left -= 1
+            theirs = _answer(self.second.question, combo.candidate, self.problem)
+            if theirs is None or np.shape(theirs) != np.shape(self.mine) or not np.isfinite(theirs).all():
+                continue
+            (matched if self.second.same(self.mine, theirs) else self.misses).append(
+                (_distance(self.mine, theirs), combo))
+        return matched
+
+    def closest_misses(self, n: int) -> list:
+        return [combo for _, combo in sorted(self.misses, key=lambda item: (item[0], item[1].names))[:n]]
+
+    def confirmed(self, matched) -> list[dict]:
+        """The matches also confirmed on the second problem: {mutant: "a+b", mutants: [a, b], bug, ...}."""
+        if not matched or not self.second.ready():
+            return []
+        found = []
+        for max_abs, combo in matched:
+            if self.reruns_left <= 0:
+                break
+            self.reruns_left -= 1
+            probe_max_abs = self.second.confirms(combo)
+            if probe_max_abs is not None:
+                found.append({"mutant": combo.name, "mutants": list(combo.names), "bug": combo.bug,
+                              "max_abs": max_abs, "probe_max_abs": probe_max_abs})
+        return sorted(found, key=lambda match: (match["max_abs"], match["mutant"]))

@@ -5,11 +5,17 @@ from __future__ import annotations
 from conformance.diagnosis.structure import PATTERNS, without_extra_norm_clause
 
 
+def named(match: dict) -> str:
+    """"<bug> (mutant:x)"; for a combination of known bugs "<bug a>; and <bug b> (mutant:a + mutant:b)"."""
+    mutants = " + ".join(f"mutant:{name}" for name in match.get("mutants") or [match["mutant"]])
+    return f"{match['bug'].rstrip('.')} ({mutants})"
+
+
 def fmt_matches(matches: list[dict], *, limit: int = 3) -> str | None:
     """"likely cause: <bug> (mutant:x), confirmed on a second probe (max diff 2e-08, 3e-08 on the probe)"."""
     if not matches:
         return None
-    shown = [f"{m['bug'].rstrip('.')} (mutant:{m['mutant']})" for m in matches[:limit]]
+    shown = [named(m) for m in matches[:limit]]
     more = f" (+{len(matches) - limit} more)" if len(matches) > limit else ""
     best = matches[0]
     confirmed = (f"confirmed on a second, bigger problem (max diff {best['max_abs']:.1g} here,"
@@ -26,8 +32,8 @@ def fmt_structure(patterns: list[str]) -> str | None:
 def tail(matches: list[dict], where: str | None, patterns: list[str]) -> list[str]:
     """The lines after a failure's own: each bug named once (a pattern a confirmed match already names is
     not repeated, nor the localisation's extra LayerNorm after a stack that either names)."""
-    named = {m["mutant"] for m in matches}
-    if where and "extra_final_layer_norm" in named | set(patterns):  # the likely cause says it, with its advice
+    names = {name for m in matches for name in m.get("mutants") or [m["mutant"]]}
+    if where and "extra_final_layer_norm" in names | set(patterns):  # the likely cause says it, with its advice
         where = without_extra_norm_clause(where)
-    lines = [fmt_matches(matches), where, fmt_structure([p for p in patterns if p not in named])]
+    lines = [fmt_matches(matches), where, fmt_structure([p for p in patterns if p not in names])]
     return [f"  {line}" for line in lines if line]

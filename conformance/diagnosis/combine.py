@@ -1,0 +1,164 @@
+"""Several known bugs at once: the catalogue's mutants composed into one candidate.
+
+Real code deviates in several places at once; ``matching.combined_matches`` asks such compositions the
+failing question when no single mutant answers like the candidate. Two mutants compose when each one's
+bug lives in a part of the implementation the other leaves alone:
+
+* NumPy component mutants (``NumpyAdapter`` subclasses, one formula a method): by multiple inheritance,
+  when the names each defines below ``NumpyAdapter`` are disjoint and neither carries instance state;
+* torch mutants (the reference with changed ``Formulas``, some a ``ReferenceAdapter`` subclass): their
+  changed formula fields must be disjoint, and so must the names their subclasses define below the
+  classes they share (two ``LayerSwap`` subclasses compose when one swaps the encoder layer and the
+  other the decoder layer; a ``ModelSwap`` and a ``LayerSwap`` both define ``build_model``: they do not).
+
+A NumPy and a torch mutant never compose: they are two implementations, not two methods of one, and no
+class could take its formulas from both. Every composed candidate is cached, keyed by its sorted names.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import functools
+
+from conformance.diagnosis.catalogue import KnownBug, _loaded
+
+SEPARATOR = "+"  # a combination's name: its mutants' names, sorted, joined ("a+b")
+
+
+def combination_name(names) -> str:
+    return SEPARATOR.join(sorted(names))
+
+
+def _own_names(cls: type, base: type, shared: set[type]) -> set[str]:
+    """The attributes ``cls`` defines below ``base``, leaving out the classes in ``shared`` (common bases)."""
+    defined = set()
+    for klass in cls.__mro__:
+        if issubclass(klass, base) and klass is not base and klass not in shared:
+            defined |= {name for name in vars(klass) if name not in ("__module__", "__doc__", "__qualname__",
+                                                                     "__firstlineno__", "__static_attributes__")}
+    return defined
+
+
+def _disjoint_classes(classes: list[type], base: type) -> bool:
+    """Each class defines names of its own (below ``base`` and their shared bases) no other one defines,
+    and none defines ``__init__`` (its instance could not be built like the original)."""
+    mros = [set(cls.__mro__) for cls in classes]
+    shared = set.intersection(*mros)
+    seen: set[str] = set()
+    for cls in classes:
+        own = _own_names(cls, base, shared)
+        if own & seen or "__init__" in own:
+            return False
+        seen |= own
+    return True
+
+
+def _combined_class(classes: list[type], base: type) -> type:
+    """The one class that carries every bug: the most derived one, or a multiple-inheritance child."""
+    distinct = [cls for cls in dict.fromkeys(classes) if cls is not base]
+    if not distinct:
+        return base
+    if len(distinct) == 1:
+        return distinct[0]
+    return type(SEPARATOR.join(cls.__name__ for cls in distinct), tuple(distinct), {})
+
+
+# -- NumPy component mutants -------------------------------------------------------------------------
+
+
+def _compose_numpy(adapters: list):
+    from conformance.implementations.numpy_impl.adapter import NumpyAdapter
+
+    if not all(isinstance(a, NumpyAdapter) for a in adapters):
+        return None
+    if any(vars(a) for a in adapters):  # built with arguments or with state set after: not rebuilt here
+        return None
+    classes = [type(a) for a in adapters]
+    if not _disjoint_classes(classes, NumpyAdapter):
+        return None
+    return _combined_class(classes, NumpyAdapter)()
+
+
+# -- torch mutants on the reference ------------------------------------------------------------------
+
+STANDARD_STATE = {"formulas", "name", "dtype", "torch_dtype"}  # what ReferenceAdapter.__init__ sets
+
+
+def _changed_formulas(formulas, reference) -> dict:
+    return {field.name: getattr(formulas, field.name) for field in dataclasses.fields(reference)
+            if getattr(formulas, field.name) is not getattr(reference, field.name)}
+
+
+def _compose_torch(adapters: list, name: str):
+    try:
+        from conformance.implementations.reference.adapter import ReferenceAdapter
+        from conformance.implementations.reference.model import REFERENCE
+    except ImportError:  # no torch: no torch mutants either
+        return None
+    if not all(isinstance(a, ReferenceAdapter) for a in adapters):
+        return None
+    if any(set(vars(a)) - STANDARD_STATE for a in adapters) or len({a.dtype for a in adapters}) != 1:
+        return None
+    merged: dict = {}
+    for adapter in adapters:
+        changes = _changed_formulas(adapter.formulas, REFERENCE)
+        if changes.keys() & merged.keys():
+            return None  # two bugs in one formula: which one wins is not a composition
+        merged |= changes
+    classes = [type(a) for a in adapters]
+    if not _disjoint_classes(classes, ReferenceAdapter):
+        return None
+    cls = _combined_class(classes, ReferenceAdapter)
+    return cls(formulas=dataclasses.replace(REFERENCE, **merged), name=name, dtype=adapters[0].dtype)
+
+
+# -- the catalogue's combinations ----------------------------------------------------------------------
+
+
+def compose(adapters: list, name: str):
+    """One adapter with every bug of ``adapters`` (mutants of one family), or None when they do not compose."""
+    if len(adapters) < 2:
+        return None
+    # One family only: a NumPy and a torch mutant are two implementations, no class can be both.
+    return _compose_numpy(adapters) or _compose_torch(adapters, name)
+
+
+@dataclasses.dataclass(frozen=True)
+class Combination:
+    names: tuple[str, ...]  # sorted
+    bug: str  # the bugs' first lines, joined
+    candidate: object  # a conformance.candidate.Candidate
+
+    @property
+    def name(self) -> str:
+        return combination_name(self.names)
+
+
+def combined_bug(bugs: list[str]) -> str:
+    """"<bug a>; and <bug b>": each bug's own first line, without its full stop (they contain "+" themselves)."""
+    return "; and ".join(bug.rstrip(".") for bug in bugs)
+
+
+@functools.cache
+def combination(names: tuple[str, ...]) -> Combination | None:
+    """The catalogue's mutants ``names`` (sorted) composed into one candidate, or None when they do not
+    compose (or one of them is not in the catalogue)."""
+    from conformance.candidate import Candidate
+
+    by_name = {known.name: known for known in _loaded()}
+    if len(set(names)) != len(names) or not all(name in by_name for name in names):
+        return None
+    known: list[KnownBug] = [by_name[name] for name in names]
+    label = combination_name(names)
+    if not all(hasattr(bug.candidate, "adapter") for bug in known):
+        return None  # a stand-in catalogue (tests): nothing to compose
+    adapter = compose([bug.candidate.adapter for bug in known], f"mutant:{label}")
+    if adapter is None:
+        return None
+    return Combination(tuple(names), combined_bug([bug.bug for bug in known]),
+                       Candidate(adapter, name=f"mutant:{label}", timeout_s=None))
+
+
+def combine(*names: str) -> Combination | None:
+    """``combination`` for names in any order."""
+    return combination(tuple(sorted(names)))

@@ -1,0 +1,88 @@
+"""Several known bugs at once: when no single mutant matches, the diagnosis names the combination of
+catalogue entries whose composed answer equals the candidate's on the failing problem and on a second one
+(conformance/diagnosis/combine.py, matching.combined_matches), and never a combination that is not confirmed."""
+
+import pytest
+from conftest import adapter_path
+
+from conformance import questions
+from conformance.candidate import Candidate
+from conformance.config import ModelConfig
+from conformance.diagnosis import EXCLUDE_ENV, Question, confirmed_matches
+from conformance.diagnosis.combine import combine
+from conformance.diagnosis.message import fmt_matches
+from conformance.loading import load
+from conformance.scenarios import LayerSizes, ModelSizes
+from conformance.tolerances import LAYER, MODEL, for_candidate
+
+LAYER_PROBLEM = LayerSizes(B=2, S=5, T=4, h=2, d_k=4, d_ff=16, bias=True, seed=3)
+MODEL_PROBLEM = ModelSizes(ModelConfig(src_vocab=12, tgt_vocab=12, d_model=8, h=2, d_ff=16, N=2), B=2, S=5, T=4,
+                           seed=1)
+UNBIASED, UNSCALED = "layer_norm_unbiased_variance", "attention_no_scaling"
+
+
+def diagnose(candidate, answer=questions.encoder_layer_output, problem=LAYER_PROBLEM, tol=LAYER) -> list[dict]:
+    return confirmed_matches(candidate, Question(answer, candidate.fit(problem)), for_candidate(tol, candidate))
+
+
+def composed(*names: str) -> Candidate:
+    combo = combine(*names)
+    assert combo is not None, f"expected {names} to compose, got None"
+    return combo.candidate
+
+
+def named(matches: list[dict]) -> list[str]:
+    return [match["mutant"] for match in matches]
+
+
+def test_two_numpy_bugs_are_named_together():
+    matches = diagnose(composed(UNBIASED, UNSCALED))
+    assert named(matches) == [f"{UNSCALED}+{UNBIASED}"], f"expected the pair, got {named(matches)}"
+    assert matches[0]["mutants"] == [UNSCALED, UNBIASED]
+    line = fmt_matches(matches)
+    assert line.startswith("likely cause: Attention scores not scaled") and \
+        f"(mutant:{UNSCALED} + mutant:{UNBIASED}), confirmed on a second, bigger problem" in line, line
+
+
+def test_three_numpy_bugs_are_named_together():
+    matches = diagnose(composed(UNBIASED, UNSCALED, "gelu_instead_of_relu"))
+    assert named(matches) == [f"{UNSCALED}+gelu_instead_of_relu+{UNBIASED}"], f"got {named(matches)}"
+
+
+def test_two_torch_bugs_are_named_together():
+    matches = diagnose(composed("pre_norm", "embedding_not_scaled"), questions.memory, MODEL_PROBLEM, MODEL)
+    assert named(matches) == ["embedding_not_scaled+pre_norm"], f"got {named(matches)}"
+
+
+@pytest.mark.parametrize("mutant", [UNBIASED, "pre_norm"])
+def test_a_single_bug_keeps_its_single_name(mutant):
+    candidate = load(f"mutant:{mutant}")
+    assert named(diagnose(candidate)) == [mutant]
+
+
+def test_the_reference_gets_no_name():
+    assert diagnose(load("reference"), questions.memory, MODEL_PROBLEM, MODEL) == []
+
+
+@pytest.mark.parametrize("left_out", [UNBIASED, UNSCALED])
+def test_without_one_of_the_two_bugs_in_the_catalogue_nothing_is_named(monkeypatch, left_out):
+    """Leave-one-out: no combination without the true bug may be confirmed (nor a single one)."""
+    monkeypatch.setenv(EXCLUDE_ENV, left_out)
+    matches = diagnose(composed(UNBIASED, UNSCALED))
+    assert matches == [], f"expected no name with {left_out} left out, got {named(matches)}"
+
+
+def test_mutants_of_two_families_or_one_formula_do_not_compose():
+    assert combine(UNSCALED, "pre_norm") is None  # NumPy and torch
+    assert combine(UNSCALED, "attention_scaled_by_d_k") is None  # both override scale_scores
+    assert combine("pre_norm", "missing_residual") is None  # both change the sublayer formula
+
+
+def test_certify_names_the_pair_in_the_failure_message(certify):
+    run = certify(f"{adapter_path('two_bugs')}:adapter", "-k", "encoder_layer_matches_reference_at_base_size",
+                  "--no-training")
+    (check,) = run.report["checks"]
+    assert check["status"] == "failed", check["status"]
+    assert f"(mutant:{UNSCALED} + mutant:{UNBIASED})" in check["message"], check["message"]
+    assert [match["mutant"] for match in check["diagnosis"]] == [f"{UNSCALED}+{UNBIASED}"]
+    assert check["likely_cause"].endswith(f"(mutant:{UNSCALED} + mutant:{UNBIASED})"), check["likely_cause"]
