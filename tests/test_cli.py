@@ -1,8 +1,11 @@
 """The CLI's documented exit codes and commands."""
 
+import shutil
 import subprocess
 import sys
+from pathlib import Path
 
+import pytest
 from conftest import adapter_path
 
 from conformance.cli import EXIT_FAILED, EXIT_NOTHING_RAN, EXIT_OK, EXIT_USAGE, main
@@ -48,6 +51,66 @@ def test_template_from_a_class_it_cannot_import_names_the_fix(capsys, tmp_path, 
     (tmp_path / "tiny.py").write_text("class Transformer:\n    def __init__(self, vocab_size, mystery): ...\n")
     assert main(["template", "--from", "tiny.py:Transformer"]) == EXIT_USAGE
     assert "needs mystery, which match no config key by name" in capsys.readouterr().err
+
+
+CONFIG_MODELS = """
+from dataclasses import dataclass
+
+from my_transformer import Transformer
+
+
+@dataclass
+class TinyConfig:
+    vocab_size: int
+    hidden_size: int = 512
+    num_attention_heads: int = 8
+    intermediate_size: int = 2048
+    num_layers: int = 6
+    dropout: float = 0.1
+
+
+class DataclassConfigured(Transformer):
+    def __init__(self, config: TinyConfig):
+        super().__init__(config.vocab_size, config.hidden_size, config.num_attention_heads, config.intermediate_size,
+                         config.num_layers, config.dropout)
+
+
+class ArgsConfigured(Transformer):
+    def __init__(self, args):
+        super().__init__(args.vocab_size, args.d_model, args.n_heads, args.d_ff, args.n_layers, args.dropout)
+"""
+
+
+@pytest.mark.parametrize("cls", ["DataclassConfigured", "ArgsConfigured"])
+def test_template_from_a_class_built_from_one_config_object_builds_that_object(cls, capsys, tmp_path, monkeypatch):
+    pytest.importorskip("torch")
+    import numpy as np
+
+    from conformance.config import ModelConfig
+    from conformance.loading import import_target
+    from conformance.weights import model_shapes, random_weights
+
+    shutil.copy(Path(__file__).parents[1] / "docs" / "walkthrough" / "my_transformer.py", tmp_path)
+    (tmp_path / "config_models.py").write_text(CONFIG_MODELS)
+    monkeypatch.chdir(tmp_path)
+    monkeypatch.syspath_prepend(str(tmp_path))
+    for name in ("my_transformer", "config_models"):
+        monkeypatch.delitem(sys.modules, name, raising=False)
+    assert main(["template", "--from", f"config_models.py:{cls}"]) == EXIT_OK, capsys.readouterr().err
+    drafted = capsys.readouterr().out
+    building = "TinyConfig(" if cls == "DataclassConfigured" else "SimpleNamespace("
+    assert f"model_config = {building}" in drafted and f"net = {cls}(model_config)" in drafted
+    marked = [line for line in drafted.splitlines() if f"{cls}(" in line and "takes a config object" in line]
+    assert len(marked) == 1 and ("TODO" in marked[0]) == (cls == "ArgsConfigured"), marked
+    (tmp_path / "drafted_adapter.py").write_text(drafted)
+    adapter = import_target(str(tmp_path / "drafted_adapter.py"))
+    config = ModelConfig(src_vocab=31, tgt_vocab=31, d_model=24, h=3, d_ff=36, N=3, dropout=0.0)
+    model = adapter.build_model(config.as_dict(), 0)
+    assert len(model.module.encoder) == 3 and model.module.embedding.weight.shape == (31, 24)
+    weights = random_weights(model_shapes(config), np.random.default_rng(0))
+    model.load_weights(weights)
+    for name, value in model.dump_weights().items():
+        np.testing.assert_array_equal(value, weights[name], err_msg=name)
 
 
 def test_python_dash_m_conformance_is_the_same_command():

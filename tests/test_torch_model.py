@@ -244,3 +244,144 @@ def test_a_proposal_lists_what_has_no_canonical_name_and_says_where_it_guessed()
     assert proposal.names["encoder.{l}.self_attn.W_K"] == "encoder_layers.{l}.self_attn.linears.1.weight"
     assert any("W_Q, W_K, W_V, W_O in the order the module registers them" in g for g in proposal.guesses)
     assert "TODO encoder_layers.{l}.self_attn: projections taken as" in proposal.render()
+
+
+class _Attention(nn.Module):
+    """Four (d, d) projections registered under ``names``, in the order given (k before q, say)."""
+
+    def __init__(self, names, d=16):
+        super().__init__()
+        for name in names:
+            setattr(self, name, nn.Linear(d, d))
+
+
+class _Layer(nn.Module):
+    def __init__(self, attention, decoder=False, cross="encoder_attn"):
+        super().__init__()
+        self.self_attn = attention()
+        if decoder:
+            setattr(self, cross, attention())
+        self.fc1, self.fc2 = nn.Linear(16, 40), nn.Linear(40, 16)
+        self.norms = nn.ModuleList(nn.LayerNorm(16) for _ in range(3 if decoder else 2))
+
+
+class _Seq2Seq(nn.Module):
+    def __init__(self, attention, cross="encoder_attn"):
+        super().__init__()
+        self.encoder = nn.ModuleList(_Layer(attention) for _ in range(2))
+        self.decoder = nn.ModuleList(_Layer(attention, True, cross) for _ in range(2))
+
+
+@pytest.mark.parametrize("names", [("k_proj", "v_proj", "q_proj", "out_proj"),  # HF, key first
+                                   ("linear_keys", "linear_values", "linear_query", "final_linear"),  # OpenNMT-py
+                                   ("key", "value", "query", "out"), ("w_k", "w_o", "w_q", "w_v"),
+                                   ("wk", "wv", "wq", "wo"), ("to_k", "to_v", "to_q", "to_out"),
+                                   ("linear_out", "linear_keys", "linear_values", "linear_query")])
+def test_projections_are_proposed_by_their_names_whatever_order_registers_them(names):
+    proposal = propose_mapping(_Seq2Seq(lambda: _Attention(names)), PROBE, echo=False)
+    by_role = {role: next(n for n in names if role_of(n, role)) for role in "QKVO"}
+    for role, name in by_role.items():
+        for attention in ("*.{l}.self_attn", "decoder.{l}.cross_attn"):
+            module = attention.replace("cross_attn", "encoder_attn")
+            assert proposal.names[f"{attention}.W_{role}"] == f"{module}.{name}.weight", (attention, role)
+    assert not any("order the module registers" in guess for guess in proposal.guesses), proposal.guesses
+
+
+def role_of(name: str, role: str) -> bool:
+    """The test's own reading of the spellings above, independent of ROLE_HINTS."""
+    return {"Q": ("q_proj", "linear_query", "query", "w_q", "wq", "to_q"),
+            "K": ("k_proj", "linear_keys", "key", "w_k", "wk", "to_k"),
+            "V": ("v_proj", "linear_values", "value", "w_v", "wv", "to_v"),
+            "O": ("out_proj", "final_linear", "out", "w_o", "wo", "to_out", "linear_out")}[role].__contains__(name)
+
+
+def test_names_decide_what_they_can_the_order_the_rest_and_the_guess_says_which():
+    proposal = propose_mapping(_Seq2Seq(lambda: _Attention(("lin_a", "value", "lin_b", "lin_c"))), PROBE, echo=False)
+    assert proposal.names["*.{l}.self_attn.W_V"] == "*.{l}.self_attn.value.weight"
+    assert [proposal.names[f"*.{{l}}.self_attn.W_{r}"] for r in "QKO"] == [
+        f"*.{{l}}.self_attn.{n}.weight" for n in ("lin_a", "lin_b", "lin_c")]
+    assert any("projections taken as W_Q, W_K, W_O in the order the module registers them"
+               " (encoder.{l}.self_attn.lin_a.weight" in guess for guess in proposal.guesses), proposal.guesses
+
+
+def test_a_fused_in_projection_of_nn_multihead_attention_under_any_name_is_w_qkv():
+    class Layer(nn.Module):
+        def __init__(self, decoder=False):
+            super().__init__()
+            self.mixer = nn.MultiheadAttention(16, 2)  # no attention word in its name: found by its projections
+            if decoder:
+                self.memory = nn.MultiheadAttention(16, 2)
+            self.ff = nn.Sequential(nn.Linear(16, 40), nn.ReLU(), nn.Linear(40, 16))
+            self.ln = nn.ModuleList(nn.LayerNorm(16) for _ in range(3 if decoder else 2))
+
+    class Net(nn.Module):
+        def __init__(self):
+            super().__init__()
+            self.enc = nn.ModuleList(Layer() for _ in range(2))
+            self.dec = nn.ModuleList(Layer(True) for _ in range(2))
+            self.emb = nn.Embedding(23, 16)
+
+    proposal = propose_mapping(Net(), PROBE, echo=False)
+    assert proposal.names["encoder.{l}.self_attn.W_QKV"] == "enc.{l}.mixer.in_proj_weight"
+    assert proposal.names["decoder.{l}.self_attn.W_O"] == "dec.{l}.mixer.out_proj.weight"
+    assert proposal.names["decoder.{l}.cross_attn.W_QKV"] == "dec.{l}.memory.in_proj_weight"
+    assert proposal.names["E"] == "emb.weight" and proposal.unmapped == []
+    model = TorchModel(Net(), PROBE, names=proposal.names)
+    weights = random_weights(model_shapes(PROBE), np.random.default_rng(5))
+    model.load_weights(weights)
+    np.testing.assert_array_equal(model.dump_weights()["decoder.1.cross_attn.W_K"], weights["decoder.1.cross_attn.W_K"])
+
+
+def test_nested_embedding_tables_and_the_annotated_transformers_norms_are_found():
+    """The Annotated Transformer keeps its tables in Embeddings modules inside a Sequential
+    (``src_embed.0.lut.weight``) and its LayerNorm vectors as a_2, b_2; OpenNMT-py keeps them under the
+    encoder, in a numbered list (``encoder.embeddings.emb_luts.0.weight``)."""
+    class Norm(nn.Module):
+        def __init__(self):
+            super().__init__()
+            self.a_2, self.b_2 = nn.Parameter(torch.ones(16)), nn.Parameter(torch.zeros(16))
+
+    class Embeddings(nn.Module):
+        def __init__(self, vocab):
+            super().__init__()
+            self.lut = nn.Embedding(vocab, 16)
+
+    def attention():
+        return nn.ModuleDict({"linears": nn.ModuleList(nn.Linear(16, 16) for _ in range(4))})
+
+    def layer(decoder):
+        parts = {"self_attn": attention(), "feed_forward": nn.ModuleDict({"w_1": nn.Linear(16, 40),
+                                                                          "w_2": nn.Linear(40, 16)}),
+                 "sublayer": nn.ModuleList(nn.ModuleDict({"norm": Norm()}) for _ in range(3 if decoder else 2))}
+        return nn.ModuleDict({**parts, "src_attn": attention()} if decoder else parts)
+
+    class Annotated(nn.Module):
+        def __init__(self, config):
+            super().__init__()
+            self.encoder = nn.ModuleDict({"layers": nn.ModuleList(layer(False) for _ in range(2))})
+            self.decoder = nn.ModuleDict({"layers": nn.ModuleList(layer(True) for _ in range(2))})
+            self.src_embed = nn.Sequential(Embeddings(config.src_vocab))
+            self.tgt_embed = nn.Sequential(Embeddings(config.tgt_vocab))
+            self.generator = nn.ModuleDict({"proj": nn.Linear(16, config.tgt_vocab, bias=False)})
+
+    config = PROBE.replace(tgt_vocab=29, share_embeddings=False, tie_output=False)
+    proposal = propose_mapping(Annotated(config), config, echo=False)
+    assert {k: proposal.names[k] for k in ("E_src", "E_tgt", "W_out")} == {
+        "E_src": "src_embed.0.lut.weight", "E_tgt": "tgt_embed.0.lut.weight", "W_out": "generator.proj.weight"}
+    assert proposal.names["*.{l}.norm1.gamma"] == "*.layers.{l}.sublayer.0.norm.a_2"
+    assert proposal.names["decoder.{l}.norm3.beta"] == "decoder.layers.{l}.sublayer.2.norm.b_2"
+    assert proposal.attention == {"*.{l}.self_attn": "*.layers.{l}.self_attn",
+                                  "decoder.{l}.cross_attn": "decoder.layers.{l}.src_attn"}
+    assert proposal.unmapped == []
+    model = TorchModel(Annotated(config), config, names=proposal.names)
+    weights = random_weights(model_shapes(config), np.random.default_rng(6))
+    model.load_weights(weights)
+    for name, value in model.dump_weights().items():
+        np.testing.assert_array_equal(value, weights[name], err_msg=name)
+
+    opennmt = nn.Module()
+    opennmt.encoder = nn.ModuleDict({"embeddings": nn.ModuleDict({"emb_luts": nn.ModuleList([nn.Embedding(23, 16)])}),
+                                     "transformer": nn.ModuleList(layer(False) for _ in range(2))})
+    proposal = propose_mapping(opennmt, PROBE, echo=False)
+    assert proposal.names["E"] == "encoder.embeddings.emb_luts.0.weight"
+    assert "encoder.{l}.self_attn.W_Q" in proposal.names

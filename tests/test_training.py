@@ -15,6 +15,7 @@ import math
 import numpy as np
 import pytest
 import torch
+from conftest import adapter_path
 
 from conformance import training
 from conformance.adapter import Conventions
@@ -272,6 +273,14 @@ def test_cheap_training_checks_pass_on_the_reference(certify):
     run = certify("reference", "-k", keyword(*CHEAP))
     assert run.code == 0, run.out
     assert run.statuses() == dict.fromkeys(CHEAP, "passed")
+
+
+def test_adam_steps_are_compared_on_the_problem_the_candidate_was_given(certify):
+    """A candidate that builds d_ff = 2 d_model only gets the toy config with d_ff 128, and the weights drawn
+    for it; the reference must take the same steps from the same weights, not its own d_ff 256 problem (and
+    the loss check, too, draws its weights for the config the candidate builds)."""
+    run = certify(f"{adapter_path('views')}:half_ffn_reference", "-k", keyword(*CHEAP))
+    assert set(run.statuses()) == set(CHEAP) and run.with_status("passed") == set(CHEAP), run.out[-3000:]
 
 
 def test_no_training_deselects_every_training_check(certify):

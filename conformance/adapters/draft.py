@@ -2,7 +2,11 @@
 
 The class is imported (from the current folder, as the adapter will import it), its constructor's parameters
 are matched to the config by name, one small model is built with sizes that tell its parameters apart
-(``PROBE``), and ``propose_mapping`` reads the name map off it. The draft is a whole adapter on
+(``PROBE``), and ``propose_mapping`` reads the name map off it. A constructor that takes one config object
+(``Model(config)``, ``Model(cfg: MyConfig)``, ``Model(args)``) gets that object built from the suite's sizes:
+an instance of the annotated class (or the model's ``config_class``, as Hugging Face models name it) with
+its fields matched by name, else a ``SimpleNamespace`` holding the attributes the class read while it was
+built (a TODO line says to check them). The draft is a whole adapter on
 ``conformance.adapters.torch.TorchModel``; what the class fixes itself (the LayerNorm epsilon, biases, one
 vocabulary) becomes a declaration in ``Conventions.supports``, and what only a person can decide is a
 ``TODO`` line with the question. docs/walkthrough.md follows it from draft to report.
@@ -13,7 +17,9 @@ from __future__ import annotations
 import importlib
 import inspect
 import sys
+from dataclasses import dataclass, field
 from pathlib import Path
+from types import SimpleNamespace
 
 from conformance.adapters.propose import Proposal, literal, parameters_of, propose
 from conformance.config import ModelConfig
@@ -34,6 +40,42 @@ SYNONYMS = {
     "pad_id": ("pad_id", "pad_idx", "padding_idx", "pad_token_id", "pad_index", "src_pad_idx"),
     "attention_bias": ("attention_bias", "qkv_bias", "bias", "use_bias"),
 }
+# Hugging Face's and fairseq's spellings, read from a config object only (never a constructor's own argument).
+CONFIG_SYNONYMS = {
+    "N": ("num_hidden_layers", "encoder_layers", "decoder_layers", "num_encoder_layers", "num_decoder_layers"),
+    "d_ff": ("encoder_ffn_dim", "decoder_ffn_dim", "ffn_embed_dim", "encoder_ffn_embed_dim", "decoder_ffn_embed_dim"),
+    "d_model": ("encoder_embed_dim", "decoder_embed_dim", "n_embd"),
+    "h": ("encoder_attention_heads", "decoder_attention_heads", "attention_heads"),
+    "dropout": ("attention_dropout", "hidden_dropout_prob", "attention_probs_dropout_prob", "resid_pdrop",
+                "activation_dropout"),
+    "eps": ("layer_norm_epsilon",),
+    "src_vocab": ("V",),
+}
+# The names a constructor's one config object goes by.
+CONFIG_WORDS = ("config", "cfg", "args", "opt", "opts", "conf", "hparams", "params", "options", "model_config")
+
+
+@dataclass
+class Construction:
+    """How the draft builds the class: keyword arguments ``{parameter: config key}``, or one config object
+    passed as ``holder``, of class ``holder_class`` (None: a SimpleNamespace), with ``fields``
+    ``{attribute: config key}``."""
+
+    arguments: dict[str, str] = field(default_factory=dict)
+    holder: str | None = None
+    holder_class: type | None = None
+    fields: dict[str, str] = field(default_factory=dict)
+
+    @property
+    def keys(self) -> set[str]:
+        """The config keys the class receives."""
+        return set((self.fields if self.holder else self.arguments).values())
+
+
+def config_key(name: str, *, in_object: bool = False) -> str | None:
+    """The config key a parameter or attribute name stands for, if any."""
+    tables = [SYNONYMS, CONFIG_SYNONYMS] if in_object else [SYNONYMS]
+    return next((k for table in tables for k, names in table.items() if name in names), None)
 
 
 def import_class(spec: str):
@@ -55,49 +97,125 @@ def import_class(spec: str):
     return location, getattr(module, name)
 
 
-def constructor_arguments(cls) -> tuple[dict[str, str], list[str]]:
-    """{parameter: config key} for the parameters recognised by name, and the required ones that are not."""
+def constructor_arguments(cls, *, in_object: bool = False) -> tuple[dict[str, str], list[str]]:
+    """{parameter: config key} for the parameters recognised by name, and the required ones that are not
+    (``in_object``: the parameters of a config object's class, which may spell them as Hugging Face does)."""
     matched, unknown = {}, []
     for parameter in list(inspect.signature(cls.__init__).parameters.values())[1:]:
         if parameter.kind in (parameter.VAR_POSITIONAL, parameter.VAR_KEYWORD):
             continue
-        key = next((k for k, names in SYNONYMS.items() if parameter.name in names), None)
-        if key and key not in matched.values():
+        key = config_key(parameter.name, in_object=in_object)
+        if key and (in_object or key not in matched.values()):  # a config object holds every spelling
             matched[parameter.name] = key
         elif parameter.default is parameter.empty:
             unknown.append(parameter.name)
     return matched, unknown
 
 
-def probe_model(cls, matched: dict[str, str]):
+def config_parameter(cls) -> tuple[str, type | None] | None:
+    """(name, class or None) of the one config object the constructor takes, if it takes one: its only
+    required parameter, named like a config (``CONFIG_WORDS``) or annotated with a class; the class is the
+    annotation, else the model's ``config_class`` (Hugging Face), else None (a SimpleNamespace will do)."""
+    try:
+        signature = inspect.signature(cls.__init__, eval_str=True)
+    except (NameError, TypeError, SyntaxError):  # an annotation that does not evaluate here
+        signature = inspect.signature(cls.__init__)
+    parameters = [p for p in list(signature.parameters.values())[1:]
+                  if p.kind not in (p.VAR_POSITIONAL, p.VAR_KEYWORD)]
+    required = [p for p in parameters if p.default is p.empty]
+    if len(required) != 1 or config_key(required[0].name):
+        return None
+    parameter = required[0]
+    annotation = parameter.annotation if isinstance(parameter.annotation, type) \
+        and parameter.annotation is not parameter.empty else None
+    if annotation in (int, float, str, bool, dict, list, tuple) or (
+            annotation is None and parameter.name.lower() not in CONFIG_WORDS):
+        return None
+    holder_class = annotation or getattr(cls, "config_class", None)
+    return parameter.name, holder_class if isinstance(holder_class, type) else None
+
+
+def construction(cls) -> Construction:
+    """How to build ``cls`` from the suite's config; ValueError naming what matches nothing."""
+    holder = config_parameter(cls)
+    if holder is None:
+        matched, unknown = constructor_arguments(cls)
+        if unknown:
+            raise ValueError(f"{cls.__name__}() needs {', '.join(unknown)}, which match no config key by name: build"
+                             " one by hand or add defaults; docs/walkthrough.md shows the adapter to write")
+        return Construction(arguments=matched)
+    name, holder_class = holder
+    if holder_class is None:
+        return Construction(holder=name, fields=read_attributes(cls))
+    fields, unknown = constructor_arguments(holder_class, in_object=True)
+    if unknown:
+        raise ValueError(f"{cls.__name__}({name}: {holder_class.__name__}): {holder_class.__name__}() needs"
+                         f" {', '.join(unknown)}, which match no config key by name: build it by hand or add defaults")
+    return Construction(holder=name, holder_class=holder_class, fields=fields)
+
+
+class _Recording(SimpleNamespace):
+    """Every spelling of every config key, with the probe's value; remembers which ones were read."""
+
+    def __init__(self):
+        values = {name: getattr(PROBE, key) for table in (CONFIG_SYNONYMS, SYNONYMS) for key, names in table.items()
+                  for name in names}
+        super().__init__(**values)
+        object.__setattr__(self, "_read", [])
+
+    def __getattribute__(self, name):
+        if not name.startswith("_") and name in object.__getattribute__(self, "__dict__"):
+            object.__getattribute__(self, "_read").append(name)
+        return object.__getattribute__(self, name)
+
+
+def read_attributes(cls) -> dict[str, str]:
+    """{attribute: config key} of the attributes ``cls`` reads from its config object while it is built."""
+    import torch
+
+    recording = _Recording()
+    with torch.random.fork_rng(devices=[]):
+        torch.manual_seed(0)
+        try:
+            cls(recording)
+        except AttributeError as exc:
+            raise ValueError(f"{cls.__name__}() reads {exc.name or exc} from its config object, which matches no"
+                             " config key by name: build the model by hand or annotate the parameter with the"
+                             " config class") from exc
+    read = dict.fromkeys(recording._read)
+    return {name: config_key(name, in_object=True) for name in read}
+
+
+def probe_model(cls, built: Construction):
     import torch
 
     with torch.random.fork_rng(devices=[]):
         torch.manual_seed(0)
-        return cls(**{name: getattr(PROBE, key) for name, key in matched.items()})
+        if built.holder is None:
+            return cls(**{name: getattr(PROBE, key) for name, key in built.arguments.items()})
+        values = {name: getattr(PROBE, key) for name, key in built.fields.items()}
+        return cls(built.holder_class(**values) if built.holder_class else SimpleNamespace(**values))
 
 
 def draft(spec: str) -> str:
     """The adapter source for ``spec`` (``module:Class``)."""
     module_name, cls = import_class(spec)
-    matched, unknown = constructor_arguments(cls)
-    if unknown:
-        raise ValueError(f"{cls.__name__}() needs {', '.join(unknown)}, which match no config key by name: build"
-                         " one by hand or add defaults; docs/walkthrough.md shows the adapter to write")
-    net = probe_model(cls, matched)
+    built = construction(cls)
+    net = probe_model(cls, built)
+    matched = {name: key for name, key in (built.fields if built.holder else built.arguments).items()}
     one_vocabulary = "tgt_vocab" not in matched.values()
     config = PROBE.replace(tgt_vocab=PROBE.src_vocab, share_embeddings=True, tie_output=True) if one_vocabulary \
         else PROBE
     proposal = propose(parameters_of(net), config)
     supports, reasons = limits(net, matched, proposal)
-    return render(module_name, cls, matched, proposal, supports, reasons, model_calls(cls))
+    return render(module_name, cls, built, proposal, supports, reasons, model_calls(cls))
 
 
 def limits(net, matched: dict[str, str], proposal: Proposal) -> tuple[dict, dict]:
     """What the class fixes itself, as declarations: eps, biases, one vocabulary."""
     supports, reasons = {}, {}
     eps = {float(m.eps) for m in net.modules() if type(m).__name__ == "LayerNorm"}
-    if "eps" not in matched.values() and len(eps) == 1:
+    if len(eps) == 1 and ("eps" not in matched.values() or eps != {PROBE.eps}):  # not given, or given and ignored
         supports["eps"], reasons["eps"] = (eps.pop(),), "the LayerNorms' eps is fixed in the implementation"
     if "attention_bias" not in matched.values():
         biased = any(key.endswith(("b_QKV", "b_Q")) for key in proposal.names) or _linear_biases(net)
@@ -146,8 +264,36 @@ def _role(name: str) -> str:
     return "src" if "src" in name or name in ("x", "source") else "tgt"
 
 
-def render(module_name: str, cls, matched, proposal: Proposal, supports, reasons, calls) -> str:
-    arguments = [f'{name}=config["{key}"]' for name, key in matched.items()]
+def construct(cls, built: Construction) -> list[str]:
+    """The lines inside ``with seeded(seed):`` that build the module: a call with keyword arguments, or a
+    marked line building the config object from the suite's sizes, then the call."""
+    indent = " " * 12
+    if built.holder is None:
+        arguments = [f'{n}=config["{k}"]' for n, k in built.arguments.items()]
+        return wrapped(f"{indent}net = {cls.__name__}(", arguments, ")")
+    fields = [f'{n}=config["{k}"]' for n, k in built.fields.items()]
+    if built.holder_class is None:
+        lines = [f"{indent}# TODO {cls.__name__}({built.holder}) takes a config object: these are the attributes"
+                 " it read while it was", f"{indent}#      built, from the suite's sizes; add any it reads later"]
+        opening = f"{indent}model_config = SimpleNamespace("
+    else:
+        lines = [f"{indent}# {cls.__name__}({built.holder}) takes a config object: built here from the suite's sizes"]
+        opening = f"{indent}model_config = {built.holder_class.__name__}("
+    return lines + wrapped(opening, fields, ")") + [f"{indent}net = {cls.__name__}(model_config)"]
+
+
+def imports(module_name: str, cls, built: Construction) -> list[str]:
+    lines = ["from types import SimpleNamespace", ""] if built.holder and built.holder_class is None else []
+    lines += ["from conformance import Conventions", "from conformance.adapters.torch import TorchModel, seeded"]
+    names = {module_name: [cls.__name__]}
+    if built.holder_class is not None:
+        home, name = built.holder_class.__module__, built.holder_class.__name__
+        beside = getattr(sys.modules.get(module_name), name, None) is built.holder_class  # importable with the class
+        names.setdefault(module_name if beside else home, []).append(name)
+    return lines + [f"from {home} import {', '.join(dict.fromkeys(found))}" for home, found in names.items()]
+
+
+def render(module_name: str, cls, built: Construction, proposal: Proposal, supports, reasons, calls) -> str:
     conventions = ['mask="keep", batch_first=True, framework="torch",']
     if isinstance(proposal.names.get("E"), list):  # separate tables serve the shared E
         conventions.append("ties_embeddings=False,")
@@ -165,9 +311,7 @@ def render(module_name: str, cls, matched, proposal: Proposal, supports, reasons
         "    transformer-conformance certify my_adapter.py --json report.json --html report.html",
         '"""',
         "",
-        "from conformance import Conventions",
-        "from conformance.adapters.torch import TorchModel, seeded",
-        f"from {module_name} import {cls.__name__}",
+        *imports(module_name, cls, built),
         "",
         proposal.render(),
         "",
@@ -180,7 +324,7 @@ def render(module_name: str, cls, matched, proposal: Proposal, supports, reasons
         "",
         "    def build_model(self, config, seed):",
         "        with seeded(seed):",
-        *wrapped(f"            net = {cls.__name__}(", arguments, ")"),
+        *construct(cls, built),
         *[f"        {call}" for call in calls if call.startswith("#")],
         *wrapped("        return TorchModel(", ["net", "config", *keywords], ")"),
         "",

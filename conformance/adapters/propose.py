@@ -7,13 +7,18 @@ from each other (d_model, d_ff, the vocabularies), the fewer guesses. The rules,
 * a layer is a path with a number in it, under a name with ``enc`` or ``dec`` in it;
 * every matrix is seen in the orientation x @ W (an ``nn.Linear`` weight, and ``nn.MultiheadAttention``'s
   in-projection, transposed); (d, 3d) is a fused W_QKV, (d, 2d) a fused W_KV, (d, d_ff) W1, (d_ff, d) W2,
-  (d, d) an attention projection, named by its module (q, k, v, o/out/proj) or else by its order;
+  (d, d) an attention projection, named by the words of its path below the attention (``ROLE_HINTS``: q_proj,
+  query, linear_keys, w_v, wq, to_q, out_proj, final_linear, ...); only the projections the names say nothing
+  about (or that two names claim) take the roles left over, in the order the module registers them;
 * an attention is the module whose name says so (``attn``, ``attention``) or else the parent of its
   projections; in a decoder layer the one named cross/src/enc/context/multihead/mem is the cross-attention,
   else the second one;
 * the LayerNorms of a layer are norm1, norm2 (norm3) in the order the layer registers them;
-* outside the layers, (vocab, d) tables are E (copies when there are several and the config shares
-  them), or E_src/E_tgt/W_out by their names; everything else has no canonical name.
+* the LayerNorm vectors are gamma (weight, gamma, scale, g, a_2) and beta (bias, beta, b, b_2);
+* (vocab, d) tables outside the layers, or anywhere under a name that says embedding (emb, embed, lut, tok,
+  word: ``src_embed.0.lut.weight``, ``encoder.embeddings.emb_luts.0.weight``), are E (copies when there are
+  several and the config shares them), or E_src/E_tgt/W_out by their names; everything else has no canonical
+  name.
 
 Pure Python on anything with ``named_parameters()`` and ``named_modules()`` (no torch import).
 """
@@ -28,9 +33,14 @@ from conformance.config import ModelConfig
 
 ATTENTION_WORDS = ("attn", "attention")
 CROSS_WORDS = ("cross", "src", "enc", "context", "multihead", "mem", "inter")
-ROLE_WORDS = {"Q": ("q", "query", "wq", "w_q", "q_proj", "to_q"), "K": ("k", "key", "wk", "w_k", "k_proj", "to_k"),
-              "V": ("v", "value", "wv", "w_v", "v_proj", "to_v"),
-              "O": ("o", "out", "proj", "wo", "w_o", "o_proj", "out_proj", "fc", "dense", "to_out")}
+# The words (split at _ and .) that name a projection's role: q_proj, query, linear_query (OpenNMT-py), w_q, wq,
+# to_q, ...; out_proj, o_proj, final_linear, linear_out, w_o, wo, to_out for the output. Q, K, V come first:
+# "proj" in q_proj says nothing once "q" has spoken.
+ROLE_HINTS = {"Q": ("q", "query", "queries", "wq", "qs"), "K": ("k", "key", "keys", "wk", "ks"),
+              "V": ("v", "value", "values", "wv", "vs"),
+              "O": ("o", "out", "output", "wo", "final", "proj", "fc", "dense", "concat")}
+TABLE_HINTS = ("emb", "lut", "tok", "word")
+GAMMA_LEAVES = ("weight", "gamma", "scale", "g", "a_2", "a2", "alpha")
 
 
 @dataclass(frozen=True)
@@ -110,6 +120,8 @@ def propose(parameters: list[Parameter], config: ModelConfig) -> Proposal:
     outside = []
     for p in parameters:
         where = layer_of(p.path)
+        if where and is_table(p, config) and any(w in p.path.lower() for w in TABLE_HINTS):
+            where = None  # an embedding table nested under a numbered path (emb_luts.0, src_embed.0.lut)
         (layers.setdefault(where, []) if where else outside).append(p)
     for (stack, index), params in layers.items():
         for name, path in match_layer(stack, params, config, proposal).items():
@@ -189,19 +201,43 @@ def match_attention(unit: str, matrices: list[Parameter], params: list[Parameter
     return names
 
 
+def role_of(words: list[str], roles: list[str]) -> str | None:
+    """The one role among ``roles`` the words name (Q, K, V before O), else None."""
+    for group in ([r for r in roles if r != "O"], [r for r in roles if r == "O"]):
+        named = [r for r in group if any(w in ROLE_HINTS[r] for w in words)]
+        if named:
+            return named[0] if len(named) == 1 else None
+    return None
+
+
+def _words(p: Parameter, unit: str) -> list[str]:
+    """The words of a projection's path below its attention: self_attn.linear_keys.weight -> linear, keys."""
+    below = p.path[len(unit) + 1:] if p.path.startswith(unit + ".") else p.path.rpartition(".")[2]
+    return [w for w in re.split(r"[._]+", below.lower()) if w and w not in ("weight", "bias", "linear", "lin")]
+
+
 def _roles(square: list[Parameter], roles: list[str], unit: str, proposal: Proposal) -> dict[Parameter, str]:
-    """Q, K, V, O by the module names (q_proj, key, out, ...), else by registration order."""
-    named = {}
+    """Q, K, V, O by the words of the projections' names (``ROLE_HINTS``); the projections the names say
+    nothing about, or that two names claim, take the roles left over in the order the module registers them."""
+    claims: dict[str, list[Parameter]] = {}
     for p in square:
-        word = p.module.rpartition(".")[2].lower() if p.module != unit else p.leaf.lower()
-        role = next((r for r in roles if word.removesuffix("_weight") in ROLE_WORDS[r]), None)
-        if role and role not in named.values():
-            named[p] = role
-    if len(named) == len(square):
-        return named
-    proposal.guesses.append(f"{_generic(unit)}: projections taken as {', '.join('W_' + r for r in roles)} in the order"
-                            " the module registers them")
-    return dict(zip(square, roles, strict=False))
+        role = role_of(_words(p, unit), roles)
+        if role:
+            claims.setdefault(role, []).append(p)
+    named = {ps[0]: role for role, ps in claims.items() if len(ps) == 1}
+    for role, ps in claims.items():
+        if len(ps) > 1:
+            paths = ", ".join(_generic(p.path) for p in ps)
+            proposal.guesses.append(f"{_generic(unit)}: {paths} all look like W_{role} by name")
+    rest = [p for p in square if p not in named]
+    left = [r for r in roles if r not in named.values()]
+    if rest:
+        which = f" ({', '.join(_generic(p.path) for p in rest)})" if named else ""
+        taken = ", ".join("W_" + r for r in left[:len(rest)])
+        proposal.guesses.append(f"{_generic(unit)}: projections taken as {taken} in the order the module registers"
+                                f" them{which}")
+    named.update(zip(rest, left, strict=False))
+    return {p: named[p] for p in square if p in named}
 
 
 def _bias_leaves(leaf: str) -> set[str]:
@@ -242,7 +278,7 @@ def match_norms(stack: str, params: list[Parameter], d: int, proposal: Proposal,
     names = {}
     for i, module in enumerate(modules[:expected], start=1):
         for p in (p for p in vectors if p.module == module):
-            role = "gamma" if p.leaf in ("weight", "gamma", "scale", "g") else "beta"
+            role = "gamma" if p.leaf.lower() in GAMMA_LEAVES else "beta"
             names[f"norm{i}.{role}"] = p.path
     if any(not m.endswith(str(i)) for i, m in enumerate(modules[:expected], start=1)):
         proposal.guesses.append(f"{stack} layer norms: norm1, norm2{', norm3' if expected == 3 else ''} in the order"
@@ -250,10 +286,17 @@ def match_norms(stack: str, params: list[Parameter], d: int, proposal: Proposal,
     return names
 
 
-def match_tables(params: list[Parameter], config: ModelConfig, proposal: Proposal) -> dict[str, object]:
+def is_table(p: Parameter, config: ModelConfig) -> bool:
+    """A (vocab, d_model) embedding table, or an output projection (d_model, tgt_vocab) in x @ W."""
     d = config.d_model
-    tables = [p for p in params if p.oriented in ((config.src_vocab, d), (config.tgt_vocab, d), (d, config.tgt_vocab))
-              or p.shape in ((config.src_vocab, d), (config.tgt_vocab, d))]
+    return (p.oriented in ((config.src_vocab, d), (config.tgt_vocab, d), (d, config.tgt_vocab))
+            or p.shape in ((config.src_vocab, d), (config.tgt_vocab, d)))
+
+
+def match_tables(params: list[Parameter], config: ModelConfig, proposal: Proposal) -> dict[str, object]:
+    # the tables whose names say embedding first: they win a side (E_src, E_tgt) that two tables claim
+    tables = sorted((p for p in params if is_table(p, config)),
+                    key=lambda p: not any(w in p.path.lower() for w in TABLE_HINTS))
     if not tables:
         proposal.guesses.append("no embedding table found: map E by hand")
         return {}
@@ -267,7 +310,8 @@ def match_tables(params: list[Parameter], config: ModelConfig, proposal: Proposa
         word = p.path.lower()
         side = "E_tgt" if any(w in word for w in ("tgt", "trg", "dec")) else (
             "W_out" if any(w in word for w in ("generator", "out", "lm_head", "proj")) else "E_src")
-        found.setdefault(side, p.path)
+        if found.setdefault(side, p.path) != p.path:
+            proposal.guesses.append(f"{p.path} looks like {side} too ({found[side]} taken)")
     return found
 
 
@@ -356,6 +400,9 @@ def _common_module(paths: list[str]) -> str:
         if len(set(column)) != 1:
             break
         common.append(column[0])
+    said = [i for i, part in enumerate(common) if any(w in part.lower() for w in ATTENTION_WORDS)]
+    if said:  # the module that says attention, not a list of its projections below it (self_attn.linears)
+        return ".".join(common[: said[-1] + 1])
     if len(paths) == 1 and common and not any(w in common[-1].lower() for w in ATTENTION_WORDS):
         common = common[:-1]  # a single projection: its parent is the attention
     return ".".join(common)

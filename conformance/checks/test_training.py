@@ -15,6 +15,8 @@ Thresholds and their margins: docs/training-check.md.
 
 from __future__ import annotations
 
+import functools
+
 import numpy as np
 import pytest
 
@@ -92,12 +94,13 @@ def test_rate_used_at_each_step_is_lrate(candidate, check, rng, seed):
                 ask=Question(rates_used, problem, probe=problem + PROBE_SEED, tol=RATE_TOL))
 
 
-def loss_problem(problem: int):
+def loss_problem(problem: int, fit=None):
     """Dropout 0 (a training step's forward equals evaluation's), canonical weights, a batch, and targets
     that are the paper's model's own favourite non-padding tokens (the batch's padding kept): against an
     untrained model's random targets, smoothed and plain cross-entropy differ by ~0.3% only; here by ~20%."""
     recipe = toy_config().recipe
     config = toy_config(dropout=0.0, recipe=Recipe(warmup=recipe.warmup, dropout=0.0))
+    config = fit(config) if fit else config  # a candidate's fit, before the weights are drawn (adam_problem)
     rng = np.random.default_rng(problem)
     weights, batch = random_weights(model_shapes(config), rng), batch_for(rng, config)
     logits = oracle.OracleModel(config, weights).forward(batch.src, batch.tgt_in)
@@ -106,9 +109,10 @@ def loss_problem(problem: int):
     return config, weights, batch, np.where(batch.tgt_out == pad, pad, favourite)
 
 
-def reported_loss(candidate, problem: int) -> np.ndarray:
-    config, weights, batch, targets = loss_problem(problem)
-    model = candidate.build_model(candidate.fit(config), seed=0)
+def reported_loss(candidate, problem: int, fitted_by=None) -> np.ndarray:
+    """The loss train_step reports on the problem ``fitted_by`` (default: ``candidate``) can build."""
+    config, weights, batch, targets = loss_problem(problem, (fitted_by or candidate).fit)
+    model = candidate.build_model(config, seed=0)
     model.load_weights(weights)
     return np.array([model.train_step(batch.src, batch.tgt_in, targets)["loss"]])
 
@@ -118,8 +122,8 @@ def reported_loss(candidate, problem: int) -> np.ndarray:
 def test_reported_loss_is_label_smoothed_cross_entropy(candidate, check, rng, seed):
     """§5.4: train_step's loss is the eps = 0.1 smoothed cross-entropy (eps/V on every token), padding ignored."""
     problem = int(rng.integers(2**31))
-    config, weights, batch, targets = loss_problem(problem)
-    model = candidate.build_model(candidate.fit(config), seed=0)
+    config, weights, batch, targets = loss_problem(problem, candidate.fit)
+    model = candidate.build_model(config, seed=0)
     model.load_weights(weights)
     logits = model.forward(batch.src, batch.tgt_in)
     want = training.smoothed_loss(logits, targets, config.recipe.label_smoothing, config.pad_id)
@@ -127,25 +131,30 @@ def test_reported_loss_is_label_smoothed_cross_entropy(candidate, check, rng, se
     tol = for_candidate(LOSS_TOL, candidate)
     check.close(reported_loss(candidate, problem), np.array([want]), tol,
                 what=f"loss of one batch of 64 ({padding:.0%} padding targets), before the update",
-                ask=Question(reported_loss, problem, probe=problem + PROBE_SEED, tol=tol))
+                ask=Question(functools.partial(reported_loss, fitted_by=candidate), problem, probe=problem + PROBE_SEED,
+                             tol=tol))
 
 
 def _flat(weights: dict, names: list[str]) -> np.ndarray:
     return np.concatenate([np.asarray(weights[n], np.float64).ravel() for n in names])
 
 
-def adam_problem(problem: int):
+def adam_problem(problem: int, fit=None):
     """Dropout 0 (deterministic updates), warmup 4 (rates 0.016, 0.031, 0.047: each update far above float32
-    rounding, and "no warmup", 0.125, 0.088, 0.072, differs from the schedule), start weights, 3 batches."""
+    rounding, and "no warmup", 0.125, 0.088, 0.072, differs from the schedule), start weights, 3 batches;
+    ``fit`` (a candidate's ``fit``) moves the config into the configurations it builds, before the weights
+    are drawn for it."""
     config = toy_config(dropout=0.0, recipe=Recipe(warmup=4, dropout=0.0))
+    config = fit(config) if fit else config
     rng = np.random.default_rng(problem)
     return config, random_weights(model_shapes(config), rng), [batch_for(rng, config) for _ in range(3)]
 
 
-def adam_update(candidate, problem: int) -> np.ndarray:
-    """w_3 - w_0 after three updates from the problem's weights, every parameter but the noise-only b_K."""
-    config, w0, batches = adam_problem(problem)
-    config = candidate.fit(config)
+def adam_update(candidate, problem: int, fitted_by=None) -> np.ndarray:
+    """w_3 - w_0 after three updates from the problem's weights, every parameter but the noise-only b_K.
+    The problem is the one ``fitted_by`` (default: ``candidate`` itself) can build: the reference and the
+    catalogue's mutants are asked the candidate's problem, not one of their own."""
+    config, w0, batches = adam_problem(problem, (fitted_by or candidate).fit)
     model = candidate.build_model(config, seed=problem % 2**16)
     model.load_weights(w0)
     for batch in batches:
@@ -169,10 +178,12 @@ def test_adam_steps_match_reference(candidate, check, rng, seed):
     if reference is None or not reference.provides("model.train_step"):
         pytest.skip("the reference implementation is not available; install the torch extra")
     problem = int(rng.integers(2**31))
-    got, want = adam_update(candidate, problem), adam_update(reference, problem)
+    # the reference solves the candidate's problem: the config the candidate was given, fitted to what it builds
+    asked = functools.partial(adam_update, fitted_by=candidate)
+    got, want = asked(candidate, problem), asked(reference, problem)
     d = float(np.linalg.norm(got - want)) / float(np.linalg.norm(want))
     what = "||w_candidate - w_reference|| / ||w_reference - w_0|| after 3 updates (b_K left out)"
-    config = adam_problem(problem)[0]
+    config = adam_problem(problem, candidate.fit)[0]
     names = [n for n in model_shapes(config) if n.rsplit(".", 1)[-1] not in NOISE_ONLY]
     per_tensor, offset = {}, 0
     for n in names:
@@ -183,7 +194,7 @@ def test_adam_steps_match_reference(candidate, check, rng, seed):
     worst = sorted(per_tensor, key=per_tensor.get, reverse=True)[:3]
     check.close(np.array([d]), np.array([0.0]), UPDATE_TOL,
                 what=f"{what}; the updates differ most in " + ", ".join(f"{n} ({per_tensor[n]:.2g})" for n in worst),
-                ask=Question(adam_update, problem, probe=problem + PROBE_SEED, agree=same_update))
+                ask=Question(asked, problem, probe=problem + PROBE_SEED, agree=same_update))
 
 
 @claims.DROPOUT_IN_TRAINING_ONLY

@@ -34,6 +34,15 @@ class ModelOnly:
         return self.inner.build_model(config, seed)
 
 
+class Declaring(ModelOnly):
+    """``ModelOnly(inner)`` declaring ``supports``: a faithful implementation that builds part of the
+    configurations only, so the checks fit their problems into it (``Candidate.fit``) and change sizes."""
+
+    def __init__(self, inner, supports: dict, reasons: dict):
+        super().__init__(inner)
+        self.conventions = dataclasses.replace(inner.conventions, supports=supports, reasons=reasons)
+
+
 def refusal(config=None, *, weights=None, eps=None) -> str | None:
     """Why the paper-only implementation cannot do this, or None."""
     if config is not None:
@@ -126,4 +135,6 @@ paper_only_numpy = Limited(builtin("numpy"), declare=True)
 paper_only_fused_qkv = Limited(builtin("torch-fused-qkv"), declare=True)
 paper_only_torch_nn_fixed = Limited(builtin("torch-nn-transformer-fixed"), declare=True)
 undeclared_reference = Limited(builtin("reference"), declare=False)
+# d_ff = 2 d_model only: every drawn config's d_ff changes (the toy's 256 becomes 128)
+half_ffn_reference = Declaring(builtin("reference"), {"d_ff_ratio": (2,)}, {"d_ff_ratio": "d_ff is 2 x d_model"})
 bias_free_extra_final_norm = BiasFree(builtin("mutant:extra_final_layer_norm"))
