@@ -13,11 +13,12 @@ from __future__ import annotations
 import argparse
 import contextlib
 import io
-import json
 import os
 import sys
 from pathlib import Path
 
+# Only the standard library at the top, here and in session: ``--help`` and ``list`` start as fast as a bare
+# ``import numpy`` (issue 16; tests/test_cli_startup.py). Each command imports what it needs.
 from conformance.session import (  # noqa: F401 - the exit codes and checks_dir are the CLI's public names too
     EXIT_FAILED,
     EXIT_INTERNAL,
@@ -62,7 +63,9 @@ def build_parser() -> argparse.ArgumentParser:
     add_report_flags(rendering)
     add_isolation_arguments(certify)
     listing = sub.add_parser("list", help="list the checks with their section and claim")
-    listing.add_argument("impl", nargs="?", default="reference")
+    listing.add_argument("impl", nargs="?", default="reference",
+                         help="the reference (default: read from the shipped index) or any implementation certify"
+                              " takes (collected, as certify would)")
     template_parser = sub.add_parser("template", help="print an adapter template to copy and fill")
     template_parser.add_argument(
         "--from", dest="source", metavar="MODULE:CLASS",
@@ -130,22 +133,22 @@ def grade(args) -> int:
 
 
 def add_isolation_arguments(parser, *, default: bool | None = None) -> None:
-    from conformance.isolation.proxy import Limits
+    from conformance.isolation import WORKER_MEMORY_MIB, WORKER_TOTAL_S  # Limits' defaults, without the proxy
 
     group = parser.add_mutually_exclusive_group()
     group.add_argument("--isolate", dest="isolate", action="store_const", const=True, default=default,
                        help="run the implementation in a sandboxed worker process (default for a path to a .py file)")
     group.add_argument("--no-isolate", dest="isolate", action="store_const", const=False,
                        help="run it in this process (default for built-ins and module:attribute)")
-    parser.add_argument("--worker-memory", type=int, default=Limits.memory_mib, metavar="MIB",
-                        help=f"address-space limit of the isolated worker (default {Limits.memory_mib})")
-    parser.add_argument("--worker-total-timeout", type=float, default=Limits.total_s, metavar="S",
+    parser.add_argument("--worker-memory", type=int, default=WORKER_MEMORY_MIB, metavar="MIB",
+                        help=f"address-space limit of the isolated worker (default {WORKER_MEMORY_MIB})")
+    parser.add_argument("--worker-total-timeout", type=float, default=WORKER_TOTAL_S, metavar="S",
                         help="wall-clock seconds the isolated implementation may use in all"
-                             f" (default {Limits.total_s:g})")
+                             f" (default {WORKER_TOTAL_S:g})")
 
 
 def add_report_flags(parser) -> None:
-    from conformance.reports.formats import add_flags
+    from conformance.reports import add_flags  # the flags alone: formats.py imports every renderer
 
     add_flags(parser)
 
@@ -196,6 +199,12 @@ def render_report(args) -> int:
 
 
 def list_checks(args) -> int:
+    """The checks' node ids: the reference's from the shipped index (no pytest, hypothesis or torch), any
+    other implementation's by collecting them with it loaded (what it supersedes depends on its parts)."""
+    from conformance import listing
+
+    if args.impl == listing.INDEXED_IMPL:
+        return listing.print_index()
     import pytest
 
     return int(pytest.main(pytest_argv([args.impl], "--collect-only", "-q")))
@@ -249,6 +258,7 @@ def fixtures(args) -> int:
 
 def facts_read_by_checks(impl: str) -> set[str]:
     """Every fact id a check read (``published.value``) while certifying ``impl``, whatever its status."""
+    import json
     import tempfile
 
     with tempfile.TemporaryDirectory() as tmp:

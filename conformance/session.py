@@ -13,28 +13,45 @@ import io
 import sys
 from pathlib import Path
 
-from conformance.adapter import ADAPTER_PARTS, MODEL_PARTS, Conventions
-from conformance.errors import AdapterError
-
 EXIT_OK, EXIT_FAILED, EXIT_USAGE, EXIT_INTERNAL, EXIT_NOTHING_RAN = 0, 1, 2, 3, 5
+
+# Nothing heavier than the standard library at the top: ``cli`` imports this module, and ``--help`` and
+# ``list`` must start as fast as a bare ``import numpy`` (issue 16). Each function imports what it needs.
+
+
+class _NotLoadedConventions:
+    """``UnloadableAdapter.conventions``: the defaults, framework "(not loaded)", built on first read."""
+
+    def __get__(self, instance, owner):
+        from conformance.adapter import Conventions
+
+        conventions = Conventions(framework="(not loaded)")
+        owner.conventions = conventions  # one object, as a plain class attribute from now on
+        return conventions
 
 
 class UnloadableAdapter:
     """Stands in for a submission that could not be loaded: it has every part, and each raises the load
     error, so each check is an *error* that says why and the report lists the whole catalogue."""
 
-    conventions = Conventions(framework="(not loaded)")
+    conventions = _NotLoadedConventions()
 
     def __init__(self, reason: str):
+        from conformance.adapter import MODEL_PARTS
+
         self.reason = reason
         self.load_warnings = [f"could not be loaded: {reason}"]
         self.model_class = type("NotLoadedModel", (), {part: self._fail for part in MODEL_PARTS})
 
     def _fail(self, *args, **kwargs):
+        from conformance.errors import AdapterError
+
         raise AdapterError(f"not run: the implementation could not be loaded: {self.reason}",
                            part="import", expected="a loaded implementation", actual="load error")
 
     def __getattr__(self, name: str):
+        from conformance.adapter import ADAPTER_PARTS
+
         if name in ADAPTER_PARTS:
             return self._fail
         raise AttributeError(name)

@@ -8,7 +8,13 @@ import time
 from dataclasses import dataclass
 from pathlib import Path
 
-from conformance.reports import badge, html_report, junit_report, markdown_report
+from conformance.reports import (
+    add_flags,  # noqa: F401 - the flags of FORMATS, declared without the renderers
+    badge,
+    html_report,
+    junit_report,
+    markdown_report,
+)
 
 FORMATS = {
     "html": ("HTML report", html_report.render),
@@ -28,13 +34,6 @@ class Written:
     def line(self) -> str:
         return (f"{FORMATS[self.format][0]} written to {self.path} ({self.size / 1024:,.1f} kB,"
                 f" {self.seconds * 1000:,.0f} ms)")
-
-
-def add_flags(parser) -> None:
-    parser.add_argument("--html", metavar="PATH", help="write the self-contained HTML report (with pictures) to PATH")
-    parser.add_argument("--junit", metavar="PATH", help="write JUnit XML (one testcase per check) to PATH")
-    parser.add_argument("--markdown", metavar="PATH", help="write a Markdown summary for a pull-request comment")
-    parser.add_argument("--badge", metavar="PATH", help="write an SVG badge (conformance | 104/104) to PATH")
 
 
 def requested(args) -> dict[str, str]:

@@ -4,3 +4,8 @@
 supervisor), ``wire.py`` (the plain-data messages between them), ``sandbox.py`` (resource limits and
 Landlock). docs/grading.md describes what is contained and how.
 """
+
+# The defaults of the two limits the command line sets (``Limits.memory_mib``, ``Limits.total_s``), here
+# rather than in proxy.py so that the CLI's parser (``--help``) reads them without importing the isolation.
+WORKER_MEMORY_MIB = 8192
+WORKER_TOTAL_S = 1800.0

@@ -35,6 +35,7 @@ from typing import Any
 from conformance.adapter import ADAPTER_PARTS, MODEL_PARTS, Conventions
 from conformance.candidate import Candidate
 from conformance.errors import AdapterError, LoadError
+from conformance.isolation import WORKER_MEMORY_MIB, WORKER_TOTAL_S
 from conformance.isolation.wire import Channel, ChannelClosed, ChannelTimeout, WireError
 
 
@@ -43,9 +44,9 @@ class Limits:
     """What one isolated implementation may use. ``call_s`` None: the per-part timeout + 5 s."""
 
     call_s: float | None = None
-    total_s: float = 1800.0
+    total_s: float = WORKER_TOTAL_S
     load_s: float = 120.0
-    memory_mib: int = 8192
+    memory_mib: int = WORKER_MEMORY_MIB
     cpu_s: int = 1800
     files: int = 512
     file_mib: int = 64
