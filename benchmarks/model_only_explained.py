@@ -47,7 +47,8 @@ class ModelOnly:
 
 adapter = ModelOnly()
 '''
-LOCALISED = ("model-only localisation", "first divergence", "every encoder layer agrees", "every decoder layer agrees")
+LOCALISED = ("model-only localisation", "first divergence", "every encoder layer agrees", "every decoder layer agrees",
+             "only the weights it reports differ")
 
 
 def certify_view(name: str, exclude: str = "") -> tuple[dict, float]:

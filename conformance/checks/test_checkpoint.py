@@ -18,6 +18,7 @@ from conformance import claims, oracle, training
 from conformance.config import toy_config
 from conformance.diagnosis import Question, find_structure
 from conformance.diagnosis.localise import locate_encode, locate_forward
+from conformance.diagnosis.matching import agrees
 from conformance.fixtures import golden
 from conformance.scenarios import LOADED_MODEL, loaded_model
 from conformance.tolerances import MODEL, Tolerance, for_candidate
@@ -147,6 +148,19 @@ def record_attention(check, got: dict, stored: dict) -> None:
                                "anti_diagonal": f"decoder.{CONFIG.N - 1}.cross_attn", "layers": layers})
 
 
+def locate_attention(candidate, src, tgt_in) -> str:
+    """Where weights that differ come from: the model's own outputs already differ (localised), or only
+    the weights it reports do."""
+    if not candidate.provides("model.forward"):
+        return "(no model.forward: whether the model's outputs differ too is unknown)"
+    model = trained_model(candidate)
+    expected = oracle.OracleModel(CONFIG, checkpoint()).forward(src, tgt_in)
+    if agrees(model.forward(src, tgt_in), expected, for_candidate(MODEL, candidate)):
+        return ("the model's logits on this input agree with the reference's: only the weights it reports differ"
+                " (their layout: heads, queries x keys; or which layer each name holds)")
+    return locate_forward(candidate, model, CONFIG, checkpoint(), src, tgt_in)
+
+
 @claims.MIRRORED_ATTENTION
 @pytest.mark.requires(*LOADED_MODEL, "model.attention_weights")
 def test_trained_checkpoint_attention_matches_golden(candidate, check):
@@ -159,9 +173,10 @@ def test_trained_checkpoint_attention_matches_golden(candidate, check):
     missing = [layer for layer in layers if layer not in got]
     check.claim(not missing, f"model.attention_weights gave no {missing} (names: encoder.{{l}}.self_attn,"
                 " decoder.{l}.self_attn, decoder.{l}.cross_attn, l from 0)", expected=layers, actual=sorted(got))
+    locate = lambda: locate_attention(candidate, stored["example_src"], stored["example_tgt_in"])  # noqa: E731
     for layer in layers:
         check.close(got[layer], stored[f"example_attention.{layer}"], golden_tolerance(candidate),
-                    what=f"{layer} weights (1, h, queries, keys) on c a b e d")
+                    what=f"{layer} weights (1, h, queries, keys) on c a b e d", locate=locate)
     last = np.asarray(got[f"decoder.{CONFIG.N - 1}.cross_attn"], np.float64)[0].mean(0)  # (T, S)
     S = stored["example_src"].shape[1]
     peaks = last[:S].argmax(-1)

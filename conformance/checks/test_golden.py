@@ -10,6 +10,7 @@ import pytest
 
 from conformance import claims
 from conformance.config import base_config
+from conformance.diagnosis.localise import locate_encode, locate_forward
 from conformance.fixtures import golden
 from conformance.fixtures.regenerate import BASE_SEED
 from conformance.tolerances import Tolerance
@@ -25,12 +26,16 @@ def test_base_size_forward_matches_golden(candidate, check):
     stored = golden.load("base_forward")
     config = base_config()
     model = candidate.build_model(config, seed=0)
-    model.load_weights(random_weights(model_shapes(config), np.random.default_rng(BASE_SEED)))
+    weights = random_weights(model_shapes(config), np.random.default_rng(BASE_SEED))
+    model.load_weights(weights)
     tol = golden.tolerance_for("base_forward", candidate.conventions.dtype)
-    check.close(model.encode(stored["src"]), stored["memory"], tol, what="memory (1, 3, 512)")
-    logits = model.forward(stored["src"], stored["tgt_in"]).astype(np.float64)
+    src, tgt_in = stored["src"], stored["tgt_in"]
+    check.close(model.encode(src), stored["memory"], tol, what="memory (1, 3, 512)",
+                locate=lambda: locate_encode(candidate, config, weights, src))
+    logits = model.forward(src, tgt_in).astype(np.float64)
     check.close(logits[..., : stored["logits_head"].shape[-1]], stored["logits_head"], tol,
-                what="logits[..., :256] of (1, 4, 37000)")
+                what="logits[..., :256] of (1, 4, 37000)",
+                locate=lambda: locate_forward(candidate, model, config, weights, src, tgt_in))
     top = logits.max(-1, keepdims=True)
     check.close(top[..., 0] + np.log(np.exp(logits - top).sum(-1)), stored["logsumexp"], tol,
                 what="logsumexp over all 37,000 logits")
