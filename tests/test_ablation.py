@@ -188,3 +188,21 @@ def test_certify_prints_the_ablation_under_a_failing_model_check(certify):
     assert ablation.HEAD + "with every sublayer off it agrees; differs with only the encoder feed-forward" \
         in check["message"], check["message"]
     assert "localisation unavailable" not in check["message"]
+
+
+def test_the_base_size_golden_check_is_localised_too(certify):
+    """At the paper's base size (N = 6, d_model 512) the same ablation says where a model-only view differs."""
+    run = certify(f"{VIEWS}:model_only_gelu_instead_of_relu", "-k", "base_size_forward_matches_golden",
+                  "--no-training")
+    check = next(c for c in run.report["checks"] if c["id"] == "base_size_forward_matches_golden")
+    assert check["status"] == "failed", check
+    assert "differs with only the encoder feed-forward (every layer, encoder.0-5)" in check["message"], \
+        check["message"]
+
+
+def test_attention_weights_that_differ_while_the_logits_agree_are_said_to_be_reported_differently(certify):
+    run = certify("mutant:attention_maps_transposed", "-k", "trained_checkpoint_attention_matches_golden")
+    check = next(c for c in run.report["checks"] if c["id"] == "trained_checkpoint_attention_matches_golden")
+    assert check["status"] == "failed", check
+    assert "logits on this input agree with the reference's: only the weights it reports differ" \
+        in check["message"], check["message"]
