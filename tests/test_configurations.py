@@ -20,11 +20,14 @@ BEYOND_THE_PAPER = {"parameter_count_matches_published_value[fact_id=params.tota
                     "parameter_count_matches_published_value[fact_id=german.total]",
                     "parameter_count_without_attention_biases"}
 SLOW_BUILTINS = ["numpy", "fused_qkv", "torch_nn_fixed"]
+# Parts a built-in does not provide at all: the NumPy model has only canonical weights, so it lists no
+# parameters beyond them (model.unmapped_parameters) and that check cannot run on it.
+LACKS = {"numpy": {"model_has_no_parameters_beyond_the_paper"}}
 
 
-def assert_runs_everything_it_can(run):
+def assert_runs_everything_it_can(run, builtin="reference"):
     assert run.report is not None, run.err
-    assert run.with_status("not_implemented") == BEYOND_THE_PAPER, run.out
+    assert run.with_status("not_implemented") == BEYOND_THE_PAPER | LACKS.get(builtin, set()), run.out
     assert set(run.statuses().values()) == {"passed", "not_implemented"}, run.out
     assert run.code == 0
 
@@ -33,7 +36,7 @@ def assert_runs_everything_it_can(run):
 def test_an_implementation_of_the_paper_configuration_only_is_checked_fully(certify, builtin):
     """Declared: every drawn example is fitted into the paper's configuration, and every check runs."""
     run = certify(f"{VIEWS}:paper_only_{builtin}", "--no-training")
-    assert_runs_everything_it_can(run)
+    assert_runs_everything_it_can(run, builtin)
     assert "supports only: attention_bias in (True,): projections always carry biases" in run.out
 
 
