@@ -113,6 +113,24 @@ def logits(candidate, sizes: ModelSizes) -> np.ndarray:
     return loaded_model(candidate, sizes.config, weights).forward(src, tgt_in)
 
 
+def pad_columns(ids: np.ndarray, k: int, pad_id: int) -> np.ndarray:
+    return np.concatenate([ids, np.full((ids.shape[0], k), pad_id, dtype=ids.dtype)], axis=1)
+
+
+def logits_after_source_padding(candidate, sizes: ModelSizes, *, k: int) -> np.ndarray:
+    """The logits once k padding tokens are appended to the source: what a padding invariance is about, so
+    that only a bug that changes them (not any bug that changes the logits) matches the candidate's."""
+    weights, src, tgt_in = model_problem(sizes)
+    return loaded_model(candidate, sizes.config, weights).forward(pad_columns(src, k, sizes.config.pad_id), tgt_in)
+
+
+def real_logits_after_target_padding(candidate, sizes: ModelSizes, *, k: int) -> np.ndarray:
+    """The logits at the decoder input's real positions once k padding tokens are appended to it."""
+    weights, src, tgt_in = model_problem(sizes)
+    after = loaded_model(candidate, sizes.config, weights).forward(src, pad_columns(tgt_in, k, sizes.config.pad_id))
+    return after[:, : sizes.T][tgt_in != sizes.config.pad_id]
+
+
 def memory(candidate, sizes: ModelSizes) -> np.ndarray:
     weights, src, _ = model_problem(sizes)
     return loaded_model(candidate, sizes.config, weights).encode(src)

@@ -8,6 +8,8 @@ permutation-equivariant", "Vanilla Transformer"), and repeated calls in evaluati
 The shift-is-a-rotation identity of the positional encoding lives in ``test_positional_encoding.py``.
 """
 
+import functools
+
 import numpy as np
 import pytest
 from hypothesis import given
@@ -15,6 +17,7 @@ from hypothesis import strategies as st
 
 from conformance import claims, questions
 from conformance.diagnosis import Question
+from conformance.questions import pad_columns
 from conformance.scenarios import (
     LOADED_MODEL,
     fast_failure,
@@ -38,10 +41,6 @@ def problem(candidate, sizes):
     weights = model_weights(sizes.config, rng)
     src, tgt_in = source_and_target(sizes, rng)  # as questions.model_problem draws them
     return loaded_model(candidate, sizes.config, weights), src, tgt_in, rng
-
-
-def pad_columns(ids: np.ndarray, k: int, pad_id: int) -> np.ndarray:
-    return np.concatenate([ids, np.full((ids.shape[0], k), pad_id, dtype=ids.dtype)], axis=1)
 
 
 def logits_question(sizes) -> Question:
@@ -77,7 +76,8 @@ def test_appending_source_padding_leaves_logits_unchanged(candidate, check, size
     after = model.forward(pad_columns(src, k, sizes.config.pad_id), tgt_in)
     check.close(after, before, for_candidate(MODEL, candidate),
                 what=f"logits after appending {k} source padding tokens (the"
-                " padding mask, built from pad_id, hides them)", ask=logits_question(sizes))
+                " padding mask, built from pad_id, hides them)",
+                ask=Question(functools.partial(questions.logits_after_source_padding, k=k), sizes))
 
 
 @claims.KEY_PADDING
@@ -92,7 +92,7 @@ def test_appending_target_padding_leaves_real_logits_unchanged(candidate, check,
     real = tgt_in != sizes.config.pad_id  # the claim is about real positions; padded ones are never read
     check.close(after[:, : sizes.T][real], before[real], for_candidate(MODEL, candidate),
                 what=f"logits at the real positions among the first {sizes.T} after appending {k} target padding"
-                     " tokens", ask=logits_question(sizes))
+                     " tokens", ask=Question(functools.partial(questions.real_logits_after_target_padding, k=k), sizes))
 
 
 @claims.KEY_PADDING
