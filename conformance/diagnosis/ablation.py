@@ -24,6 +24,7 @@ import numpy as np
 
 from conformance import formulas, oracle
 from conformance.diagnosis.matching import agrees
+from conformance.diagnosis.message import fmt_layers
 from conformance.errors import ConformanceOutcome
 from conformance.tolerances import MODEL, for_dtype
 
@@ -325,12 +326,7 @@ def _layers(stack: str, layers: list[int], n: int) -> str:
         return "no layer alone: only together"
     if len(layers) == n and n > 1:
         return f"every layer, {stack}.0-{n - 1}"
-    runs, start = [], layers[0]
-    for prev, cur in zip(layers, [*layers[1:], None], strict=True):
-        if cur != prev + 1:
-            runs.append(f"{stack}.{start}" if start == prev else f"{stack}.{start}-{prev}")
-            start = cur
-    return ", ".join(runs)
+    return fmt_layers(stack, layers)
 
 
 # --------------------------------------------------------------------------------------------------

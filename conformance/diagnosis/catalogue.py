@@ -61,3 +61,14 @@ def paper():
         except Exception:  # noqa: BLE001 - the reference needs torch
             continue
     return None
+
+
+@functools.cache
+def numpy_paper():
+    """The NumPy implementation (float64), which the NumPy mutants are built on: loaded once, None when absent."""
+    from conformance.loading import load
+
+    try:
+        return load("numpy")
+    except Exception:  # noqa: BLE001 - a stand-in catalogue may have no NumPy implementation to load
+        return None

@@ -24,6 +24,7 @@ from conformance import formulas, oracle
 from conformance.diagnosis import composite
 from conformance.diagnosis.ablation import AblationFailed, ablate
 from conformance.diagnosis.matching import agrees
+from conformance.diagnosis.message import fmt_layers
 from conformance.diagnosis.structure import EXTRA_NORM_FOUND
 from conformance.scenarios import LOADED_MODEL, key_padding, loaded_model
 from conformance.tolerances import LAYER, MODEL, Tolerance, for_dtype
@@ -129,17 +130,6 @@ def divergent_layers(stack: Stack, tol: Tolerance) -> list[tuple[int, str]]:
         if not agrees(stack.run(layer, stack.states[layer]), stack.states[layer + 1], tol):
             found.append((layer, stack.suspect(layer, stack.states[layer])))
     return found
-
-
-def fmt_layers(stack: str, layers: list[int]) -> str:
-    """[1, 2, 3, 5] -> "encoder.1-3, encoder.5": consecutive layers as one run."""
-    runs: list[list[int]] = []
-    for layer in layers:
-        if runs and layer == runs[-1][-1] + 1:
-            runs[-1].append(layer)
-        else:
-            runs.append([layer])
-    return ", ".join(f"{stack}.{run[0]}" + (f"-{run[-1]}" if len(run) > 1 else "") for run in runs)
 
 
 def fmt_divergence(stack: str, found: list[tuple[int, str]], n_layers: int) -> str:

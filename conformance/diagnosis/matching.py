@@ -7,7 +7,7 @@ import itertools
 import numpy as np
 
 from conformance.compare import measure
-from conformance.diagnosis.catalogue import known_bugs, paper
+from conformance.diagnosis.catalogue import known_bugs, numpy_paper, paper
 from conformance.diagnosis.question import Question
 from conformance.tolerances import Tolerance
 
@@ -134,17 +134,8 @@ def _alignment(a, b) -> float:
 def _papers(question: Question, problem) -> list:
     """The paper's answers on ``problem``: the reference's, and the NumPy implementation's (float64), which
     the NumPy mutants are built on: a mutant that gives either one says nothing."""
-    answers = [_answer(question, reference, problem) for reference in (paper(), _numpy_paper()) if reference]
+    answers = [_answer(question, reference, problem) for reference in (paper(), numpy_paper()) if reference]
     return [answer for answer in answers if answer is not None]
-
-
-def _numpy_paper():
-    from conformance.loading import load
-
-    try:
-        return load("numpy")
-    except Exception:  # noqa: BLE001 - a stand-in catalogue may have no NumPy implementation to load
-        return None
 
 
 def combined_matches(second: _Second, problem, mine, answers) -> list[dict]:

@@ -37,3 +37,14 @@ def tail(matches: list[dict], where: str | None, patterns: list[str]) -> list[st
         where = without_extra_norm_clause(where)
     lines = [fmt_matches(matches), where, fmt_structure([p for p in patterns if p not in names])]
     return [f"  {line}" for line in lines if line]
+
+
+def fmt_layers(stack: str, layers: list[int]) -> str:
+    """[1, 2, 3, 5] -> "encoder.1-3, encoder.5": consecutive layers as one run."""
+    runs: list[list[int]] = []
+    for layer in layers:
+        if runs and layer == runs[-1][-1] + 1:
+            runs[-1].append(layer)
+        else:
+            runs.append([layer])
+    return ", ".join(f"{stack}.{run[0]}" + (f"-{run[-1]}" if len(run) > 1 else "") for run in runs)
