@@ -74,20 +74,28 @@ def _mutant_names() -> set[str]:
     return set(mutants.names())
 
 
+def _components(match: dict) -> frozenset[str]:
+    """The catalogue entries one diagnosis match names: one mutant, or each of a combination's."""
+    return frozenset(match.get("mutants") or [match["mutant"]])
+
+
 def named_by_diagnosis(result) -> set[str]:
     """The catalogue entries and structural patterns a failing check's diagnosis names."""
-    return {match["mutant"] for match in result.diagnosis or []} | set(result.patterns or [])
+    return {name for match in result.diagnosis or [] for name in _components(match)} | set(result.patterns or [])
 
 
 def attribute(result, deviations: list[Deviation]) -> dict | None:
     """The declared deviations a failing check is attributed to, as the report's ``deviation`` field:
     {name ("a + b"), names, reason, confirmed}; None when no declaration explains it."""
     names = {d.name for d in deviations}
-    matches, patterns = {m["mutant"] for m in result.diagnosis or []}, set(result.patterns or [])
+    matches, patterns = [_components(m) for m in result.diagnosis or []], set(result.patterns or [])
     # Every structural pattern found is a defect of its own: one left undeclared keeps the failure undeclared.
-    # Mutant matches are alternatives (identical outputs): one declared match explains the output.
-    explained = patterns <= names and (not matches or matches & names) and (matches | patterns) & names
-    confirmed = [d for d in deviations if explained and d.name in matches | patterns]
+    # Mutant matches are alternatives (identical outputs): one declared match explains the output; a match
+    # that is a combination (pre_norm + extra_final_layer_norm) is declared when each of its parts is.
+    declared = [match for match in matches if match <= names]
+    explained = patterns <= names and (not matches or declared) and (declared or patterns & names)
+    confirmed_names = patterns.union(*declared)
+    confirmed = [d for d in deviations if explained and d.name in confirmed_names]
     listed = [d for d in deviations if d not in confirmed
               and any(fnmatch.fnmatchcase(result.id, pattern) for pattern in d.checks)]
     if not confirmed and listed and (patterns - names):

@@ -86,3 +86,14 @@ def test_certify_names_the_pair_in_the_failure_message(certify):
     assert f"(mutant:{UNSCALED} + mutant:{UNBIASED})" in check["message"], check["message"]
     assert [match["mutant"] for match in check["diagnosis"]] == [f"{UNSCALED}+{UNBIASED}"]
     assert check["likely_cause"].endswith(f"(mutant:{UNSCALED} + mutant:{UNBIASED})"), check["likely_cause"]
+
+
+@pytest.mark.parametrize(("bugs", "answer"), [
+    (("embedding_layer_norm", "pre_norm"), questions.memory),
+    (("logits_scaled_by_inverse_sqrt_d_model", "pre_norm"), questions.logits),
+])
+def test_real_codes_structural_choices_are_named_together(bugs, answer):
+    """Deviations real code combines (BERT-style embedding norm, T5-style logit scale, pre-norm) compose as
+    formula switches on the reference, and are named as one combination from the model's output."""
+    matches = diagnose(composed(*bugs), answer, MODEL_PROBLEM, MODEL)
+    assert named(matches) == ["+".join(sorted(bugs))], f"got {named(matches)}"

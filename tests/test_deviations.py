@@ -64,3 +64,34 @@ def test_a_declared_deviation_the_suite_does_not_see_is_reported_and_strict_fail
 def test_an_unknown_deviation_is_a_usage_error_with_a_suggestion(certify, declare):
     run = certify("reference", "--deviations", declare('[[deviation]]\nname = "prenorm"\n'))
     assert run.code == EXIT_USAGE and "unknown deviation 'prenorm'" in run.err and "pre_norm" in run.err
+
+
+# -- attribution of a diagnosis that names a combination (conformance.deviations.attribute) ---------------
+
+PRE_NORM_AND_FINAL_NORMS = [{"mutant": "extra_final_layer_norm+pre_norm",
+                             "mutants": ["extra_final_layer_norm", "pre_norm"]}]
+
+
+def failing(diagnosis, patterns=(), check_id="encode_matches_reference"):
+    from types import SimpleNamespace
+
+    return SimpleNamespace(id=check_id, status="failed", diagnosis=diagnosis, patterns=list(patterns))
+
+
+def test_a_combination_is_a_confirmed_deviation_when_each_of_its_parts_is_declared():
+    from conformance.deviations import Deviation, attribute, named_by_diagnosis
+
+    declared = [Deviation("pre_norm", "OpenNMT-py's layers"), Deviation("extra_final_layer_norm", "its final norms")]
+    deviation = attribute(failing(PRE_NORM_AND_FINAL_NORMS), declared)
+    assert deviation == {"name": "pre_norm + extra_final_layer_norm", "names": ["pre_norm", "extra_final_layer_norm"],
+                         "reason": "OpenNMT-py's layers; its final norms", "confirmed": True}
+    assert named_by_diagnosis(failing(PRE_NORM_AND_FINAL_NORMS)) == {"pre_norm", "extra_final_layer_norm"}
+
+
+def test_a_combination_with_an_undeclared_part_stays_a_failure():
+    from conformance.deviations import Deviation, attribute
+
+    assert attribute(failing(PRE_NORM_AND_FINAL_NORMS), [Deviation("pre_norm")]) is None
+    # one of two alternatives declared whole explains the output, as for single matches
+    alternatives = PRE_NORM_AND_FINAL_NORMS + [{"mutant": "pre_norm"}]
+    assert attribute(failing(alternatives), [Deviation("pre_norm")])["names"] == ["pre_norm"]

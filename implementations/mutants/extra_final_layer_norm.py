@@ -30,7 +30,7 @@ class FinalNormTransformer(Transformer):
         y = self.embed(tgt_in, self.tgt_embedding)
         for layer in self.decoder:
             y = layer(y, memory, tgt_keep, src_keep)
-        return self.final_norm(y) @ self.output_matrix  # the bug: a norm before the output projection
+        return self.project_output(self.final_norm(y))  # the bug: a norm before the output projection
 
 
 class FinalNormModel(ReferenceModel):

@@ -102,6 +102,17 @@ def sqrt_embed_scale(d_model: int) -> float:
     return math.sqrt(d_model)
 
 
+# §3.4-3.5: the scaled embedding plus the encoding goes to the first layer as it is (later models, BERT and
+# mBART among them, normalise it first: a mutant).
+def no_embedding_norm(x: Tensor, eps: float) -> Tensor:
+    return x
+
+
+# §3.4: the logits are y E^T, unscaled (Mesh TensorFlow and T5 multiply them by d_model^-0.5: a mutant).
+def unit_output_scale(d_model: int) -> float:
+    return 1.0
+
+
 # §3.2.3: position t may read positions 0..t; the diagonal stays visible.
 def causal_keep_mask(T: int) -> Tensor:
     """(T, T) bool, True on and below the diagonal."""
@@ -160,6 +171,8 @@ class Formulas:
     activation: Callable[[Tensor], Tensor]
     sublayer: Callable[[Tensor, Callable, nn.Module, nn.Module], Tensor]
     embed_scale: Callable[[int], float]
+    embedding_norm: Callable[[Tensor, float], Tensor]
+    output_scale: Callable[[int], float]
     causal_mask: Callable[[int], Tensor]
     padding_mask: Callable[[Tensor, int], Tensor]
     learning_rate: Callable[[int, int, int], float]
@@ -176,6 +189,8 @@ REFERENCE = Formulas(
     activation=torch.relu,  # §3.3: max(0, .)
     sublayer=post_norm_sublayer,
     embed_scale=sqrt_embed_scale,
+    embedding_norm=no_embedding_norm,
+    output_scale=unit_output_scale,
     causal_mask=causal_keep_mask,
     padding_mask=padding_keep_mask,
     learning_rate=noam_learning_rate,
@@ -359,7 +374,8 @@ class Transformer(nn.Module):
         """ids (B, L) -> (B, L, d_model)."""
         d_model = self.config.d_model
         pe = self.formulas.positional_encoding(ids.shape[1], d_model).to(table)  # (L, d_model)
-        return self.dropout(table[ids] * self.formulas.embed_scale(d_model) + pe)
+        x = table[ids] * self.formulas.embed_scale(d_model) + pe
+        return self.dropout(self.formulas.embedding_norm(x, self.config.eps))
 
     def encode(self, src: Tensor) -> Tensor:
         """src (B, S) -> memory (B, S, d_model)."""
@@ -376,7 +392,11 @@ class Transformer(nn.Module):
         y = self.embed(tgt_in, self.tgt_embedding)
         for layer in self.decoder:
             y = layer(y, memory, tgt_keep, src_keep)
-        return y @ self.output_matrix  # (B, T, tgt_vocab); no bias
+        return self.project_output(y)
+
+    def project_output(self, y: Tensor) -> Tensor:
+        """y (B, T, d_model) -> logits (B, T, tgt_vocab): y E^T, no bias."""
+        return y @ self.output_matrix * self.formulas.output_scale(self.config.d_model)
 
     # Lesson Step 5: P(next token) = softmax(y E^T), the output layer tied to the embedding.
     @property
