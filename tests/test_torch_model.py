@@ -193,7 +193,7 @@ def test_attention_weights_are_read_by_hooks_from_nn_multihead_attention_and_fro
 
 def test_the_paper_recipe_reports_the_loss_before_the_update_and_the_rate_it_used():
     cfg = toy_config(dropout=0.0)
-    model = fused_qkv.build(cfg, 0)
+    model = fused_qkv.adapter.build_model(cfg.as_dict(), 0)
     src, tgt_in = np.array([[5, 3, 4, 7], [5, 3, 0, 0]]).T, np.array([[1, 6, 7, 4], [1, 3, 5, 0]]).T
     tgt_out = np.array([[6, 7, 4, 2], [3, 5, 2, 0]]).T
     logits = torch.as_tensor(model.forward(src, tgt_in)).reshape(-1, cfg.tgt_vocab)
@@ -213,7 +213,7 @@ def test_a_proposed_map_loads_what_the_hand_written_one_loads(builtin, capsys):
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")  # nn's nested-tensor notice
         model = (torch_nn.build(PROBE, 0, final_norms=False, nested_tensor=False) if builtin == "torch_nn"
-                 else fused_qkv.build(PROBE, 0))
+                 else fused_qkv.adapter.build_model(PROBE.as_dict(), 0))
     proposal = propose_mapping(model.module, PROBE)
     assert "NAMES = {" in capsys.readouterr().out and proposal.unmapped == []
     drafted = TorchModel(model.module, PROBE, names=proposal.names)

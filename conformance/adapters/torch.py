@@ -20,6 +20,7 @@ layout (``batch_first=False``: token ids (L, B)).
 from __future__ import annotations
 
 import contextlib
+import dataclasses
 import inspect
 from collections.abc import Callable
 
@@ -27,7 +28,7 @@ import numpy as np
 import torch
 from torch import Tensor, nn
 
-from conformance.adapters.names import NameMap, Slot
+from conformance.adapters.names import NameMap, Slot, attention_modules, layer_names, sublayer_names
 from conformance.config import ModelConfig
 from conformance.formulas import lrate
 from conformance.weights import check_names, model_shapes
@@ -250,7 +251,8 @@ class TorchModel:
     scores of the next token (default: decode's last position; log-probabilities are fine).
     attention: a name map from the reported sublayers (``"*.{l}.self_attn"``, ``"decoder.{l}.cross_attn"``) to
     module paths, read by ``read_attention`` (or ``read=``). trainer(module) -> an object with
-    ``train_step(src, tgt_in, tgt_out)`` on tensors (default: ``PaperRecipe``). batch_first: False for
+    ``train_step(src, tgt_in, tgt_out)`` on tensors (default: ``PaperRecipe``, following ``rate(step, d_model,
+    warmup)``, the paper's schedule unless you give yours). batch_first: False for
     (L, B) token ids. dtype: the torch dtype the module computes in. seed: the dropout masks' seed.
     """
 
@@ -258,7 +260,7 @@ class TorchModel:
                  decode: Callable | None = None, forward: Callable | None = None,
                  generate_step: Callable | None = None, attention: dict | None = None,
                  read: Callable = read_attention, trainer: Callable | None = None, batch_first: bool = True,
-                 dtype: torch.dtype = torch.float32, seed: int = 0):
+                 dtype: torch.dtype = torch.float32, seed: int = 0, rate: Callable = lrate):
         self.module = module
         self.config = config if isinstance(config, ModelConfig) else ModelConfig.from_dict(config)
         self.names, self.attention = NameMap(names), (None if attention is None else NameMap(attention))
@@ -267,7 +269,8 @@ class TorchModel:
         self._decode = decode or (lambda m, tgt_in, memory, src: m.decode(tgt_in, memory, src))
         self._forward = forward or (lambda m, src, tgt_in: self._decode(m, tgt_in, self._encode(m, src), src))
         self._step = generate_step or self._last_position
-        self._make_trainer = trainer or (lambda m: PaperRecipe(m, self.config, forward=self._forward, seed=seed))
+        self._make_trainer = trainer or (lambda m: PaperRecipe(m, self.config, forward=self._forward, seed=seed,
+                                                               rate=rate))
         self._trainer = None  # built at the first train_step, on the module as it is then
 
     # -- weights ------------------------------------------------------------------------------------
@@ -365,3 +368,207 @@ class TorchModel:
         if self._trainer is None:
             self._trainer = self._make_trainer(self.module)
         return self._trainer.train_step(ids(src), ids(tgt_in), ids(tgt_out))
+
+
+# --------------------------------------------------------------------------------------------------
+# A whole adapter, declared: the parts as data and plain functions on tensors
+# --------------------------------------------------------------------------------------------------
+
+DTYPES = {"float32": torch.float32, "float64": torch.float64}
+
+
+def on_tensors(fn: Callable, dtype: torch.dtype = torch.float32) -> Callable:
+    """``fn`` (on tensors) as a part (on numpy): float arrays in as ``dtype`` tensors, boolean as boolean, integer
+    as int64, scalars as they are; out a tensor as an array in ``dtype`` (a 0-d one as a float), a tuple item by
+    item, a number as a float. ``on_tensors(my_layer_norm)(x, gamma, beta, 1e-6)`` is
+    ``numpy(my_layer_norm(floats(x), floats(gamma), floats(beta), 1e-6))``."""
+
+    def part(*args):
+        with torch.no_grad():
+            return _out(fn(*(_in(a, dtype) for a in args)), dtype)
+
+    part.__name__ = part.__qualname__ = getattr(fn, "__name__", "part")
+    part.__doc__ = fn.__doc__
+    return part
+
+
+def _in(a, dtype: torch.dtype):
+    if isinstance(a, np.generic):
+        return a.item()
+    if not isinstance(a, np.ndarray):
+        return a
+    if a.dtype == bool:
+        return mask(a)
+    return ids(a) if np.issubdtype(a.dtype, np.integer) else floats(a, dtype)
+
+
+def _out(value, dtype: torch.dtype):
+    if isinstance(value, tuple):
+        return tuple(_out(v, dtype) for v in value)
+    if isinstance(value, Tensor):
+        return float(value.item()) if value.dim() == 0 else numpy(value, dtype)
+    return float(value) if isinstance(value, int | float | np.floating) else value
+
+
+def torch_layer_norm(x: Tensor, gamma: Tensor, beta: Tensor, eps: float) -> Tensor:
+    """§3.1 as ``torch.nn.functional.layer_norm`` computes it (biased variance, eps inside the root)."""
+    return torch.nn.functional.layer_norm(x, x.shape[-1:], gamma, beta, float(eps))
+
+
+def torch_smoothed_loss(logits: Tensor, targets: Tensor, epsilon: float, pad_id: int) -> Tensor:
+    """§5.4 as ``nn.CrossEntropyLoss(ignore_index=pad_id, label_smoothing=epsilon)`` computes it."""
+    return nn.CrossEntropyLoss(ignore_index=int(pad_id), label_smoothing=float(epsilon))(logits, targets)
+
+
+@dataclasses.dataclass(frozen=True)
+class Sizes:
+    """What a component is built with, read off the weights it is given: d_model, h, d_ff, the LayerNorm eps,
+    whether the attention projections carry biases, whether an attention sublayer is cross-attention."""
+
+    d_model: int
+    h: int | None = None
+    d_ff: int | None = None
+    eps: float | None = None
+    bias: bool | None = None
+    cross: bool = False
+
+
+@dataclasses.dataclass(frozen=True)
+class Component:
+    """One of your modules as a part: ``build(sizes) -> nn.Module``; ``call(module, *inputs)`` with the part's
+    inputs as tensors (masks in your declared polarity; default: ``module(*inputs)``; a tuple's first item is the
+    output, for ``multi_head_attention`` the second its weights, else the weights the module keeps as
+    ``last_weights`` or ``attn``); ``names``: its relative name map (default: derived from the model's map,
+    ``conformance.adapters.names.layer_names`` and ``sublayer_names``)."""
+
+    build: Callable
+    call: Callable | None = None
+    names: dict | None = None
+
+
+# Each component part: its inputs after the weights' position, how its sizes are read, its default names.
+def _sizes(part: str, weights: dict, h=None, eps=None, memory=None) -> Sizes:
+    if part in ("encoder_layer", "decoder_layer"):
+        d_model, d_ff = np.shape(weights["ffn.W1"])
+        return Sizes(int(d_model), int(h), int(d_ff), float(eps), "self_attn.b_Q" in weights)
+    if part in ("feed_forward", "ffn_sublayer"):
+        d_model, d_ff = np.shape(weights["W1"])
+        return Sizes(int(d_model), d_ff=int(d_ff), eps=None if eps is None else float(eps))
+    return Sizes(len(weights["W_O"]), int(h), eps=None if eps is None else float(eps), bias="b_Q" in weights,
+                 cross=memory is not None)
+
+
+def _default_names(part: str, names: dict, cross: bool = False) -> dict:
+    if part in ("encoder_layer", "decoder_layer"):
+        return layer_names(names, part.removesuffix("_layer"))
+    sublayer = "ffn" if part in ("feed_forward", "ffn_sublayer") else "cross_attn" if cross else "self_attn"
+    return sublayer_names(names, sublayer, with_norm=part.endswith("_sublayer"))
+
+
+class TorchAdapter:
+    """A whole adapter around an ``nn.Module`` encoder-decoder, from declarations (composition: no subclassing).
+
+    module(config: ModelConfig) -> your nn.Module (built under ``seeded(seed)``; on the meta device for the
+    parameter count). names: the name map. conventions: ``Conventions``. init(model: TorchModel, seed): your own
+    initialisation, after the module is built. model: keyword arguments for ``TorchModel`` (encode=, decode=,
+    forward=, generate_step=, trainer=, attention=; default attention: the modules the name map implies,
+    ``names.attention_modules``). make_model(config, seed) -> a Model of your own, in place of ``module``'s.
+    Function parts (positional_encoding, layer_norm, scaled_dot_product_attention, learning_rate,
+    label_smoothed_loss) are plain functions on tensors (``on_tensors``); the learning rate is also the schedule
+    ``train_step`` follows. Component parts (multi_head_attention, feed_forward, encoder_layer, decoder_layer,
+    attention_sublayer, ffn_sublayer) are ``Component``s. ``parameter_count`` counts ``module(config)``'s parameters,
+    built on ``count_on`` ("meta": shapes only; "cpu" for code that moves its modules), unless given.
+    Only the parts you give exist: the rest are *not implemented*."""
+
+    FUNCTIONS = ("positional_encoding", "layer_norm", "scaled_dot_product_attention", "learning_rate",
+                 "label_smoothed_loss")
+    COMPONENTS = ("multi_head_attention", "feed_forward", "encoder_layer", "decoder_layer", "attention_sublayer",
+                  "ffn_sublayer")
+
+    def __init__(self, module: Callable | None = None, *, names: dict, conventions, init: Callable | None = None,
+                 model: dict | None = None, make_model: Callable | None = None, model_class: type = TorchModel,
+                 parameter_count: Callable | None = None, count_on: str = "meta", name: str | None = None,
+                 **parts):
+        unknown = set(parts) - set(self.FUNCTIONS) - set(self.COMPONENTS)
+        if unknown:
+            raise TypeError(f"TorchAdapter: no part named {', '.join(sorted(unknown))} (parts: "
+                            f"{', '.join(self.FUNCTIONS + self.COMPONENTS)})")
+        self.conventions, self.names, self.name, self.model_class = conventions, dict(names), name, model_class
+        self.dtype = DTYPES[conventions.dtype]
+        self._module, self._init, self._make_model, self._count_on = module, init, make_model, count_on
+        self._model_options = {"attention": attention_modules(names) or None, **(model or {})}
+        self._functions = {part: fn for part, fn in parts.items() if part in self.FUNCTIONS and fn is not None}
+        for part, fn in parts.items():
+            if fn is not None:
+                made = self._component(part, fn) if part in self.COMPONENTS else on_tensors(fn, self.dtype)
+                setattr(self, part, made)
+        if module is not None or make_model is not None:
+            self.build_model = self._build_model
+        if parameter_count is not None or module is not None:
+            self.parameter_count = parameter_count or self._parameter_count
+
+    def __repr__(self) -> str:
+        return f"TorchAdapter({self.name!r})" if self.name else super().__repr__()
+
+    def _build_model(self, config: dict, seed: int):
+        config, seed = ModelConfig.from_dict(config), int(seed)
+        if self._make_model is not None:
+            return self._make_model(config, seed)
+        with seeded(seed):
+            net = self._module(config)
+        options = dict(self._model_options)
+        if "learning_rate" in self._functions:  # your schedule trains your model
+            options.setdefault("rate", self._functions["learning_rate"])
+        model = TorchModel(net, config, names=self.names, batch_first=self.conventions.batch_first,
+                           dtype=self.dtype, seed=seed, **options)
+        if self._init is not None:
+            self._init(model, seed)
+        return model
+
+    def _parameter_count(self, config: dict) -> int:
+        with torch.device(self._count_on):
+            return sum(p.numel() for p in self._module(ModelConfig.from_dict(config)).parameters())
+
+    def _component(self, part: str, spec: Component) -> Callable:
+        dtype, call = self.dtype, spec.call or (lambda module, *inputs: module(*inputs))
+
+        def built(weights: dict, sizes: Sizes) -> nn.Module:
+            names = spec.names if spec.names is not None else _default_names(part, self.names, sizes.cross)
+            with torch.random.fork_rng(devices=[]):  # its initialisation is overwritten: leave the global RNG be
+                module = spec.build(sizes).to(dtype)
+            return load_component(module, weights, names)
+
+        def tensors(arrays) -> list:
+            """Equal arrays become one tensor, so that code that tests ``query is key`` takes its own path."""
+            out: list = []
+            for i, a in enumerate(arrays):
+                same = next((out[j] for j in range(i) if isinstance(a, np.ndarray) and np.array_equal(arrays[j], a)
+                             and arrays[j].dtype == a.dtype), None)
+                out.append(same if same is not None else _in(a, dtype))
+            return out
+
+        def first(output):
+            return output[0] if isinstance(output, tuple) else output
+
+        @torch.no_grad()
+        def run(inputs: list, weights: dict, sizes: Sizes):
+            module = built(weights, sizes)
+            output = call(module, *tensors(inputs))
+            if part != "multi_head_attention":
+                return numpy(first(output), dtype)
+            weights_out = output[1] if isinstance(output, tuple) else read_attention(module, (), {}, output)
+            return numpy(first(output), dtype), numpy(weights_out, dtype)
+
+        parts = {
+            "multi_head_attention": lambda query, key, value, weights, h, mask: run(
+                [query, key, value, mask], weights, _sizes(part, weights, h)),
+            "feed_forward": lambda x, weights: run([x], weights, _sizes(part, weights)),
+            "encoder_layer": lambda x, weights, h, eps, src_mask: run(
+                [x, src_mask], weights, _sizes(part, weights, h, eps)),
+            "decoder_layer": lambda y, memory, weights, h, eps, tgt_mask, src_mask: run(
+                [y, memory, tgt_mask, src_mask], weights, _sizes(part, weights, h, eps)),
+            "attention_sublayer": lambda x, memory, weights, h, eps, mask: run(
+                [x, memory, mask], weights, _sizes(part, weights, h, eps, memory)),
+            "ffn_sublayer": lambda x, weights, eps: run([x], weights, _sizes(part, weights, eps=eps)),
+        }
+        return parts[part]
