@@ -23,6 +23,7 @@ from torch import nn  # noqa: E402
 
 from conformance.adapters.torch import TorchModel, load_component  # noqa: E402
 from conformance.implementations.torch_nn import adapter as torch_nn  # noqa: E402
+from conformance.implementations.torch_nn import model as torch_nn_model  # noqa: E402
 from conformance.implementations.variants import fused_qkv  # noqa: E402
 
 PAD, BOS, EOS = 0, 1, 2
@@ -68,7 +69,7 @@ def test_every_mismatch_of_names_or_shapes_is_reported_with_the_fix():
         load_component(module, {"W1": np.zeros((3, 5))}, {"W1": "lin.weights"})
     with pytest.raises(ValueError, match=r"W1: shape \(5, 3\) does not fit lin.weight \(3, 5\) .*add or remove '.T'"):
         load_component(module, {"W1": np.zeros((5, 3))}, {"W1": "lin.weight"})
-    model = torch_nn.build(toy_config(), 0, final_norms=False, nested_tensor=False)
+    model = torch_nn.torch_nn_fixed.build_model(toy_config().as_dict(), 0)
     weights = random_weights(model_shapes(toy_config()), np.random.default_rng(0))
     del weights["E"]
     with pytest.raises(KeyError, match=r"missing E \(13, 64\)"):
@@ -88,7 +89,7 @@ def test_parameters_without_a_canonical_name_get_identity_values_and_are_listed(
 def test_a_shared_table_is_copied_into_separate_tables_and_read_back_from_the_first():
     """Separate source, target and output tables serving the paper's one E (ties_embeddings=False)."""
     shared, separate = toy_config(dropout=0.0), toy_config(dropout=0.0, share_embeddings=False, tie_output=False)
-    net = torch_nn.TorchNNSeq2Seq(separate, final_norms=False, nested_tensor=False)
+    net = torch_nn_model.TorchNNSeq2Seq(separate, final_norms=False, nested_tensor=False)
     names = {**torch_nn.NAMES, "E": ["src_embedding.weight", "tgt_embedding.weight", "generator.weight"]}
     model = TorchModel(net, shared, names=names, forward=lambda m, s, t: m(s, t))
     weights = random_weights(model_shapes(shared), np.random.default_rng(3))
@@ -97,7 +98,7 @@ def test_a_shared_table_is_copied_into_separate_tables_and_read_back_from_the_fi
         np.testing.assert_array_equal(table.detach().numpy(), weights["E"])
     assert model.unmapped_parameters() == {}
     np.testing.assert_array_equal(model.dump_weights()["E"], weights["E"])
-    reference = torch_nn.build(shared, 0, final_norms=False, nested_tensor=False)
+    reference = torch_nn.torch_nn_fixed.build_model(shared.as_dict(), 0)
     reference.load_weights(weights)
     src, tgt_in = np.array([[5, 6, 7, 0]]), np.array([[1, 5, 9, 4]])
     np.testing.assert_array_equal(model.forward(src, tgt_in), reference.forward(src, tgt_in))
@@ -212,7 +213,7 @@ PROBE = ModelConfig(src_vocab=23, tgt_vocab=23, d_model=16, h=2, d_ff=40, N=2, d
 def test_a_proposed_map_loads_what_the_hand_written_one_loads(builtin, capsys):
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")  # nn's nested-tensor notice
-        model = (torch_nn.build(PROBE, 0, final_norms=False, nested_tensor=False) if builtin == "torch_nn"
+        model = (torch_nn.torch_nn_fixed.build_model(PROBE.as_dict(), 0) if builtin == "torch_nn"
                  else fused_qkv.adapter.build_model(PROBE.as_dict(), 0))
     proposal = propose_mapping(model.module, PROBE)
     assert "NAMES = {" in capsys.readouterr().out and proposal.unmapped == []
@@ -222,14 +223,15 @@ def test_a_proposed_map_loads_what_the_hand_written_one_loads(builtin, capsys):
     for name, value in model.dump_weights().items():  # the hand-written map reads back what the draft wrote
         np.testing.assert_array_equal(value, weights[name], err_msg=name)
     want = ({"*.{l}.self_attn": "*.{l}.self_attn", "decoder.{l}.cross_attn": "decoder.{l}.cross_attn"}
-            if builtin == "fused_qkv" else torch_nn.ATTENTION)
+            if builtin == "fused_qkv" else {"*.{l}.self_attn": "transformer.*.layers.{l}.self_attn",
+                                            "decoder.{l}.cross_attn": "transformer.decoder.layers.{l}.multihead_attn"})
     assert proposal.attention == want
 
 
 def test_a_proposal_lists_what_has_no_canonical_name_and_says_where_it_guessed():
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")
-        net = torch_nn.TorchNNSeq2Seq(PROBE, final_norms=True, nested_tensor=False)
+        net = torch_nn_model.TorchNNSeq2Seq(PROBE, final_norms=True, nested_tensor=False)
     proposal = propose_mapping(net, PROBE, echo=False)
     assert proposal.unmapped == [f"transformer.{stack}.norm.{p}" for stack in ("encoder", "decoder")
                                  for p in ("weight", "bias")]

@@ -22,6 +22,7 @@ from __future__ import annotations
 import contextlib
 import dataclasses
 import inspect
+import math
 from collections.abc import Callable
 
 import numpy as np
@@ -420,6 +421,33 @@ def torch_smoothed_loss(logits: Tensor, targets: Tensor, epsilon: float, pad_id:
     return nn.CrossEntropyLoss(ignore_index=int(pad_id), label_smoothing=float(epsilon))(logits, targets)
 
 
+def torch_scaled_dot_product_attention(q: Tensor, k: Tensor, v: Tensor, blocked: Tensor | None):
+    """§3.2.1 as torch computes it, mask in torch.nn's polarity (True = blocked; declare ``mask="blocked"``): the
+    output from ``F.scaled_dot_product_attention``, the weights written out (it returns none) with the softmax its
+    math kernel uses (a row of -inf gets 0, not NaN)."""
+    out = torch.nn.functional.scaled_dot_product_attention(q, k, v, attn_mask=None if blocked is None else ~blocked)
+    scores = q @ k.transpose(-2, -1) / math.sqrt(q.shape[-1])
+    return out, _safe_softmax(scores if blocked is None else scores.masked_fill(blocked, float("-inf")))
+
+
+def _safe_softmax(scores: Tensor) -> Tensor:
+    if hasattr(torch, "_safe_softmax"):
+        return torch._safe_softmax(scores, -1)
+    dead = torch.isneginf(scores).all(-1, keepdim=True)
+    return torch.softmax(scores.masked_fill(dead, 0.0), -1).masked_fill(dead, 0.0)
+
+
+def call_multihead(mha: nn.MultiheadAttention, query: Tensor, key: Tensor, value: Tensor, blocked: Tensor | None):
+    """A standalone ``nn.MultiheadAttention`` as the ``multi_head_attention`` part (the default call of a Component
+    that builds one; declare ``mask="blocked"``): mask (B, Lq, Lk) repeated per head, nn's (B*h, Lq, Lk). Asked for
+    its weights, nn gives NaN for a query with every key blocked, but b_O (weights 0) without them, which is what
+    its layers use: the output of that call, and the weights of that row as the 0 they stand for."""
+    attn_mask = None if blocked is None else blocked.repeat_interleave(mha.num_heads, dim=0)
+    out, _ = mha(query, key, value, attn_mask=attn_mask, need_weights=False)
+    _, weights = mha(query, key, value, attn_mask=attn_mask, need_weights=True, average_attn_weights=False)
+    return out, torch.nan_to_num(weights, nan=0.0)
+
+
 @dataclasses.dataclass(frozen=True)
 class Sizes:
     """What a component is built with, read off the weights it is given: d_model, h, d_ff, the LayerNorm eps,
@@ -436,7 +464,8 @@ class Sizes:
 @dataclasses.dataclass(frozen=True)
 class Component:
     """One of your modules as a part: ``build(sizes) -> nn.Module``; ``call(module, *inputs)`` with the part's
-    inputs as tensors (masks in your declared polarity; default: ``module(*inputs)``; a tuple's first item is the
+    inputs as tensors (masks in your declared polarity; default: ``module(*inputs)``, ``call_multihead`` for an
+    ``nn.MultiheadAttention``; a tuple's first item is the
     output, for ``multi_head_attention`` the second its weights, else the weights the module keeps as
     ``last_weights`` or ``attn``); ``names``: its relative name map (default: derived from the model's map,
     ``conformance.adapters.names.layer_names`` and ``sublayer_names``)."""
@@ -530,7 +559,12 @@ class TorchAdapter:
             return sum(p.numel() for p in self._module(ModelConfig.from_dict(config)).parameters())
 
     def _component(self, part: str, spec: Component) -> Callable:
-        dtype, call = self.dtype, spec.call or (lambda module, *inputs: module(*inputs))
+        dtype = self.dtype
+
+        def call(module, *inputs):
+            if spec.call is not None:
+                return spec.call(module, *inputs)
+            return call_multihead(module, *inputs) if isinstance(module, nn.MultiheadAttention) else module(*inputs)
 
         def built(weights: dict, sizes: Sizes) -> nn.Module:
             names = spec.names if spec.names is not None else _default_names(part, self.names, sizes.cross)
