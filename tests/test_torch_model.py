@@ -11,7 +11,7 @@ import warnings
 import numpy as np
 import pytest
 
-from conformance import oracle
+from conformance import Conventions, oracle
 from conformance.adapters import NameMapError
 from conformance.adapters.propose import propose_mapping
 from conformance.config import ModelConfig, toy_config
@@ -387,3 +387,30 @@ def test_nested_embedding_tables_and_the_annotated_transformers_norms_are_found(
     proposal = propose_mapping(opennmt, PROBE, echo=False)
     assert proposal.names["E"] == "encoder.embeddings.emb_luts.0.weight"
     assert "encoder.{l}.self_attn.W_Q" in proposal.names
+
+
+# -- TorchAdapter: an adapter declared ---------------------------------------------------------------
+
+
+def test_a_declared_adapter_has_the_parts_it_was_given_and_no_other():
+    from conformance.adapters.torch import Component, TorchAdapter, on_tensors
+    from conformance.candidate import Candidate
+
+    adapter = TorchAdapter(lambda c: nn.Linear(c.d_model, c.d_model), names={}, conventions=Conventions(),
+                           learning_rate=lambda step, d_model, warmup: step / warmup,
+                           feed_forward=Component(lambda s: nn.Sequential(nn.Linear(s.d_model, s.d_ff), nn.ReLU(),
+                                                                          nn.Linear(s.d_ff, s.d_model)),
+                                                  names={"W1": "0", "W2": "2"}))
+    provided = Candidate(adapter, name="declared").provided_parts()
+    assert [p for p in provided if not p.startswith("model.")] == ["feed_forward", "build_model", "learning_rate",
+                                                                   "parameter_count"]
+    assert adapter.learning_rate(3, 64, 4) == 0.75 and adapter.parameter_count(toy_config().as_dict()) == 64 * 65
+    weights = random_weights({"W1": (4, 6), "b1": (6,), "W2": (6, 4), "b2": (4,)}, np.random.default_rng(0))
+    x, = arrays((2, 3, 4))
+    want = np.maximum(x @ weights["W1"] + weights["b1"], 0) @ weights["W2"] + weights["b2"]
+    np.testing.assert_allclose(adapter.feed_forward(x, weights), want, atol=1e-5)
+    with pytest.raises(TypeError, match="no part named layernorm"):
+        TorchAdapter(names={}, conventions=Conventions(), layernorm=lambda x: x)
+    halve = on_tensors(lambda t, keep: (t / 2, keep.sum()))
+    halved, kept = halve(np.ones((2, 2), np.float32), np.array([True, False, True]))
+    assert halved.dtype == np.float32 and (halved == 0.5).all() and kept == 2.0

@@ -250,7 +250,8 @@ def module_of(names: dict, canonical_prefix: str) -> str | None:
     an FFN): the longest common module of its entries' targets, or None when the map lists nothing there.
 
     ``module_of({"*.{l}.ffn.W1": "*.layers.{l}.ff.lin1", "*.{l}.ffn.W2": "*.layers.{l}.ff.lin2"}, "encoder.{l}.ffn.")``
-    is ``"encoder.layers.{l}.ff."``; ``"encoder.{l}."`` gives ``"encoder.layers.{l}."``."""
+    is ``"encoder.layers.{l}.ff."``; ``"encoder.{l}."`` gives ``"encoder.layers.{l}."``. Targets are compared as
+    written (a glob's ``*`` is text here) and regular expressions are left out."""
     compiled, prefix = NameMap(names), canonical_prefix.replace("{l}", _ANY_LAYER)
     targets = []
     for leaf in _component_leaves(canonical_prefix):
