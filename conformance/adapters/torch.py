@@ -495,19 +495,29 @@ def _default_names(part: str, names: dict, cross: bool = False) -> dict:
 
 
 class TorchAdapter:
-    """A whole adapter around an ``nn.Module`` encoder-decoder, from declarations (composition: no subclassing).
+    """A whole adapter around an ``nn.Module`` encoder-decoder, from declarations (composition: no subclassing)::
 
-    module(config: ModelConfig) -> your nn.Module (built under ``seeded(seed)``; on the meta device for the
-    parameter count). names: the name map. conventions: ``Conventions``. init(model: TorchModel, seed): your own
-    initialisation, after the module is built. model: keyword arguments for ``TorchModel`` (encode=, decode=,
-    forward=, generate_step=, trainer=, attention=; default attention: the modules the name map implies,
-    ``names.attention_modules``). make_model(config, seed) -> a Model of your own, in place of ``module``'s.
-    Function parts (positional_encoding, layer_norm, scaled_dot_product_attention, learning_rate,
-    label_smoothed_loss) are plain functions on tensors (``on_tensors``); the learning rate is also the schedule
-    ``train_step`` follows. Component parts (multi_head_attention, feed_forward, encoder_layer, decoder_layer,
-    attention_sublayer, ffn_sublayer) are ``Component``s. ``parameter_count`` counts ``module(config)``'s parameters,
-    built on ``count_on`` ("meta": shapes only; "cpu" for code that moves its modules), unless given.
-    Only the parts you give exist: the rest are *not implemented*."""
+        adapter = TorchAdapter(lambda c: MyTransformer(c.src_vocab, c.d_model, c.h, c.d_ff, c.N), names=NAMES,
+                               conventions=Conventions(mask="keep"), positional_encoding=my_pe,
+                               encoder_layer=Component(lambda s: MyLayer(s.d_model, s.h, s.d_ff),
+                                                       lambda layer, x, keep: layer(x, keep[:, None, None])))
+
+    * ``module(config: ModelConfig) -> nn.Module``: built under ``seeded(seed)`` for ``build_model``, and on
+      ``count_on`` ("meta": shapes only; "cpu" for code that moves its modules) for ``parameter_count`` (unless you
+      give ``parameter_count``). ``init(model: TorchModel, seed)``: your own initialisation, once it is built.
+      ``make_model(config, seed) -> Model``: a model of your own in place of ``module``'s.
+    * ``names``: the name map (``conformance.adapters.names``); the maps of one layer or sublayer built alone and the
+      attention modules read by hooks are derived from it (``layer_names``, ``sublayer_names``,
+      ``attention_modules``).
+    * ``model``: keyword arguments for ``TorchModel`` (encode=, decode=, forward=, generate_step=, trainer=,
+      attention=), kept as ``model_options`` and read at each ``build_model``.
+    * Function parts (positional_encoding, layer_norm, scaled_dot_product_attention, learning_rate,
+      label_smoothed_loss): plain functions on tensors (``on_tensors``); ``learning_rate`` is also the schedule
+      ``train_step`` follows. Component parts (multi_head_attention, feed_forward, encoder_layer, decoder_layer,
+      attention_sublayer, ffn_sublayer): ``Component``s.
+
+    Only the parts you give exist: the rest are *not implemented*. ``conventions.dtype`` is the dtype everything
+    is computed in, ``conventions.batch_first`` the model's layout."""
 
     FUNCTIONS = ("positional_encoding", "layer_norm", "scaled_dot_product_attention", "learning_rate",
                  "label_smoothed_loss")
@@ -525,7 +535,7 @@ class TorchAdapter:
         self.conventions, self.names, self.name, self.model_class = conventions, dict(names), name, model_class
         self.dtype = DTYPES[conventions.dtype]
         self._module, self._init, self._make_model, self._count_on = module, init, make_model, count_on
-        self._model_options = {"attention": attention_modules(names) or None, **(model or {})}
+        self.model_options = {"attention": attention_modules(names) or None, **(model or {})}
         self._functions = {part: fn for part, fn in parts.items() if part in self.FUNCTIONS and fn is not None}
         for part, fn in parts.items():
             if fn is not None:
@@ -545,7 +555,7 @@ class TorchAdapter:
             return self._make_model(config, seed)
         with seeded(seed):
             net = self._module(config)
-        options = dict(self._model_options)
+        options = dict(self.model_options)
         if "learning_rate" in self._functions:  # your schedule trains your model
             options.setdefault("rate", self._functions["learning_rate"])
         model = TorchModel(net, config, names=self.names, batch_first=self.conventions.batch_first,
