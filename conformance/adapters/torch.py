@@ -1,4 +1,5 @@
-"""An adapter's model for any PyTorch encoder-decoder: ``TorchModel`` and the helpers it is made of.
+"""An adapter for any PyTorch encoder-decoder: ``TorchAdapter`` (the whole adapter, declared), ``TorchModel``
+(its model) and the helpers they are made of.
 
 Only adapters of torch code import this module (it imports torch); ``conformance.adapters`` itself does not.
 ``TorchModel(module, config, names=NAMES, encode=..., decode=...)`` is a whole ``conformance.adapter.Model``:
@@ -15,6 +16,11 @@ Only adapters of torch code import this module (it imports torch); ``conformance
 
 Composition, not subclassing: give it callables. Each receives the module first, then tensors in your
 layout (``batch_first=False``: token ids (L, B)).
+
+``TorchAdapter(module, names=NAMES, conventions=..., <part>=...)`` is a whole ``conformance.adapter.Adapter``: its
+model is a ``TorchModel``, its function parts cross the boundary through ``on_tensors``, its component parts
+(``Component``: build from the weights' sizes, call on tensors) load their weights through the part of the model's
+map under that layer or sublayer; docs/adapter-protocol.md, "An adapter of PyTorch code, declared".
 """
 
 from __future__ import annotations
