@@ -99,7 +99,7 @@ def test_template_from_a_class_built_from_one_config_object_builds_that_object(c
     assert main(["template", "--from", f"config_models.py:{cls}"]) == EXIT_OK, capsys.readouterr().err
     drafted = capsys.readouterr().out
     building = "TinyConfig(" if cls == "DataclassConfigured" else "SimpleNamespace("
-    assert f"model_config = {building}" in drafted and f"net = {cls}(model_config)" in drafted
+    assert f"model_config = {building}" in drafted and f"return {cls}(model_config)" in drafted
     marked = [line for line in drafted.splitlines() if f"{cls}(" in line and "takes a config object" in line]
     assert len(marked) == 1 and ("TODO" in marked[0]) == (cls == "ArgsConfigured"), marked
     (tmp_path / "drafted_adapter.py").write_text(drafted)

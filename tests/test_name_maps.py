@@ -113,3 +113,48 @@ def test_the_helpers_import_without_torch():
             "print('ok')")
     done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=120)
     assert done.stdout.strip() == "ok", done.stderr
+
+
+# -- what a model's map implies: the modules of a layer, a sublayer, an attention ---------------------
+
+WALKTHROUGH = {  # docs/walkthrough/my_transformer.py: residual and norm inside each block, fused qkv and kv
+    "E": "embedding.weight",
+    "encoder.{l}.self_attn.W_QKV": "encoder.{l}.attention.qkv.weight",
+    "decoder.{l}.self_attn.W_QKV": "decoder.{l}.self_attention.qkv.weight",
+    "encoder.{l}.self_attn.W_O": "encoder.{l}.attention.out.weight",
+    "decoder.{l}.self_attn.W_O": "decoder.{l}.self_attention.out.weight",
+    "encoder.{l}.norm1": "encoder.{l}.attention.norm",
+    "encoder.{l}.norm2": "encoder.{l}.feed_forward.norm",
+    "*.{l}.ffn.W1": "*.{l}.feed_forward.fc1.weight",
+    "*.{l}.ffn.W2": "*.{l}.feed_forward.fc2.weight",
+    "decoder.{l}.cross_attn.W_Q": "decoder.{l}.cross_attention.q.weight",
+    "decoder.{l}.cross_attn.W_KV": "decoder.{l}.cross_attention.kv.weight",
+    "decoder.{l}.cross_attn.W_O": "decoder.{l}.cross_attention.out.weight",
+    "decoder.{l}.norm2": "decoder.{l}.cross_attention.norm",
+}
+
+
+def test_the_module_of_a_layer_or_sublayer_is_the_common_module_of_its_entries():
+    from conformance.adapters.names import module_of
+
+    assert module_of(WALKTHROUGH, "encoder.{l}.") == "encoder.{l}."
+    assert module_of(WALKTHROUGH, "decoder.{l}.cross_attn.") == "decoder.{l}.cross_attention."
+    assert module_of(WALKTHROUGH, "encoder.{l}.ffn.") == "encoder.{l}.feed_forward."
+    nn_style = {"*.{l}.ffn.W1": "model.*.layers.{l}.linear1", "*.{l}.ffn.W2": "model.*.layers.{l}.linear2"}
+    assert module_of(nn_style, "decoder.{l}.") == "model.decoder.layers.{l}."
+    assert module_of(nn_style, "encoder.{l}.self_attn.") is None  # the map lists nothing there
+
+
+def test_layer_and_sublayer_maps_and_attention_modules_are_derived_from_the_models_map():
+    from conformance.adapters.names import attention_modules, layer_names, sublayer_names
+
+    assert layer_names(WALKTHROUGH, "encoder")["self_attn.W_QKV"] == "attention.qkv.weight"
+    assert layer_names(WALKTHROUGH, "encoder")["norm2"] == "feed_forward.norm"
+    assert sublayer_names(WALKTHROUGH, "cross_attn") == {"W_Q": "q.weight", "W_KV": "kv.weight", "W_O": "out.weight"}
+    assert sublayer_names(WALKTHROUGH, "ffn", with_norm=True) == {"W1": "fc1.weight", "W2": "fc2.weight",
+                                                                  "norm": "norm"}
+    assert attention_modules(WALKTHROUGH) == {"encoder.{l}.self_attn": "encoder.{l}.attention",
+                                              "decoder.{l}.self_attn": "decoder.{l}.self_attention",
+                                              "decoder.{l}.cross_attn": "decoder.{l}.cross_attention"}
+    flat = {"*.{l}.self_attn.W_Q": "*.layers.{l}.wq", "*.{l}.self_attn.W_O": "*.layers.{l}.wo"}  # in the layer
+    assert attention_modules(flat) == {}  # nothing to hook but the layer itself

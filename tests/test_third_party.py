@@ -301,7 +301,7 @@ def onmt_full_width_mask(tmp_path_factory):
 
     from conformance.implementations.thirdparty import onmt_py
 
-    width, original = {}, onmt_py.encode
+    width, original = {}, onmt_py.adapter.model_options["encode"]
 
     def encode(m, src):
         width["S"] = src.shape[1]
@@ -311,7 +311,7 @@ def onmt_full_width_mask(tmp_path_factory):
         return sequence_mask(lengths, max_len or width["S"])
 
     with pytest.MonkeyPatch.context() as patch:
-        patch.setattr(onmt_py, "encode", encode)
+        patch.setitem(onmt_py.adapter.model_options, "encode", encode)
         patch.setattr(encoder, "sequence_mask", full_width)
         return certify_quietly(tmp_path_factory.mktemp("onmt_mask"), "opennmt-py", "--no-training", "-k", "padding")
 

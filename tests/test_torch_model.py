@@ -11,7 +11,7 @@ import warnings
 import numpy as np
 import pytest
 
-from conformance import oracle
+from conformance import Conventions, oracle
 from conformance.adapters import NameMapError
 from conformance.adapters.propose import propose_mapping
 from conformance.config import ModelConfig, toy_config
@@ -23,6 +23,7 @@ from torch import nn  # noqa: E402
 
 from conformance.adapters.torch import TorchModel, load_component  # noqa: E402
 from conformance.implementations.torch_nn import adapter as torch_nn  # noqa: E402
+from conformance.implementations.torch_nn import model as torch_nn_model  # noqa: E402
 from conformance.implementations.variants import fused_qkv  # noqa: E402
 
 PAD, BOS, EOS = 0, 1, 2
@@ -68,7 +69,7 @@ def test_every_mismatch_of_names_or_shapes_is_reported_with_the_fix():
         load_component(module, {"W1": np.zeros((3, 5))}, {"W1": "lin.weights"})
     with pytest.raises(ValueError, match=r"W1: shape \(5, 3\) does not fit lin.weight \(3, 5\) .*add or remove '.T'"):
         load_component(module, {"W1": np.zeros((5, 3))}, {"W1": "lin.weight"})
-    model = torch_nn.build(toy_config(), 0, final_norms=False, nested_tensor=False)
+    model = torch_nn.torch_nn_fixed.build_model(toy_config().as_dict(), 0)
     weights = random_weights(model_shapes(toy_config()), np.random.default_rng(0))
     del weights["E"]
     with pytest.raises(KeyError, match=r"missing E \(13, 64\)"):
@@ -88,7 +89,7 @@ def test_parameters_without_a_canonical_name_get_identity_values_and_are_listed(
 def test_a_shared_table_is_copied_into_separate_tables_and_read_back_from_the_first():
     """Separate source, target and output tables serving the paper's one E (ties_embeddings=False)."""
     shared, separate = toy_config(dropout=0.0), toy_config(dropout=0.0, share_embeddings=False, tie_output=False)
-    net = torch_nn.TorchNNSeq2Seq(separate, final_norms=False, nested_tensor=False)
+    net = torch_nn_model.TorchNNSeq2Seq(separate, final_norms=False, nested_tensor=False)
     names = {**torch_nn.NAMES, "E": ["src_embedding.weight", "tgt_embedding.weight", "generator.weight"]}
     model = TorchModel(net, shared, names=names, forward=lambda m, s, t: m(s, t))
     weights = random_weights(model_shapes(shared), np.random.default_rng(3))
@@ -97,7 +98,7 @@ def test_a_shared_table_is_copied_into_separate_tables_and_read_back_from_the_fi
         np.testing.assert_array_equal(table.detach().numpy(), weights["E"])
     assert model.unmapped_parameters() == {}
     np.testing.assert_array_equal(model.dump_weights()["E"], weights["E"])
-    reference = torch_nn.build(shared, 0, final_norms=False, nested_tensor=False)
+    reference = torch_nn.torch_nn_fixed.build_model(shared.as_dict(), 0)
     reference.load_weights(weights)
     src, tgt_in = np.array([[5, 6, 7, 0]]), np.array([[1, 5, 9, 4]])
     np.testing.assert_array_equal(model.forward(src, tgt_in), reference.forward(src, tgt_in))
@@ -193,7 +194,7 @@ def test_attention_weights_are_read_by_hooks_from_nn_multihead_attention_and_fro
 
 def test_the_paper_recipe_reports_the_loss_before_the_update_and_the_rate_it_used():
     cfg = toy_config(dropout=0.0)
-    model = fused_qkv.build(cfg, 0)
+    model = fused_qkv.adapter.build_model(cfg.as_dict(), 0)
     src, tgt_in = np.array([[5, 3, 4, 7], [5, 3, 0, 0]]).T, np.array([[1, 6, 7, 4], [1, 3, 5, 0]]).T
     tgt_out = np.array([[6, 7, 4, 2], [3, 5, 2, 0]]).T
     logits = torch.as_tensor(model.forward(src, tgt_in)).reshape(-1, cfg.tgt_vocab)
@@ -212,8 +213,8 @@ PROBE = ModelConfig(src_vocab=23, tgt_vocab=23, d_model=16, h=2, d_ff=40, N=2, d
 def test_a_proposed_map_loads_what_the_hand_written_one_loads(builtin, capsys):
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")  # nn's nested-tensor notice
-        model = (torch_nn.build(PROBE, 0, final_norms=False, nested_tensor=False) if builtin == "torch_nn"
-                 else fused_qkv.build(PROBE, 0))
+        model = (torch_nn.torch_nn_fixed.build_model(PROBE.as_dict(), 0) if builtin == "torch_nn"
+                 else fused_qkv.adapter.build_model(PROBE.as_dict(), 0))
     proposal = propose_mapping(model.module, PROBE)
     assert "NAMES = {" in capsys.readouterr().out and proposal.unmapped == []
     drafted = TorchModel(model.module, PROBE, names=proposal.names)
@@ -222,14 +223,15 @@ def test_a_proposed_map_loads_what_the_hand_written_one_loads(builtin, capsys):
     for name, value in model.dump_weights().items():  # the hand-written map reads back what the draft wrote
         np.testing.assert_array_equal(value, weights[name], err_msg=name)
     want = ({"*.{l}.self_attn": "*.{l}.self_attn", "decoder.{l}.cross_attn": "decoder.{l}.cross_attn"}
-            if builtin == "fused_qkv" else torch_nn.ATTENTION)
+            if builtin == "fused_qkv" else {"*.{l}.self_attn": "transformer.*.layers.{l}.self_attn",
+                                            "decoder.{l}.cross_attn": "transformer.decoder.layers.{l}.multihead_attn"})
     assert proposal.attention == want
 
 
 def test_a_proposal_lists_what_has_no_canonical_name_and_says_where_it_guessed():
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")
-        net = torch_nn.TorchNNSeq2Seq(PROBE, final_norms=True, nested_tensor=False)
+        net = torch_nn_model.TorchNNSeq2Seq(PROBE, final_norms=True, nested_tensor=False)
     proposal = propose_mapping(net, PROBE, echo=False)
     assert proposal.unmapped == [f"transformer.{stack}.norm.{p}" for stack in ("encoder", "decoder")
                                  for p in ("weight", "bias")]
@@ -385,3 +387,30 @@ def test_nested_embedding_tables_and_the_annotated_transformers_norms_are_found(
     proposal = propose_mapping(opennmt, PROBE, echo=False)
     assert proposal.names["E"] == "encoder.embeddings.emb_luts.0.weight"
     assert "encoder.{l}.self_attn.W_Q" in proposal.names
+
+
+# -- TorchAdapter: an adapter declared ---------------------------------------------------------------
+
+
+def test_a_declared_adapter_has_the_parts_it_was_given_and_no_other():
+    from conformance.adapters.torch import Component, TorchAdapter, on_tensors
+    from conformance.candidate import Candidate
+
+    adapter = TorchAdapter(lambda c: nn.Linear(c.d_model, c.d_model), names={}, conventions=Conventions(),
+                           learning_rate=lambda step, d_model, warmup: step / warmup,
+                           feed_forward=Component(lambda s: nn.Sequential(nn.Linear(s.d_model, s.d_ff), nn.ReLU(),
+                                                                          nn.Linear(s.d_ff, s.d_model)),
+                                                  names={"W1": "0", "W2": "2"}))
+    provided = Candidate(adapter, name="declared").provided_parts()
+    assert [p for p in provided if not p.startswith("model.")] == ["feed_forward", "build_model", "learning_rate",
+                                                                   "parameter_count"]
+    assert adapter.learning_rate(3, 64, 4) == 0.75 and adapter.parameter_count(toy_config().as_dict()) == 64 * 65
+    weights = random_weights({"W1": (4, 6), "b1": (6,), "W2": (6, 4), "b2": (4,)}, np.random.default_rng(0))
+    x, = arrays((2, 3, 4))
+    want = np.maximum(x @ weights["W1"] + weights["b1"], 0) @ weights["W2"] + weights["b2"]
+    np.testing.assert_allclose(adapter.feed_forward(x, weights), want, atol=1e-5)
+    with pytest.raises(TypeError, match="no part named layernorm"):
+        TorchAdapter(names={}, conventions=Conventions(), layernorm=lambda x: x)
+    halve = on_tensors(lambda t, keep: (t / 2, keep.sum()))
+    halved, kept = halve(np.ones((2, 2), np.float32), np.array([True, False, True]))
+    assert halved.dtype == np.float32 and (halved == 0.5).all() and kept == 2.0

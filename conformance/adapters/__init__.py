@@ -1,10 +1,12 @@
 """Helpers for writing an adapter around real code; importing this package needs no torch.
 
 * ``conformance.adapters.names``: name maps, canonical names -> an implementation's parameter paths
-  (``NameMap``, ``sub_names``), with fused projections and copies of a shared table;
+  (``NameMap``, ``sub_names``), with fused projections and copies of a shared table, and what a model's map
+  implies (``module_of``, ``layer_names``, ``sublayer_names``, ``attention_modules``);
 * ``conformance.adapters.propose``: ``propose_mapping``, a draft name map from parameter names and shapes;
 * ``conformance.adapters.convert``: a KL or summed loss and a LambdaLR schedule in the protocol's terms;
-* ``conformance.adapters.torch`` (imports torch): ``TorchModel``, a whole ``Model`` around any ``nn.Module``
+* ``conformance.adapters.torch`` (imports torch): ``TorchAdapter``, a whole adapter declared (its parts as
+  functions on tensors and ``Component``s), ``TorchModel``, a whole ``Model`` around any ``nn.Module``
   encoder-decoder, and ``load_component`` for the layer parts.
 
 docs/adapter-protocol.md, "A contract for real code", and docs/walkthrough.md show them at work.

@@ -7,7 +7,7 @@ are matched to the config by name, one small model is built with sizes that tell
 an instance of the annotated class (or the model's ``config_class``, as Hugging Face models name it) with
 its fields matched by name, else a ``SimpleNamespace`` holding the attributes the class read while it was
 built (a TODO line says to check them). The draft is a whole adapter on
-``conformance.adapters.torch.TorchModel``; what the class fixes itself (the LayerNorm epsilon, biases, one
+``conformance.adapters.torch.TorchAdapter``; what the class fixes itself (the LayerNorm epsilon, biases, one
 vocabulary) becomes a declaration in ``Conventions.supports``, and what only a person can decide is a
 ``TODO`` line with the question. docs/walkthrough.md follows it from draft to report.
 """
@@ -21,6 +21,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from types import SimpleNamespace
 
+from conformance.adapters.names import NameMap, attention_modules, substitute
 from conformance.adapters.propose import Proposal, literal, parameters_of, propose
 from conformance.config import ModelConfig
 
@@ -234,14 +235,16 @@ def _linear_biases(net) -> bool:
 
 
 def model_calls(cls) -> list[str]:
-    """TorchModel's keyword arguments for the class's encode/decode, and TODOs where they do not fit."""
+    """TorchModel's keyword arguments for the class's encode/decode (``model=`` of ``TorchAdapter``), and TODOs
+    where they do not fit."""
     encode, decode = getattr(cls, "encode", None), getattr(cls, "decode", None)
     if encode is None or decode is None:
-        return ["# TODO the class has no encode(src) and decode(tgt_in, memory, src): pass encode= and decode=",
-                "#      callables (module first, then tensors) that run its encoder and its decoder"]
+        return ["# TODO the class has no encode(src) and decode(tgt_in, memory, src): pass model={\"encode\": ...,",
+                "#      \"decode\": ...}, callables (module first, then tensors) that run its encoder and its decoder"]
     calls = []
     if len(_required(encode)) != 1:
-        calls.append(f"# TODO encode{inspect.signature(encode)}: pass encode=lambda m, src: m.encode(src, ...)")
+        calls.append(f"# TODO encode{inspect.signature(encode)}: pass"
+                     " model={\"encode\": lambda m, src: m.encode(src, ...)}")
     names = _required(decode)
     order = [_role(name) for name in names]
     if order != ["tgt", "memory", "src"]:
@@ -249,7 +252,8 @@ def model_calls(cls) -> list[str]:
             args = ", ".join({"tgt": "tgt_in", "memory": "memory", "src": "src"}[role] for role in order)
             calls.append(f"decode=lambda m, tgt_in, memory, src: m.decode({args}),")
         else:
-            calls.append(f"# TODO decode{inspect.signature(decode)}: pass decode=lambda m, tgt_in, memory, src: ...")
+            calls.append(f"# TODO decode{inspect.signature(decode)}: pass"
+                         " model={\"decode\": lambda m, tgt_in, memory, src: ...}")
     return calls
 
 
@@ -265,32 +269,44 @@ def _role(name: str) -> str:
 
 
 def construct(cls, built: Construction) -> list[str]:
-    """The lines inside ``with seeded(seed):`` that build the module: a call with keyword arguments, or a
-    marked line building the config object from the suite's sizes, then the call."""
-    indent = " " * 12
+    """How the module is built from the suite's config ``c`` (a ``ModelConfig``): a lambda with keyword arguments
+    (the adapter's first line), or a function ``module(c)`` building the config object first (before the adapter)."""
     if built.holder is None:
-        arguments = [f'{n}=config["{k}"]' for n, k in built.arguments.items()]
-        return wrapped(f"{indent}net = {cls.__name__}(", arguments, ")")
-    fields = [f'{n}=config["{k}"]' for n, k in built.fields.items()]
+        arguments = [f"{n}=c.{k}" for n, k in built.arguments.items()]
+        return wrapped(f"    lambda c: {cls.__name__}(", arguments, "), names=NAMES,")
+    fields = [f"{n}=c.{k}" for n, k in built.fields.items()]
     if built.holder_class is None:
-        lines = [f"{indent}# TODO {cls.__name__}({built.holder}) takes a config object: these are the attributes"
-                 " it read while it was", f"{indent}#      built, from the suite's sizes; add any it reads later"]
-        opening = f"{indent}model_config = SimpleNamespace("
+        lines = [f"    # TODO {cls.__name__}({built.holder}) takes a config object: these are the attributes it read"
+                 " while it was", "    #      built, from the suite's sizes; add any it reads later"]
+        opening = "    model_config = SimpleNamespace("
     else:
-        lines = [f"{indent}# {cls.__name__}({built.holder}) takes a config object: built here from the suite's sizes"]
-        opening = f"{indent}model_config = {built.holder_class.__name__}("
-    return lines + wrapped(opening, fields, ")") + [f"{indent}net = {cls.__name__}(model_config)"]
+        lines = [f"    # {cls.__name__}({built.holder}) takes a config object: built here from the suite's sizes"]
+        opening = f"    model_config = {built.holder_class.__name__}("
+    return ["def module(c):", *lines, *wrapped(opening, fields, ")"), f"    return {cls.__name__}(model_config)"]
 
 
 def imports(module_name: str, cls, built: Construction) -> list[str]:
     lines = ["from types import SimpleNamespace", ""] if built.holder and built.holder_class is None else []
-    lines += ["from conformance import Conventions", "from conformance.adapters.torch import TorchModel, seeded"]
+    lines += ["from conformance import Conventions", "from conformance.adapters.torch import TorchAdapter"]
     names = {module_name: [cls.__name__]}
     if built.holder_class is not None:
         home, name = built.holder_class.__module__, built.holder_class.__name__
         beside = getattr(sys.modules.get(module_name), name, None) is built.holder_class  # importable with the class
         names.setdefault(module_name if beside else home, []).append(name)
     return lines + [f"from {home} import {', '.join(dict.fromkeys(found))}" for home, found in names.items()]
+
+
+def attention_derived(proposal: Proposal) -> bool:
+    """Whether the attention modules the draft found are the ones ``TorchAdapter`` derives from its name map
+    (``conformance.adapters.names.attention_modules``): then the draft need not list them."""
+    found, derived = NameMap(proposal.attention), NameMap(attention_modules(proposal.names))
+
+    def module(names: NameMap, sublayer: str) -> str | None:
+        hit = names.entry(sublayer)
+        return None if hit is None else substitute(hit[1], hit[2])
+
+    return all(module(found, s) == module(derived, s) for s in ("encoder.0.self_attn", "decoder.0.self_attn",
+                                                               "decoder.0.cross_attn"))
 
 
 def render(module_name: str, cls, built: Construction, proposal: Proposal, supports, reasons, calls) -> str:
@@ -301,37 +317,40 @@ def render(module_name: str, cls, built: Construction, proposal: Proposal, suppo
         conventions += ["supports={" + ", ".join(f"{literal(k)}: {literal(v)}" for k, v in supports.items()) + "},",
                         "reasons={" + ",\n         ".join(f"{literal(k)}: {literal(v)}"
                                                             for k, v in reasons.items()) + "},"]
-    keywords = ["names=NAMES"] + (["attention=ATTENTION"] if proposal.attention else []) + ["seed=seed"]
-    keywords += [call.rstrip(",") for call in calls if not call.startswith("#")]
+    conventions[-1] = conventions[-1].removesuffix(",") + "),"
+    listed = not attention_derived(proposal)
+    built_by = construct(cls, built)
+    keywords = (["attention=ATTENTION,"] if listed else []) + ["conventions=Conventions("]
+    keywords += [f"    {line}" for line in "\n".join(conventions).splitlines()]
+    model = [call.rstrip(",") for call in calls if not call.startswith("#")]
+    keywords += [f"model={{{', '.join(_keyword(call) for call in model)}}}," for _ in model[:1]]
+    keywords += [call for call in calls if call.startswith("#")]
     return "\n".join([
         f'"""Adapter draft for {module_name}.{cls.__name__}.',
         "",
         f"Written by `transformer-conformance template --from {module_name}:{cls.__name__}` from the parameters' names",
         "and shapes. Resolve each TODO (docs/walkthrough.md says how), then certify it:",
         "    transformer-conformance certify my_adapter.py --json report.json --html report.html",
+        "Add the parts your code has (positional_encoding=, encoder_layer=Component(...), ...): docs/walkthrough.md.",
         '"""',
         "",
         *imports(module_name, cls, built),
         "",
-        proposal.render(),
+        proposal.render(attention=listed),
         "",
-        "",
-        "class Adapter:",
-        "    conventions = Conventions(",
-        *[f"        {line}" for line in "\n".join(conventions).splitlines()],
-        "    )",
-        "    model_class = TorchModel  # the model parts the suite may ask for",
-        "",
-        "    def build_model(self, config, seed):",
-        "        with seeded(seed):",
-        *construct(cls, built),
-        *[f"        {call}" for call in calls if call.startswith("#")],
-        *wrapped("        return TorchModel(", ["net", "config", *keywords], ")"),
-        "",
-        "",
-        "adapter = Adapter()",
+        *([] if built.holder is None else ["", *built_by, "", ""]),
+        "adapter = TorchAdapter(",
+        *(built_by if built.holder is None else ["    module, names=NAMES,"]),
+        *[f"    {line}" for line in keywords],
+        ")",
         "",
     ])
+
+
+def _keyword(call: str) -> str:
+    """``decode=lambda ...`` -> ``"decode": lambda ...``."""
+    name, _, value = call.partition("=")
+    return f"{literal(name)}: {value}"
 
 
 def wrapped(opening: str, arguments: list[str], closing: str, width: int = 116) -> list[str]:

@@ -236,3 +236,73 @@ def _component_leaves(canonical_prefix: str) -> list[str]:
     return ([f"{sub}.{leaf}" for sub in ("self_attn", "cross_attn") for leaf in attention]
             + [f"norm{i}{p}" for i in (1, 2, 3) for p in ("", ".gamma", ".beta")]
             + [f"ffn.{w}" for w in ("W1", "b1", "W2", "b2")])
+
+
+# --------------------------------------------------------------------------------------------------
+# Where a layer or sublayer lives: derived from the model's map, so an adapter need not say it twice
+# --------------------------------------------------------------------------------------------------
+
+_ANY_LAYER = "987654"  # a layer index no model has: stands for {l} while a pattern is resolved
+
+
+def module_of(names: dict, canonical_prefix: str) -> str | None:
+    """The module path pattern that holds what the map lists under ``canonical_prefix`` (a layer, an attention,
+    an FFN): the longest common module of its entries' targets, or None when the map lists nothing there.
+
+    ``module_of({"*.{l}.ffn.W1": "*.layers.{l}.ff.lin1", "*.{l}.ffn.W2": "*.layers.{l}.ff.lin2"}, "encoder.{l}.ffn.")``
+    is ``"encoder.layers.{l}.ff."``; ``"encoder.{l}."`` gives ``"encoder.layers.{l}."``. Targets are compared as
+    written (a glob's ``*`` is text here) and regular expressions are left out."""
+    compiled, prefix = NameMap(names), canonical_prefix.replace("{l}", _ANY_LAYER)
+    targets = []
+    for leaf in _component_leaves(canonical_prefix):
+        found = compiled.entry(prefix + leaf)
+        if found is not None:
+            targets += [t for t in (substitute(v, found[2]) for v in _targets(found[1])) if isinstance(t, str)]
+    if not targets:
+        return None
+    parents = [t.removesuffix(TRANSPOSED_SUFFIX).split(".")[:-1] for t in targets]
+    common = []
+    for column in zip(*parents, strict=False):
+        if len(set(column)) != 1:
+            break
+        common.append(column[0])
+    return (".".join(common) + ".").replace(_ANY_LAYER, "{l}") if common else ""
+
+
+def layer_names(names: dict, stack: str) -> dict:
+    """The map of one ``stack`` layer built alone (``"self_attn.W_Q"``, ``"norm1"``, ...), relative to the layer's
+    module (``module_of``): what ``load_component`` needs for ``encoder_layer`` and ``decoder_layer``."""
+    return sub_names(names, f"{stack}.{{l}}.", module_of(names, f"{stack}.{{l}}.") or "")
+
+
+# The sublayer a component part builds alone: its canonical prefix in the model, and the norm a composite
+# sublayer (LayerNorm(x + Sublayer(x))) folds in.
+SUBLAYERS = {"self_attn": ("encoder.{l}.self_attn.", "encoder.{l}.norm1"),
+             "cross_attn": ("decoder.{l}.cross_attn.", "decoder.{l}.norm2"),
+             "ffn": ("encoder.{l}.ffn.", "encoder.{l}.norm2")}
+
+
+def sublayer_names(names: dict, sublayer: str, *, with_norm: bool = False) -> dict:
+    """The map of one attention or FFN (``sublayer``: self_attn, cross_attn, ffn) built alone, relative to its module;
+    ``with_norm``: the composite sublayer's norm too, as ``"norm"`` (``attention_sublayer``, ``ffn_sublayer``)."""
+    canonical, norm = SUBLAYERS[sublayer]
+    module = module_of(names, canonical) or ""
+    relative = sub_names(names, canonical, module)
+    for leaf in ("", ".gamma", ".beta") if with_norm else ():
+        found = NameMap(names).entry(norm.replace("{l}", _ANY_LAYER) + leaf)
+        if found is not None and found[3:] == (0, 1, None) and isinstance(found[1], str):
+            target = substitute(found[1], found[2]).replace(_ANY_LAYER, "{l}")
+            if target.startswith(module):
+                relative[f"norm{leaf}"] = target[len(module):]
+    return relative
+
+
+def attention_modules(names: dict) -> dict:
+    """The attention modules a model's map implies, for ``TorchModel(attention=...)``: each sublayer's module
+    (``module_of``), unless that is the whole layer (its projections sit in the layer: nothing to hook)."""
+    found = {}
+    for stack, sublayer in (("encoder", "self_attn"), ("decoder", "self_attn"), ("decoder", "cross_attn")):
+        module, layer = module_of(names, f"{stack}.{{l}}.{sublayer}."), module_of(names, f"{stack}.{{l}}.")
+        if module and module != layer:
+            found[f"{stack}.{{l}}.{sublayer}"] = module.removesuffix(".")
+    return found

@@ -80,10 +80,13 @@ class Proposal:
     unmapped: list[str] = field(default_factory=list)
     guesses: list[str] = field(default_factory=list)
 
-    def render(self) -> str:
-        """Python source of the draft, ready to paste into an adapter."""
+    def render(self, *, attention: bool = True) -> str:
+        """Python source of the draft, ready to paste into an adapter (``attention=False``: without the attention
+        modules, where ``TorchAdapter`` derives the same ones from the name map)."""
         lines = ["NAMES = {"] + [f"    {literal(k)}: {literal(v)}," for k, v in self.names.items()] + ["}"]
-        lines += ["ATTENTION = {"] + [f"    {literal(k)}: {literal(v)}," for k, v in self.attention.items()] + ["}"]
+        if attention:
+            lines += ["ATTENTION = {"] + [f"    {literal(k)}: {literal(v)}," for k, v in self.attention.items()]
+            lines += ["}"]
         if self.unmapped:
             lines.append("# No canonical name (load_weights sets them to identity values; the report lists them):")
             lines += [f"#   {path}" for path in self.unmapped]

@@ -1,4 +1,5 @@
-"""An adapter's model for any PyTorch encoder-decoder: ``TorchModel`` and the helpers it is made of.
+"""An adapter for any PyTorch encoder-decoder: ``TorchAdapter`` (the whole adapter, declared), ``TorchModel``
+(its model) and the helpers they are made of.
 
 Only adapters of torch code import this module (it imports torch); ``conformance.adapters`` itself does not.
 ``TorchModel(module, config, names=NAMES, encode=..., decode=...)`` is a whole ``conformance.adapter.Model``:
@@ -15,19 +16,26 @@ Only adapters of torch code import this module (it imports torch); ``conformance
 
 Composition, not subclassing: give it callables. Each receives the module first, then tensors in your
 layout (``batch_first=False``: token ids (L, B)).
+
+``TorchAdapter(module, names=NAMES, conventions=..., <part>=...)`` is a whole ``conformance.adapter.Adapter``: its
+model is a ``TorchModel``, its function parts cross the boundary through ``on_tensors``, its component parts
+(``Component``: build from the weights' sizes, call on tensors) load their weights through the part of the model's
+map under that layer or sublayer; docs/adapter-protocol.md, "An adapter of PyTorch code, declared".
 """
 
 from __future__ import annotations
 
 import contextlib
+import dataclasses
 import inspect
+import math
 from collections.abc import Callable
 
 import numpy as np
 import torch
 from torch import Tensor, nn
 
-from conformance.adapters.names import NameMap, Slot
+from conformance.adapters.names import NameMap, Slot, attention_modules, layer_names, sublayer_names
 from conformance.config import ModelConfig
 from conformance.formulas import lrate
 from conformance.weights import check_names, model_shapes
@@ -250,7 +258,8 @@ class TorchModel:
     scores of the next token (default: decode's last position; log-probabilities are fine).
     attention: a name map from the reported sublayers (``"*.{l}.self_attn"``, ``"decoder.{l}.cross_attn"``) to
     module paths, read by ``read_attention`` (or ``read=``). trainer(module) -> an object with
-    ``train_step(src, tgt_in, tgt_out)`` on tensors (default: ``PaperRecipe``). batch_first: False for
+    ``train_step(src, tgt_in, tgt_out)`` on tensors (default: ``PaperRecipe``, following ``rate(step, d_model,
+    warmup)``, the paper's schedule unless you give yours). batch_first: False for
     (L, B) token ids. dtype: the torch dtype the module computes in. seed: the dropout masks' seed.
     """
 
@@ -258,7 +267,7 @@ class TorchModel:
                  decode: Callable | None = None, forward: Callable | None = None,
                  generate_step: Callable | None = None, attention: dict | None = None,
                  read: Callable = read_attention, trainer: Callable | None = None, batch_first: bool = True,
-                 dtype: torch.dtype = torch.float32, seed: int = 0):
+                 dtype: torch.dtype = torch.float32, seed: int = 0, rate: Callable = lrate):
         self.module = module
         self.config = config if isinstance(config, ModelConfig) else ModelConfig.from_dict(config)
         self.names, self.attention = NameMap(names), (None if attention is None else NameMap(attention))
@@ -267,7 +276,8 @@ class TorchModel:
         self._decode = decode or (lambda m, tgt_in, memory, src: m.decode(tgt_in, memory, src))
         self._forward = forward or (lambda m, src, tgt_in: self._decode(m, tgt_in, self._encode(m, src), src))
         self._step = generate_step or self._last_position
-        self._make_trainer = trainer or (lambda m: PaperRecipe(m, self.config, forward=self._forward, seed=seed))
+        self._make_trainer = trainer or (lambda m: PaperRecipe(m, self.config, forward=self._forward, seed=seed,
+                                                               rate=rate))
         self._trainer = None  # built at the first train_step, on the module as it is then
 
     # -- weights ------------------------------------------------------------------------------------
@@ -365,3 +375,250 @@ class TorchModel:
         if self._trainer is None:
             self._trainer = self._make_trainer(self.module)
         return self._trainer.train_step(ids(src), ids(tgt_in), ids(tgt_out))
+
+
+# --------------------------------------------------------------------------------------------------
+# A whole adapter, declared: the parts as data and plain functions on tensors
+# --------------------------------------------------------------------------------------------------
+
+DTYPES = {"float32": torch.float32, "float64": torch.float64}
+
+
+def on_tensors(fn: Callable, dtype: torch.dtype = torch.float32) -> Callable:
+    """``fn`` (on tensors) as a part (on numpy): float arrays in as ``dtype`` tensors, boolean as boolean, integer
+    as int64, scalars as they are; out a tensor as an array in ``dtype`` (a 0-d one as a float), a tuple item by
+    item, a number as a float. ``on_tensors(my_layer_norm)(x, gamma, beta, 1e-6)`` is
+    ``numpy(my_layer_norm(floats(x), floats(gamma), floats(beta), 1e-6))``."""
+
+    def part(*args):
+        with torch.no_grad():
+            return _out(fn(*(_in(a, dtype) for a in args)), dtype)
+
+    part.__name__ = part.__qualname__ = getattr(fn, "__name__", "part")
+    part.__doc__ = fn.__doc__
+    return part
+
+
+def _in(a, dtype: torch.dtype):
+    if isinstance(a, np.generic):
+        return a.item()
+    if not isinstance(a, np.ndarray):
+        return a
+    if a.dtype == bool:
+        return mask(a)
+    return ids(a) if np.issubdtype(a.dtype, np.integer) else floats(a, dtype)
+
+
+def _out(value, dtype: torch.dtype):
+    if isinstance(value, tuple):
+        return tuple(_out(v, dtype) for v in value)
+    if isinstance(value, Tensor):
+        return float(value.item()) if value.dim() == 0 else numpy(value, dtype)
+    return float(value) if isinstance(value, int | float | np.floating) else value
+
+
+def torch_layer_norm(x: Tensor, gamma: Tensor, beta: Tensor, eps: float) -> Tensor:
+    """§3.1 as ``torch.nn.functional.layer_norm`` computes it (biased variance, eps inside the root)."""
+    return torch.nn.functional.layer_norm(x, x.shape[-1:], gamma, beta, float(eps))
+
+
+def torch_smoothed_loss(logits: Tensor, targets: Tensor, epsilon: float, pad_id: int) -> Tensor:
+    """§5.4 as ``nn.CrossEntropyLoss(ignore_index=pad_id, label_smoothing=epsilon)`` computes it."""
+    return nn.CrossEntropyLoss(ignore_index=int(pad_id), label_smoothing=float(epsilon))(logits, targets)
+
+
+def torch_scaled_dot_product_attention(q: Tensor, k: Tensor, v: Tensor, blocked: Tensor | None):
+    """§3.2.1 as torch computes it, mask in torch.nn's polarity (True = blocked; declare ``mask="blocked"``): the
+    output from ``F.scaled_dot_product_attention``, the weights written out (it returns none) with the softmax its
+    math kernel uses (a row of -inf gets 0, not NaN)."""
+    out = torch.nn.functional.scaled_dot_product_attention(q, k, v, attn_mask=None if blocked is None else ~blocked)
+    scores = q @ k.transpose(-2, -1) / math.sqrt(q.shape[-1])
+    return out, _safe_softmax(scores if blocked is None else scores.masked_fill(blocked, float("-inf")))
+
+
+def _safe_softmax(scores: Tensor) -> Tensor:
+    if hasattr(torch, "_safe_softmax"):
+        return torch._safe_softmax(scores, -1)
+    dead = torch.isneginf(scores).all(-1, keepdim=True)
+    return torch.softmax(scores.masked_fill(dead, 0.0), -1).masked_fill(dead, 0.0)
+
+
+def call_multihead(mha: nn.MultiheadAttention, query: Tensor, key: Tensor, value: Tensor, blocked: Tensor | None):
+    """A standalone ``nn.MultiheadAttention`` as the ``multi_head_attention`` part (the default call of a Component
+    that builds one; declare ``mask="blocked"``): mask (B, Lq, Lk) repeated per head, nn's (B*h, Lq, Lk). Asked for
+    its weights, nn gives NaN for a query with every key blocked, but b_O (weights 0) without them, which is what
+    its layers use: the output of that call, and the weights of that row as the 0 they stand for."""
+    attn_mask = None if blocked is None else blocked.repeat_interleave(mha.num_heads, dim=0)
+    out, _ = mha(query, key, value, attn_mask=attn_mask, need_weights=False)
+    _, weights = mha(query, key, value, attn_mask=attn_mask, need_weights=True, average_attn_weights=False)
+    return out, torch.nan_to_num(weights, nan=0.0)
+
+
+@dataclasses.dataclass(frozen=True)
+class Sizes:
+    """What a component is built with, read off the weights it is given: d_model, h, d_ff, the LayerNorm eps,
+    whether the attention projections carry biases, whether an attention sublayer is cross-attention."""
+
+    d_model: int
+    h: int | None = None
+    d_ff: int | None = None
+    eps: float | None = None
+    bias: bool | None = None
+    cross: bool = False
+
+
+@dataclasses.dataclass(frozen=True)
+class Component:
+    """One of your modules as a part: ``build(sizes) -> nn.Module``; ``call(module, *inputs)`` with the part's
+    inputs as tensors (masks in your declared polarity; default: ``module(*inputs)``, ``call_multihead`` for an
+    ``nn.MultiheadAttention``; a tuple's first item is the
+    output, for ``multi_head_attention`` the second its weights, else the weights the module keeps as
+    ``last_weights`` or ``attn``); ``names``: its relative name map (default: derived from the model's map,
+    ``conformance.adapters.names.layer_names`` and ``sublayer_names``)."""
+
+    build: Callable
+    call: Callable | None = None
+    names: dict | None = None
+
+
+# Each component part: its inputs after the weights' position, how its sizes are read, its default names.
+def _sizes(part: str, weights: dict, h=None, eps=None, memory=None) -> Sizes:
+    if part in ("encoder_layer", "decoder_layer"):
+        d_model, d_ff = np.shape(weights["ffn.W1"])
+        return Sizes(int(d_model), int(h), int(d_ff), float(eps), "self_attn.b_Q" in weights)
+    if part in ("feed_forward", "ffn_sublayer"):
+        d_model, d_ff = np.shape(weights["W1"])
+        return Sizes(int(d_model), d_ff=int(d_ff), eps=None if eps is None else float(eps))
+    return Sizes(len(weights["W_O"]), int(h), eps=None if eps is None else float(eps), bias="b_Q" in weights,
+                 cross=memory is not None)
+
+
+def _default_names(part: str, names: dict, cross: bool = False) -> dict:
+    if part in ("encoder_layer", "decoder_layer"):
+        return layer_names(names, part.removesuffix("_layer"))
+    sublayer = "ffn" if part in ("feed_forward", "ffn_sublayer") else "cross_attn" if cross else "self_attn"
+    return sublayer_names(names, sublayer, with_norm=part.endswith("_sublayer"))
+
+
+class TorchAdapter:
+    """A whole adapter around an ``nn.Module`` encoder-decoder, from declarations (composition: no subclassing)::
+
+        adapter = TorchAdapter(lambda c: MyTransformer(c.src_vocab, c.d_model, c.h, c.d_ff, c.N), names=NAMES,
+                               conventions=Conventions(mask="keep"), positional_encoding=my_pe,
+                               encoder_layer=Component(lambda s: MyLayer(s.d_model, s.h, s.d_ff),
+                                                       lambda layer, x, keep: layer(x, keep[:, None, None])))
+
+    * ``module(config: ModelConfig) -> nn.Module``: built under ``seeded(seed)`` for ``build_model``, and on
+      ``count_on`` ("meta": shapes only; "cpu" for code that moves its modules) for ``parameter_count`` (unless you
+      give ``parameter_count``). ``init(model: TorchModel, seed)``: your own initialisation, once it is built.
+      ``make_model(config, seed) -> Model``: a model of your own in place of ``module``'s.
+    * ``names``: the name map (``conformance.adapters.names``); the maps of one layer or sublayer built alone and the
+      attention modules read by hooks are derived from it (``layer_names``, ``sublayer_names``,
+      ``attention_modules``).
+    * ``model``: keyword arguments for ``TorchModel`` (encode=, decode=, forward=, generate_step=, trainer=,
+      attention=), kept as ``model_options`` and read at each ``build_model``.
+    * Function parts (positional_encoding, layer_norm, scaled_dot_product_attention, learning_rate,
+      label_smoothed_loss): plain functions on tensors (``on_tensors``); ``learning_rate`` is also the schedule
+      ``train_step`` follows. Component parts (multi_head_attention, feed_forward, encoder_layer, decoder_layer,
+      attention_sublayer, ffn_sublayer): ``Component``s.
+
+    Only the parts you give exist: the rest are *not implemented*. ``conventions.dtype`` is the dtype everything
+    is computed in, ``conventions.batch_first`` the model's layout."""
+
+    FUNCTIONS = ("positional_encoding", "layer_norm", "scaled_dot_product_attention", "learning_rate",
+                 "label_smoothed_loss")
+    COMPONENTS = ("multi_head_attention", "feed_forward", "encoder_layer", "decoder_layer", "attention_sublayer",
+                  "ffn_sublayer")
+
+    def __init__(self, module: Callable | None = None, *, names: dict, conventions, init: Callable | None = None,
+                 model: dict | None = None, make_model: Callable | None = None, model_class: type = TorchModel,
+                 parameter_count: Callable | None = None, count_on: str = "meta", name: str | None = None,
+                 **parts):
+        unknown = set(parts) - set(self.FUNCTIONS) - set(self.COMPONENTS)
+        if unknown:
+            raise TypeError(f"TorchAdapter: no part named {', '.join(sorted(unknown))} (parts: "
+                            f"{', '.join(self.FUNCTIONS + self.COMPONENTS)})")
+        self.conventions, self.names, self.name, self.model_class = conventions, dict(names), name, model_class
+        self.dtype = DTYPES[conventions.dtype]
+        self._module, self._init, self._make_model, self._count_on = module, init, make_model, count_on
+        self.model_options = {"attention": attention_modules(names) or None, **(model or {})}
+        self._functions = {part: fn for part, fn in parts.items() if part in self.FUNCTIONS and fn is not None}
+        for part, fn in parts.items():
+            if fn is not None:
+                made = self._component(part, fn) if part in self.COMPONENTS else on_tensors(fn, self.dtype)
+                setattr(self, part, made)
+        if module is not None or make_model is not None:
+            self.build_model = self._build_model
+        if parameter_count is not None or module is not None:
+            self.parameter_count = parameter_count or self._parameter_count
+
+    def __repr__(self) -> str:
+        return f"TorchAdapter({self.name!r})" if self.name else super().__repr__()
+
+    def _build_model(self, config: dict, seed: int):
+        config, seed = ModelConfig.from_dict(config), int(seed)
+        if self._make_model is not None:
+            return self._make_model(config, seed)
+        with seeded(seed):
+            net = self._module(config)
+        options = dict(self.model_options)
+        if "learning_rate" in self._functions:  # your schedule trains your model
+            options.setdefault("rate", self._functions["learning_rate"])
+        model = TorchModel(net, config, names=self.names, batch_first=self.conventions.batch_first,
+                           dtype=self.dtype, seed=seed, **options)
+        if self._init is not None:
+            self._init(model, seed)
+        return model
+
+    def _parameter_count(self, config: dict) -> int:
+        with torch.device(self._count_on):
+            return sum(p.numel() for p in self._module(ModelConfig.from_dict(config)).parameters())
+
+    def _component(self, part: str, spec: Component) -> Callable:
+        dtype = self.dtype
+
+        def call(module, *inputs):
+            if spec.call is not None:
+                return spec.call(module, *inputs)
+            return call_multihead(module, *inputs) if isinstance(module, nn.MultiheadAttention) else module(*inputs)
+
+        def built(weights: dict, sizes: Sizes) -> nn.Module:
+            names = spec.names if spec.names is not None else _default_names(part, self.names, sizes.cross)
+            with torch.random.fork_rng(devices=[]):  # its initialisation is overwritten: leave the global RNG be
+                module = spec.build(sizes).to(dtype)
+            return load_component(module, weights, names)
+
+        def tensors(arrays) -> list:
+            """Equal arrays become one tensor, so that code that tests ``query is key`` takes its own path."""
+            out: list = []
+            for i, a in enumerate(arrays):
+                same = next((out[j] for j in range(i) if isinstance(a, np.ndarray) and np.array_equal(arrays[j], a)
+                             and arrays[j].dtype == a.dtype), None)
+                out.append(same if same is not None else _in(a, dtype))
+            return out
+
+        def first(output):
+            return output[0] if isinstance(output, tuple) else output
+
+        @torch.no_grad()
+        def run(inputs: list, weights: dict, sizes: Sizes):
+            module = built(weights, sizes)
+            output = call(module, *tensors(inputs))
+            if part != "multi_head_attention":
+                return numpy(first(output), dtype)
+            weights_out = output[1] if isinstance(output, tuple) else read_attention(module, (), {}, output)
+            return numpy(first(output), dtype), numpy(weights_out, dtype)
+
+        parts = {
+            "multi_head_attention": lambda query, key, value, weights, h, mask: run(
+                [query, key, value, mask], weights, _sizes(part, weights, h)),
+            "feed_forward": lambda x, weights: run([x], weights, _sizes(part, weights)),
+            "encoder_layer": lambda x, weights, h, eps, src_mask: run(
+                [x, src_mask], weights, _sizes(part, weights, h, eps)),
+            "decoder_layer": lambda y, memory, weights, h, eps, tgt_mask, src_mask: run(
+                [y, memory, tgt_mask, src_mask], weights, _sizes(part, weights, h, eps)),
+            "attention_sublayer": lambda x, memory, weights, h, eps, mask: run(
+                [x, memory, mask], weights, _sizes(part, weights, h, eps, memory)),
+            "ffn_sublayer": lambda x, weights, eps: run([x], weights, _sizes(part, weights, eps=eps)),
+        }
+        return parts[part]

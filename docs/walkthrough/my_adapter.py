@@ -1,10 +1,7 @@
-"""The adapter of my_transformer.Transformer: the template's draft, its TODOs resolved, five parts added."""
-
-import torch
+"""The adapter of my_transformer.Transformer: the template's draft, its TODOs resolved, four parts added."""
 
 from conformance import Conventions
-from conformance.adapters import sub_names
-from conformance.adapters.torch import TorchModel, floats, load_component, mask, numpy, seeded
+from conformance.adapters.torch import Component, TorchAdapter
 from my_transformer import DecoderLayer, EncoderLayer, FeedForwardBlock, MultiHeadBlock, Transformer
 from my_transformer import positional_encoding, rate, subsequent_mask
 
@@ -25,73 +22,24 @@ NAMES = {
     "decoder.{l}.norm2": "decoder.{l}.cross_attention.norm",
     "decoder.{l}.norm3": "decoder.{l}.feed_forward.norm",
 }
-ATTENTION = {
-    "encoder.{l}.self_attn": "encoder.{l}.attention",
-    "decoder.{l}.self_attn": "decoder.{l}.self_attention",
-    "decoder.{l}.cross_attn": "decoder.{l}.cross_attention",
-}
-# The same names for one block or layer built alone (its weights come without the layer prefix).
-BLOCK = {"self": sub_names(NAMES, "encoder.{l}.self_attn.", "encoder.{l}.attention.") | {"norm": "norm"},
-         "cross": sub_names(NAMES, "decoder.{l}.cross_attn.", "decoder.{l}.cross_attention.") | {"norm": "norm"},
-         "ffn": sub_names(NAMES, "encoder.{l}.ffn.", "encoder.{l}.feed_forward.") | {"norm": "norm"}}
-LAYER = {stack: sub_names(NAMES, f"{stack}.{{l}}.", f"{stack}.{{l}}.") for stack in ("encoder", "decoder")}
 
-
-def keys(keep):  # (B, L) key padding -> the model's (B, 1, 1, L)
-    return mask(keep)[:, None, None]
-
-
-class Adapter:
-    conventions = Conventions(
+adapter = TorchAdapter(
+    lambda c: Transformer(vocab_size=c.src_vocab, d_model=c.d_model, n_heads=c.h, d_ff=c.d_ff, n_layers=c.N,
+                          dropout=c.dropout, pad_idx=c.pad_id), names=NAMES,
+    conventions=Conventions(
         mask="keep", batch_first=True, framework="torch",
         supports={"eps": (1e-06,), "attention_bias": (True,), "share_embeddings": (True,), "tie_output": (True,)},
         reasons={"eps": "the LayerNorms' eps is fixed in the implementation",
                  "attention_bias": "the projections always carry biases",
                  "share_embeddings": "one vocabulary and one table",
-                 "tie_output": "one vocabulary and one table"},
-    )
-    model_class = TorchModel
-
-    def build_model(self, config, seed):
-        with seeded(seed):
-            net = Transformer(vocab_size=config["src_vocab"], d_model=config["d_model"], n_heads=config["h"],
-                              d_ff=config["d_ff"], n_layers=config["N"], dropout=config["dropout"],
-                              pad_idx=config["pad_id"])
-        return TorchModel(net, config, names=NAMES, attention=ATTENTION, seed=seed)
-
-    def positional_encoding(self, n, d_model):
-        return numpy(positional_encoding(n, d_model))
-
-    def learning_rate(self, step, d_model, warmup):
-        return rate(step, d_model, warmup)
-
-    def parameter_count(self, config):
-        with torch.device("meta"):  # shapes only
-            return sum(p.numel() for p in self.build_model(config, 0).module.parameters())
-
-    @torch.no_grad()
-    def attention_sublayer(self, x, memory, weights, h, eps, keep):
-        cross = memory is not None
-        block = MultiHeadBlock(len(weights["W_O"]), h, 0.0, cross=cross)
-        block = load_component(block, weights, BLOCK["cross" if cross else "self"])
-        return numpy(block(floats(x), mask(keep)[:, None], floats(memory) if cross else None))
-
-    @torch.no_grad()
-    def ffn_sublayer(self, x, weights, eps):
-        return numpy(load_component(FeedForwardBlock(*weights["W1"].shape, 0.0), weights, BLOCK["ffn"])(floats(x)))
-
-    @torch.no_grad()
-    def encoder_layer(self, x, weights, h, eps, src_mask):
-        layer = load_component(EncoderLayer(len(weights["ffn.W1"]), h, weights["ffn.W1"].shape[1], 0.0),
-                               weights, LAYER["encoder"])
-        return numpy(layer(floats(x), keys(src_mask)))
-
-    @torch.no_grad()
-    def decoder_layer(self, y, memory, weights, h, eps, tgt_mask, src_mask):
-        layer = load_component(DecoderLayer(len(weights["ffn.W1"]), h, weights["ffn.W1"].shape[1], 0.0),
-                               weights, LAYER["decoder"])
-        causal = keys(tgt_mask) & subsequent_mask(tgt_mask.shape[1])
-        return numpy(layer(floats(y), floats(memory), keys(src_mask), causal))
-
-
-adapter = Adapter()
+                 "tie_output": "one vocabulary and one table"}),
+    positional_encoding=positional_encoding, learning_rate=rate,
+    # Each part: how to build your module from the weights' sizes, how to call it (masks: (B, L) keep -> yours).
+    attention_sublayer=Component(lambda s: MultiHeadBlock(s.d_model, s.h, 0.0, cross=s.cross),
+                                 lambda block, x, memory, keep: block(x, keep[:, None], memory)),
+    ffn_sublayer=Component(lambda s: FeedForwardBlock(s.d_model, s.d_ff, 0.0)),
+    encoder_layer=Component(lambda s: EncoderLayer(s.d_model, s.h, s.d_ff, 0.0),
+                            lambda layer, x, keep: layer(x, keep[:, None, None])),
+    decoder_layer=Component(lambda s: DecoderLayer(s.d_model, s.h, s.d_ff, 0.0), lambda layer, y, memory, tgt, src:
+                            layer(y, memory, src[:, None, None], tgt[:, None, None] & subsequent_mask(y.shape[1]))),
+)

@@ -17,8 +17,7 @@ from __future__ import annotations
 import torch
 
 from conformance import Conventions
-from conformance.adapters import sub_names
-from conformance.adapters.torch import TorchModel, floats, load_component, mask, numpy, seeded
+from conformance.adapters.torch import Component, TorchAdapter
 from conformance.implementations.thirdparty._hf import additive, freeze_as_buffers, require
 
 fsmt = require("transformers.models.fsmt.modeling_fsmt", "hf", "hf-fsmt")
@@ -38,10 +37,6 @@ NAMES = {  # drafted by `template --from` (through a 5-line subclass taking the 
     "*.{l}.ffn.W1": "model.*.layers.{l}.fc1.weight",
     "*.{l}.ffn.W2": "model.*.layers.{l}.fc2.weight",
 }
-ATTENTION = {"*.{l}.self_attn": "model.*.layers.{l}.self_attn",
-             "decoder.{l}.cross_attn": "model.decoder.layers.{l}.encoder_attn"}
-LAYER = {s: sub_names(NAMES, f"{s}.{{l}}.", f"model.{s}.layers.{{l}}.") for s in ("encoder", "decoder")}
-MHA = sub_names(NAMES, "encoder.{l}.self_attn.", "model.encoder.layers.{l}.self_attn.")
 
 
 def config_of(d_model, h, d_ff, N=1, src_vocab=8, tgt_vocab=8, dropout=0.0, pad_id=0, bos_id=1, eos_id=2, tied=True):
@@ -67,62 +62,42 @@ def decode(m, tgt_in, memory, src):
                            use_cache=False, output_attentions=True).last_hidden_state  # the logits
 
 
-def seq_first(t):
-    return floats(t).transpose(0, 1)
+def build(c):
+    if c.share_embeddings != c.tie_output:
+        raise NotImplementedError("tie_word_embeddings ties the source, target and output tables together,"
+                                  " or none of them")
+    net = fsmt.FSMTForConditionalGeneration(config_of(c.d_model, c.h, c.d_ff, c.N, c.src_vocab, c.tgt_vocab, c.dropout,
+                                                      c.pad_id, c.bos_id, c.eos_id, c.tie_output))
+    for stack in (net.model.encoder, net.model.decoder):
+        stack.embed_positions.weight.requires_grad_(False)  # made a buffer: see the module docstring
+    return freeze_as_buffers(net)
 
 
-class FSMTAdapter:
-    conventions = Conventions(
+def seq_first(t):  # (B, L, ...) <-> FSMT's (L, B, ...)
+    return t.transpose(0, 1)
+
+
+def attend(attn, query, key, value, keep):  # the mask (B, 1, Lq, Lk) is added to the scores
+    blocked = None if keep is None else additive(keep)[:, None]
+    out, weights = attn(seq_first(query), seq_first(key), attn_mask=blocked, output_attentions=True)
+    return seq_first(out), weights
+
+
+adapter = TorchAdapter(
+    build, names=NAMES, model={"encode": encode, "decode": decode},  # parameter_count: the sinusoid tables are buffers
+    conventions=Conventions(
         mask="keep", batch_first=True, framework="torch (transformers FSMTForConditionalGeneration)",
         supports={"eps": (1e-05,), "attention_bias": (True,)},
         reasons={"eps": "EncoderLayer/DecoderLayer build LayerNorm(d_model): eps fixed at 1e-5",
-                 "attention_bias": "Attention is always built with bias=True"},
-    )
-    model_class = TorchModel
-
-    def build_model(self, config, seed):
-        if config["share_embeddings"] != config["tie_output"]:
-            raise NotImplementedError("tie_word_embeddings ties the source, target and output tables together,"
-                                      " or none of them")
-        with seeded(seed):
-            net = fsmt.FSMTForConditionalGeneration(config_of(
-                config["d_model"], config["h"], config["d_ff"], config["N"], config["src_vocab"], config["tgt_vocab"],
-                config["dropout"], config["pad_id"], config["bos_id"], config["eos_id"], config["tie_output"]))
-        for stack in (net.model.encoder, net.model.decoder):
-            stack.embed_positions.weight.requires_grad_(False)  # made a buffer below: see the module docstring
-        return TorchModel(freeze_as_buffers(net), config, names=NAMES, attention=ATTENTION, encode=encode,
-                          decode=decode, seed=seed)
-
-    def positional_encoding(self, n, d_model):
-        """What the model adds at positions 0..n-1 of an unpadded sentence with the suite's pad_id 0: the table's
-        rows 1..n (make_positions numbers tokens from padding_idx + 1)."""
-        return numpy(fsmt.SinusoidalPositionalEmbedding.get_embedding(n + 1, d_model, 0)[1:])
-
-    @torch.no_grad()
-    def multi_head_attention(self, query, key, value, weights, h, keep):
-        d = len(weights["W_O"])
-        attn = load_component(fsmt.Attention(d, int(h), encoder_decoder_attention=True), weights, MHA)
-        blocked = None if keep is None else additive(mask(keep))[:, None]  # (B, 1, Lq, Lk), added to the scores
-        out, w = attn(seq_first(query), seq_first(key), attn_mask=blocked, output_attentions=True)
-        return numpy(out.transpose(0, 1)), numpy(w)
-
-    @torch.no_grad()
-    def encoder_layer(self, x, weights, h, eps, src_mask):
-        d, d_ff = weights["ffn.W1"].shape
-        layer = load_component(fsmt.EncoderLayer(config_of(d, int(h), d_ff)), weights, LAYER["encoder"])
-        return numpy(layer(seq_first(x), ~mask(src_mask))[0].transpose(0, 1))
-
-    @torch.no_grad()
-    def decoder_layer(self, y, memory, weights, h, eps, tgt_mask, src_mask):
-        d, d_ff = weights["ffn.W1"].shape
-        layer = load_component(fsmt.DecoderLayer(config_of(d, int(h), d_ff)), weights, LAYER["decoder"])
-        out = layer(seq_first(y), seq_first(memory), encoder_attn_mask=~mask(src_mask), causal_mask=causal(y.shape[1]),
-                    decoder_padding_mask=~mask(tgt_mask))[0]
-        return numpy(out.transpose(0, 1))
-
-    def parameter_count(self, config):
-        with torch.device("meta"):  # shapes only; the sinusoid tables are buffers here (the module docstring)
-            return sum(p.numel() for p in self.build_model(config, 0).module.parameters())
-
-
-adapter = FSMTAdapter()
+                 "attention_bias": "Attention is always built with bias=True"}),
+    # What the model adds at positions 0..n-1 of an unpadded sentence with the suite's pad_id 0: the table's rows
+    # 1..n (make_positions numbers tokens from padding_idx + 1).
+    positional_encoding=lambda n, d_model: fsmt.SinusoidalPositionalEmbedding.get_embedding(n + 1, d_model, 0)[1:],
+    multi_head_attention=Component(lambda s: fsmt.Attention(s.d_model, s.h, encoder_decoder_attention=True), attend),
+    encoder_layer=Component(lambda s: fsmt.EncoderLayer(config_of(s.d_model, s.h, s.d_ff)),
+                            lambda layer, x, keep: seq_first(layer(seq_first(x), ~keep)[0])),
+    decoder_layer=Component(lambda s: fsmt.DecoderLayer(config_of(s.d_model, s.h, s.d_ff)),
+                            lambda layer, y, memory, tgt, src: seq_first(layer(
+                                seq_first(y), seq_first(memory), encoder_attn_mask=~src, causal_mask=causal(y.shape[1]),
+                                decoder_padding_mask=~tgt)[0])),
+)

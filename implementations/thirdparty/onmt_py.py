@@ -11,11 +11,8 @@ paper (pre-norm layers, a final LayerNorm per stack, an output bias), with file:
 
 from __future__ import annotations
 
-import torch
-
 from conformance import Conventions
-from conformance.adapters import sub_names
-from conformance.adapters.torch import TorchModel, floats, load_component, mask, numpy, seeded
+from conformance.adapters.torch import Component, TorchAdapter
 from conformance.implementations.thirdparty._hf import require
 
 builder = require("onmt.model_builder", "onmt", "opennmt-py")
@@ -46,11 +43,6 @@ NAMES = {
     "decoder.{l}.ffn.W1": "decoder.transformer_layers.{l}.feed_forward.w_1",
     "decoder.{l}.ffn.W2": "decoder.transformer_layers.{l}.feed_forward.w_2",
 }
-ATTENTION = {"encoder.{l}.self_attn": "encoder.transformer.{l}.self_attn",
-             "decoder.{l}.self_attn": "decoder.transformer_layers.{l}.self_attn",
-             "decoder.{l}.cross_attn": "decoder.transformer_layers.{l}.context_attn"}
-LAYER = {"encoder": sub_names(NAMES, "encoder.{l}.", "encoder.transformer.{l}."),
-         "decoder": sub_names(NAMES, "decoder.{l}.", "decoder.transformer_layers.{l}.")}
 
 
 def options(config) -> list[str]:
@@ -95,39 +87,14 @@ def decode(m, tgt_in, memory, src):
     return m.generator(m.decoder(tgt_in[..., None], memory, src_len=lengths)[0])
 
 
-class OpenNMTAdapter:
-    conventions = Conventions(
-        mask="keep", batch_first=True, framework="torch (OpenNMT-py)",
-        supports={"eps": (1e-06,)},
-        reasons={"eps": "every LayerNorm is nn.LayerNorm(d_model, eps=1e-6)"},
-    )
-    model_class = TorchModel
-
-    def build_model(self, config, seed):
-        with seeded(seed):
-            net = build(config)
-        return TorchModel(net, config, names=NAMES, attention=ATTENTION, encode=encode, decode=decode, seed=seed)
-
-    def positional_encoding(self, n, d_model):
-        return numpy(PositionalEncoding(d_model, "SinusoidalInterleaved", max_len=n).pe[:, 0])
-
-    @torch.no_grad()
-    def encoder_layer(self, x, weights, h, eps, src_mask):
-        d, d_ff = weights["ffn.W1"].shape
-        layer = TransformerEncoderLayer(d, int(h), d_ff, 0.0, 0.0, add_qkvbias="self_attn.b_Q" in weights)
-        layer = load_component(layer, weights, LAYER["encoder"])
-        return numpy(layer(floats(x), ~mask(src_mask)[:, None, None]))
-
-    @torch.no_grad()
-    def decoder_layer(self, y, memory, weights, h, eps, tgt_mask, src_mask):
-        d, d_ff = weights["ffn.W1"].shape
-        layer = TransformerDecoderLayer(d, int(h), d_ff, 0.0, 0.0, add_qkvbias="self_attn.b_Q" in weights)
-        layer = load_component(layer, weights, LAYER["decoder"])
-        out = layer(floats(y), floats(memory), ~mask(src_mask)[:, None], ~mask(tgt_mask)[:, None])[0]
-        return numpy(out)
-
-    def parameter_count(self, config):  # built on the CPU: build_base_model moves the model, which meta cannot
-        return sum(p.numel() for p in build(config).parameters())
-
-
-adapter = OpenNMTAdapter()
+adapter = TorchAdapter(
+    lambda c: build(c.as_dict()), names=NAMES, model={"encode": encode, "decode": decode},
+    count_on="cpu",  # build_base_model moves the model, which the meta device cannot
+    conventions=Conventions(mask="keep", batch_first=True, framework="torch (OpenNMT-py)", supports={"eps": (1e-06,)},
+                            reasons={"eps": "every LayerNorm is nn.LayerNorm(d_model, eps=1e-6)"}),
+    positional_encoding=lambda n, d_model: PositionalEncoding(d_model, "SinusoidalInterleaved", max_len=n).pe[:, 0],
+    encoder_layer=Component(lambda s: TransformerEncoderLayer(s.d_model, s.h, s.d_ff, 0.0, 0.0, add_qkvbias=s.bias),
+                            lambda layer, x, keep: layer(x, ~keep[:, None, None])),
+    decoder_layer=Component(lambda s: TransformerDecoderLayer(s.d_model, s.h, s.d_ff, 0.0, 0.0, add_qkvbias=s.bias),
+                            lambda layer, y, memory, tgt, src: layer(y, memory, ~src[:, None], ~tgt[:, None])[0]),
+)
