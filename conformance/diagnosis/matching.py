@@ -46,11 +46,21 @@ def confirmed_matches(candidate, question: Question, tol: Tolerance, *, actual=N
     if mine is None or not np.isfinite(mine).all():
         return []
     same = _same(question, tol)
-    answers = [(known, _answer(question, known.candidate, problem)) for known in known_bugs()]
-    first = [(known, _distance(mine, theirs)) for known, theirs in answers if same(mine, theirs)]
     second = _Second(candidate, question, same)
-    confirmed = _confirm(second, first) if first else []
-    return confirmed or combined_matches(second, problem, mine, answers)
+    if not second.ready():
+        return []  # right on the second problem: neither a single bug nor a combination can be confirmed
+    known = known_bugs()
+    if _costlier(problem, second.problem):  # a base-size question: ask it only of the mutants the probe keeps
+        confirmed, asked = _confirm_probe_first(second, problem, mine, known)
+    else:
+        asked = {bug.name: _answer(question, bug.candidate, problem) for bug in known}
+        first = [(bug, _distance(mine, asked[bug.name])) for bug in known if same(mine, asked[bug.name])]
+        confirmed = _confirm(second, first) if first else []
+    if confirmed:
+        return confirmed
+    answers = [(bug, asked[bug.name] if bug.name in asked else _answer(question, bug.candidate, problem))
+               for bug in known]
+    return combined_matches(second, problem, mine, answers)
 
 
 class _Second:
@@ -79,6 +89,41 @@ class _Second:
         if self.same(self.mine, theirs) and not self.same(theirs, self.correct):
             return _distance(self.mine, theirs)
         return None
+
+
+def _cost(problem) -> int | None:
+    """Roughly the multiply-adds one answer to ``problem`` takes (a layer or a model problem), else None."""
+    from conformance.scenarios import LayerSizes, ModelSizes
+
+    if isinstance(problem, LayerSizes):
+        return problem.B * max(problem.S, problem.T) * problem.d_model * max(problem.d_model, problem.d_ff)
+    if isinstance(problem, ModelSizes):
+        c = problem.config
+        return problem.B * max(problem.S, problem.T) * (c.N * c.d_model * max(c.d_model, c.d_ff)
+                                                         + c.d_model * max(c.src_vocab, c.tgt_vocab))
+    return None
+
+
+def _costlier(problem, probe) -> bool:
+    """The failing problem costs more to answer than the second one (a base-size check's d_model 512)."""
+    cost, probe_cost = _cost(problem), _cost(probe)
+    return cost is not None and probe_cost is not None and cost > probe_cost
+
+
+def _confirm_probe_first(second: _Second, problem, mine, known) -> tuple[list[dict], dict]:
+    """What ``_confirm`` finds, asking the second (cheap) problem first: a known bug is confirmed only when it
+    matches on both, so the costly failing problem is asked only of the bugs the second one keeps. Returns
+    the confirmed matches and the answers on the failing problem asked so far, by name."""
+    asked, confirmed = {}, []
+    for bug in known:
+        probe_max_abs = second.confirms(bug)
+        if probe_max_abs is None:
+            continue
+        theirs = asked[bug.name] = _answer(second.question, bug.candidate, problem)
+        if second.same(mine, theirs):
+            confirmed.append({"mutant": bug.name, "bug": bug.bug, "max_abs": _distance(mine, theirs),
+                              "probe_max_abs": probe_max_abs})
+    return sorted(confirmed, key=lambda match: match["max_abs"]), asked
 
 
 def _confirm(second: _Second, first) -> list[dict]:
