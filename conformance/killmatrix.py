@@ -156,11 +156,11 @@ def session(args, names: list[str], extra: list[str]) -> list:
     import pytest
 
     from conformance.plugin import ResultCollector
-    from conformance.session import pytest_argv
+    from conformance.session import pytest_argv, workers_args
 
     argv = pytest_argv([f"mutant:{name}" for name in names], "-q", "--tb=no", "--no-header", *extra)
     if args.workers > 1:
-        argv += ["-n", str(args.workers), "--dist", "loadfile"]
+        argv += workers_args(args.workers)
     collector = ResultCollector()
     with contextlib.redirect_stdout(io.StringIO()):
         pytest.main(argv, plugins=[collector])

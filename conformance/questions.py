@@ -9,6 +9,10 @@ batches, a start token in the decoder input.
 
 from __future__ import annotations
 
+import copy
+import functools
+from collections import OrderedDict
+
 import numpy as np
 
 from conformance import oracle
@@ -26,10 +30,40 @@ from conformance.scenarios import (
 from conformance.weights import attention_shapes, ffn_shapes, random_weights
 
 # --------------------------------------------------------------------------------------------------
+# Problems, drawn once per sizes
+# --------------------------------------------------------------------------------------------------
+# A problem is a function of its sizes alone (every draw comes from sizes.seed), and the diagnosis asks the
+# same one of every mutant of the catalogue (77 models' weights drawn again, a base-size model's 5 M among
+# them). So each is drawn once and kept; every caller gets its own deep copy, which it may change at will.
+PROBLEMS_KEPT = 32
+
+
+def _drawn_once(draw):
+    kept: OrderedDict = OrderedDict()
+
+    @functools.wraps(draw)
+    def problem(sizes, **options):
+        key = (sizes, tuple(sorted(options.items())))
+        try:
+            found = kept.get(key)
+        except TypeError:  # sizes that cannot be a key: drawn every time
+            return draw(sizes, **options)
+        if found is None:
+            found = kept[key] = draw(sizes, **options)
+            if len(kept) > PROBLEMS_KEPT:
+                kept.popitem(last=False)
+        kept.move_to_end(key)
+        return copy.deepcopy(found)  # arrays copied, an alias kept an alias (self-attention's key is its query)
+
+    return problem
+
+
+# --------------------------------------------------------------------------------------------------
 # Layers
 # --------------------------------------------------------------------------------------------------
 
 
+@_drawn_once
 def encoder_layer_problem(sizes: LayerSizes):
     """Weights, x (B, S, d_model) and a trailing source padding mask (B, S)."""
     rng = sizes.rng()
@@ -42,6 +76,7 @@ def encoder_layer_output(candidate, sizes: LayerSizes) -> np.ndarray:
     return candidate.encoder_layer(x, weights, sizes.h, sizes.eps, keep)
 
 
+@_drawn_once
 def decoder_layer_problem(sizes: LayerSizes):
     """Weights, decoder states y (B, T), memory (B, S) and both padding masks."""
     rng = sizes.rng()
@@ -55,6 +90,7 @@ def decoder_layer_output(candidate, sizes: LayerSizes) -> np.ndarray:
     return candidate.decoder_layer(y, memory, weights, sizes.h, sizes.eps, tgt_keep, src_keep)
 
 
+@_drawn_once
 def attention_problem(sizes: LayerSizes, *, cross: bool):
     """Weights, queries (B, T), keys = values (B, S when ``cross``, else the queries) and key padding (B, Lq, Lk)."""
     rng = sizes.rng()
@@ -100,6 +136,7 @@ def feed_forward_output(candidate, sizes: LayerSizes) -> np.ndarray:
 # --------------------------------------------------------------------------------------------------
 
 
+@_drawn_once
 def model_problem(sizes: ModelSizes):
     """Weights for the config, a padded source (B, S) and a padded decoder input (B, T) from <s>."""
     rng = sizes.rng()
@@ -136,6 +173,7 @@ def memory(candidate, sizes: ModelSizes) -> np.ndarray:
     return loaded_model(candidate, sizes.config, weights).encode(src)
 
 
+@_drawn_once
 def oracle_memory(sizes: ModelSizes) -> np.ndarray:
     """The float64 reference's memory, rounded to float32: the same decoder input, to the bit, for everyone."""
     weights, src, _ = model_problem(sizes)

@@ -85,11 +85,31 @@ def load_options(args, *, hide_suite_code: bool = False) -> dict:
     return {"timeout_s": args.timeout, "isolate": args.isolate, "limits": limits, "threads": args.threads}
 
 
+# The plugins the checks run with, named: no other installed pytest plugin is loaded (pytest >= 8.4). Besides
+# keeping the run's plugins the suite's own, it keeps pytest from marking every plugin's distribution for
+# assertion rewriting: hypothesis, imported by the suite's plugin after that, was rewritten from source at
+# every run (about 70 modules, a second of start-up), syrupy and xdist loaded for nothing.
+PLUGINS = ("conformance.plugin", "_hypothesis_pytestplugin")
+
+
+def plugin_args() -> list[str]:
+    import pytest
+
+    if tuple(pytest.version_tuple[:2]) < (8, 4):  # no --disable-plugin-autoload: the installed plugins load
+        return []
+    return ["--disable-plugin-autoload", *(arg for name in PLUGINS for arg in ("-p", name))]
+
+
+def workers_args(workers: int) -> list[str]:
+    """Run the checks in ``workers`` processes (pytest-xdist), loaded by name as the other plugins."""
+    return [*(["-p", "xdist.plugin"] if plugin_args() else []), "-n", str(workers), "--dist", "loadfile"]
+
+
 def pytest_argv(impls: list[str], *options: str) -> list[str]:
     """The pytest command line of every run of the checks (certify, list, the kill matrix): the checks'
     folder and its own ini, no cache, no project addopts, and an --impl per implementation."""
     argv = [str(checks_dir()), "-p", "no:cacheprovider", "--import-mode=importlib", "-o", "addopts=",
-            "--rootdir", str(checks_dir()), "-c", str(checks_dir() / "pytest.ini")]
+            "--rootdir", str(checks_dir()), "-c", str(checks_dir() / "pytest.ini"), *plugin_args()]
     for impl in impls:
         argv += ["--impl", impl]
     return argv + list(options)
@@ -109,7 +129,7 @@ def pytest_args(args) -> list[str]:
     if getattr(args, "deviations", None):
         argv += ["--conformance-deviations", args.deviations]
     if args.workers > 1:
-        argv += ["-n", str(args.workers), "--dist", "loadfile"]
+        argv += workers_args(args.workers)
     if args.profile == "grade":  # examples drawn from the run's seed: a submission cannot predict them
         argv.append(f"--hypothesis-seed={args.seed}")
     argv += isolation_args(args)

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import itertools
+from collections import OrderedDict
 
 import numpy as np
 
@@ -17,6 +18,50 @@ def _answer(question: Question, candidate, problem=None) -> np.ndarray | None:
         return question.ask(candidate, problem)
     except Exception:  # noqa: BLE001 - a candidate that cannot answer this question explains nothing here
         return None
+
+
+# The catalogue's answers, kept per (known candidate, question, problem): a mutant's answer depends on nothing
+# else, and the same questions come back (the trained checkpoint's second batch in three checks, the paper's
+# answer on every probe, and in one process the same failing problems for every candidate certified).
+ANSWERS_KEPT = 4096
+_kept: OrderedDict = OrderedDict()
+
+
+class _Uncacheable(Exception):
+    pass
+
+
+def _problem_key(problem):
+    """A hashable key equal for equal problems: arrays by dtype, shape and bytes; tuples element by element."""
+    if isinstance(problem, np.ndarray):
+        return ("ndarray", problem.dtype.str, problem.shape, problem.tobytes())
+    if isinstance(problem, (tuple, list)):
+        return (type(problem).__name__, *(_problem_key(item) for item in problem))
+    try:
+        hash(problem)
+    except TypeError:
+        raise _Uncacheable from None
+    return (type(problem).__name__, problem)
+
+
+def known_answer(question: Question, known, problem) -> np.ndarray | None:
+    """``_answer`` for a candidate of the catalogue (a mutant, a combination, the paper), kept: asked again with
+    an equal problem it is not rerun. Never for the candidate under diagnosis (it may be anything)."""
+    try:
+        key = (id(known), question.answer, _problem_key(problem))
+        hash(key)
+    except (_Uncacheable, TypeError):
+        return _answer(question, known, problem)
+    if key in _kept:
+        _kept.move_to_end(key)
+        return _kept[key][1]
+    answer = _answer(question, known, problem)
+    if answer is not None:
+        answer.setflags(write=False)  # shared by every later asker
+    _kept[key] = (known, answer)  # the candidate held: its id cannot be reused while the entry lives
+    if len(_kept) > ANSWERS_KEPT:
+        _kept.popitem(last=False)
+    return answer
 
 
 def agrees(actual, expected, tol: Tolerance) -> bool:
@@ -46,11 +91,21 @@ def confirmed_matches(candidate, question: Question, tol: Tolerance, *, actual=N
     if mine is None or not np.isfinite(mine).all():
         return []
     same = _same(question, tol)
-    answers = [(known, _answer(question, known.candidate, problem)) for known in known_bugs()]
-    first = [(known, _distance(mine, theirs)) for known, theirs in answers if same(mine, theirs)]
     second = _Second(candidate, question, same)
-    confirmed = _confirm(second, first) if first else []
-    return confirmed or combined_matches(second, problem, mine, answers)
+    if not second.ready():
+        return []  # right on the second problem: neither a single bug nor a combination can be confirmed
+    known = known_bugs()
+    if _costlier(problem, second.problem):  # a base-size question: ask it only of the mutants the probe keeps
+        confirmed, asked = _confirm_probe_first(second, problem, mine, known)
+    else:
+        asked = {bug.name: known_answer(question, bug.candidate, problem) for bug in known}
+        first = [(bug, _distance(mine, asked[bug.name])) for bug in known if same(mine, asked[bug.name])]
+        confirmed = _confirm(second, first) if first else []
+    if confirmed:
+        return confirmed
+    answers = [(bug, asked[bug.name] if bug.name in asked else known_answer(question, bug.candidate, problem))
+               for bug in known]
+    return combined_matches(second, problem, mine, answers)
 
 
 class _Second:
@@ -69,16 +124,51 @@ class _Second:
             if second is not None and reference is not None:
                 self.problem = self.candidate.fit(second)
                 self.mine = _answer(self.question, self.candidate, self.problem)
-                self.correct = _answer(self.question, reference, self.problem)
+                self.correct = known_answer(self.question, reference, self.problem)
         return not (self.mine is None or self.correct is None or self.same(self.mine, self.correct))
 
     def confirms(self, known) -> float | None:
         """``known``'s distance from the candidate on the second problem when it matches there and differs
         from the paper's; else None."""
-        theirs = _answer(self.question, known.candidate, self.problem)
+        theirs = known_answer(self.question, known.candidate, self.problem)
         if self.same(self.mine, theirs) and not self.same(theirs, self.correct):
             return _distance(self.mine, theirs)
         return None
+
+
+def _cost(problem) -> int | None:
+    """Roughly the multiply-adds one answer to ``problem`` takes (a layer or a model problem), else None."""
+    from conformance.scenarios import LayerSizes, ModelSizes
+
+    if isinstance(problem, LayerSizes):
+        return problem.B * max(problem.S, problem.T) * problem.d_model * max(problem.d_model, problem.d_ff)
+    if isinstance(problem, ModelSizes):
+        c = problem.config
+        return problem.B * max(problem.S, problem.T) * (c.N * c.d_model * max(c.d_model, c.d_ff)
+                                                         + c.d_model * max(c.src_vocab, c.tgt_vocab))
+    return None
+
+
+def _costlier(problem, probe) -> bool:
+    """The failing problem costs more to answer than the second one (a base-size check's d_model 512)."""
+    cost, probe_cost = _cost(problem), _cost(probe)
+    return cost is not None and probe_cost is not None and cost > probe_cost
+
+
+def _confirm_probe_first(second: _Second, problem, mine, known) -> tuple[list[dict], dict]:
+    """What ``_confirm`` finds, asking the second (cheap) problem first: a known bug is confirmed only when it
+    matches on both, so the costly failing problem is asked only of the bugs the second one keeps. Returns
+    the confirmed matches and the answers on the failing problem asked so far, by name."""
+    asked, confirmed = {}, []
+    for bug in known:
+        probe_max_abs = second.confirms(bug)
+        if probe_max_abs is None:
+            continue
+        theirs = asked[bug.name] = known_answer(second.question, bug.candidate, problem)
+        if second.same(mine, theirs):
+            confirmed.append({"mutant": bug.name, "bug": bug.bug, "max_abs": _distance(mine, theirs),
+                              "probe_max_abs": probe_max_abs})
+    return sorted(confirmed, key=lambda match: match["max_abs"]), asked
 
 
 def _confirm(second: _Second, first) -> list[dict]:
@@ -134,7 +224,7 @@ def _alignment(a, b) -> float:
 def _papers(question: Question, problem) -> list:
     """The paper's answers on ``problem``: the reference's, and the NumPy implementation's (float64), which
     the NumPy mutants are built on: a mutant that gives either one says nothing."""
-    answers = [_answer(question, reference, problem) for reference in (paper(), numpy_paper()) if reference]
+    answers = [known_answer(question, reference, problem) for reference in (paper(), numpy_paper()) if reference]
     return [answer for answer in answers if answer is not None]
 
 
@@ -182,7 +272,7 @@ class _CombinationSearch:
                 break
             self.asked.add(combo.names)
             self.reruns_left -= 1
-            theirs = _answer(self.second.question, combo.candidate, self.problem)
+            theirs = known_answer(self.second.question, combo.candidate, self.problem)
             if theirs is None or np.shape(theirs) != np.shape(self.mine) or not np.isfinite(theirs).all():
                 continue
             (matched if self.second.same(self.mine, theirs) else self.misses).append(

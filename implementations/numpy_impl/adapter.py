@@ -36,7 +36,14 @@ class NumpyModel:
     def __init__(self, adapter, config: ModelConfig, seed: int):
         self.adapter, self.config = adapter, config
         self.shapes = model_shapes(config)
-        self.params = self._initial(np.random.default_rng(seed))
+        self.seed, self._params = seed, None  # drawn when first read: a model loaded at once never needs them
+
+    @property
+    def params(self) -> dict:
+        """The weights: the initial ones (``_initial``, drawn from the seed on first read) or the loaded ones."""
+        if self._params is None:
+            self._params = self._initial(np.random.default_rng(self.seed))
+        return self._params
 
     def _initial(self, rng):
         """Embeddings N(0, d_model^-0.5), matrices Glorot-uniform, biases and beta 0, gamma 1."""
@@ -60,11 +67,17 @@ class NumpyModel:
         unexpected = sorted(set(weights) - set(self.shapes))
         if missing or unexpected:
             raise KeyError(f"canonical weights do not match: missing {missing}, unexpected {unexpected}")
+        loaded = {}
         for name, shape in self.shapes.items():
             value = np.array(weights[name], dtype=np.float64)  # a copy: the caller's arrays stay theirs
             if value.shape != shape:
+                self.params.update(loaded)  # the names before this one are loaded, the rest as they were
                 raise ValueError(f"{name}: shape {value.shape}, expected {shape}")
-            self.params[name] = value
+            loaded[name] = value
+        if self._params is None:
+            self._params = loaded  # every name loaded: the initial draw is never needed
+        else:
+            self._params.update(loaded)
 
     def dump_weights(self):
         return {name: self.params[name].copy() for name in self.shapes}
