@@ -18,6 +18,7 @@ import numpy as np
 
 from conformance import supports
 from conformance.adapter import ADAPTER_PARTS, MODEL_PARTS, Conventions
+from conformance.compare import shape_cause
 from conformance.errors import AdapterError, BadOutput, PartNotImplemented
 
 DEFAULT_TIMEOUT_S = 60.0
@@ -71,11 +72,14 @@ def expect_array(value: Any, shape: tuple[int, ...], *, part: str, name: str = "
             actual=describe(value),
         )
     if value.shape != tuple(shape):
+        cause = shape_cause(value.shape, shape)
         raise BadOutput(
-            f"{part} returned {name}.shape={value.shape}, but should be {tuple(shape)}",
+            f"{part} returned {name}.shape={value.shape}, but should be {tuple(shape)}"
+            + (f". Likely cause: {cause}" if cause else ""),
             part=part,
             expected=str(tuple(shape)),
             actual=str(value.shape),
+            **({"likely_cause": cause} if cause else {}),
         )
     if value.dtype.kind == "f" and not np.isfinite(value).all():
         bad = np.argwhere(~np.isfinite(value))[0]

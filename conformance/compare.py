@@ -111,14 +111,31 @@ def _around(center: int, length: int, size: int) -> tuple[int, int]:
     return start, min(start + size, length)
 
 
+def shape_cause(got: tuple[int, ...], expected: tuple[int, ...]) -> str | None:
+    """The layout mistake a wrong shape shows, when it is one of the usual ones; None otherwise."""
+    got, expected = tuple(got), tuple(expected)
+    swap_first = expected[1::-1] + expected[2:] if len(expected) >= 2 else None
+    if len(got) >= 2 and got != expected and got == swap_first:
+        return ("sequence-first output (length, batch, ...) where the protocol is batch-first (batch, length, ...):"
+                " transpose the first two axes, or declare Conventions(batch_first=False)")
+    if len(got) >= 2 and got != expected and got == expected[:-2] + expected[:-3:-1]:
+        return "the last two axes swapped: (..., keys, queries) instead of (..., queries, keys)? transpose them"
+    if len(expected) == 4 and got == expected[:1] + expected[2:]:
+        return "one map where one per head was expected: the weights averaged (or summed) over the heads?"
+    return None
+
+
 def assert_shape(actual, expected_shape: tuple[int, ...], *, what: str) -> None:
     __tracebackhide__ = True
     shape = tuple(np.shape(actual))
     if shape != tuple(expected_shape):
+        cause = shape_cause(shape, expected_shape)
         raise CheckFailure(
-            f"{what}.shape={shape}, but should be {tuple(expected_shape)}",
+            f"{what}.shape={shape}, but should be {tuple(expected_shape)}"
+            + (f". Likely cause: {cause}" if cause else ""),
             expected=str(tuple(expected_shape)),
             actual=str(shape),
+            **({"likely_cause": cause} if cause else {}),
         )
 
 

@@ -327,7 +327,7 @@ def test_published_shapes_of_attention_weights(candidate, check):
     the overview's causal masks for 4 and 5 positions, with weights exactly 0 where hidden."""
     assert_published_shapes(candidate, check, with_attention=True)
     model = candidate.build_model(toy_config(), seed=0)
-    failures = []
+    failures, causes = [], set()
     for entry in published.of_kind("causal_mask"):
         allowed = np.asarray(check.published(entry["id"]), dtype=bool)
         T = len(allowed)
@@ -339,5 +339,26 @@ def test_published_shapes_of_attention_weights(candidate, check):
             hidden = (~visible).sum(axis=(-2, -1)).tolist()
             failures.append(f"{T} positions: decoder.0.self_attn hides {hidden} cells per head; published pattern"
                             f" {entry['printed']!r} [{entry['id']}, vanilla.causal.exact_zero]")
+            causes.add(causal_pattern_cause(visible, allowed))
+    cause = causes.pop() if len(causes) == 1 else None
     assert_true(not failures, f"{len(failures)} published causal pattern(s) not reproduced:\n  "
-                + "\n  ".join(failures), expected="the published causal patterns", actual="see message")
+                + "\n  ".join(failures) + (f"\n  likely cause: {cause}" if cause else ""),
+                expected="the published causal patterns", actual="see message",
+                **({"likely_cause": cause} if cause else {}))
+
+
+def causal_pattern_cause(visible: np.ndarray, allowed: np.ndarray) -> str | None:
+    """What the decoder's self-attention hides instead of the future, when it is a usual mistake.
+    ``visible`` (h, T, T): the weights that are not 0; ``allowed`` (T, T): the published pattern."""
+    hidden, future = ~visible, ~allowed
+    if not hidden.any():
+        return "no key gets weight 0: no causal mask in the decoder's self-attention, an attention that ignores its" \
+               " mask, or hidden scores filled with a finite value (0) instead of -inf"
+    if (hidden == (future | np.eye(len(allowed), dtype=bool))).all():
+        return "the diagonal is hidden too: the causal mask built with tril(-1), a position cannot read itself"
+    if (hidden == future.T).all():
+        return "the past is hidden instead of the future: the maps returned transposed (keys, queries), or the mask" \
+               " transposed"
+    if (hidden == allowed).all():
+        return "the allowed keys are hidden and the future is read: the mask's polarity inverted"
+    return None
