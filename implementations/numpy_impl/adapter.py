@@ -284,7 +284,7 @@ class NumpyAdapter:
         return self._sublayer(y, self.feed_forward(y, self._part(weights, "ffn.")), weights, "norm3", eps)
 
     def build_model(self, config, seed):
-        return NumpyModel(self, ModelConfig.from_dict(config), int(seed))
+        return self.model_class(self, ModelConfig.from_dict(config), int(seed))
 
     # -- §5.3 the learning-rate schedule -----------------------------------------------------------
     def learning_rate(self, step, d_model, warmup):
