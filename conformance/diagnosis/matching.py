@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import itertools
+import weakref
 from collections import OrderedDict
 
 import numpy as np
@@ -238,7 +239,14 @@ def combined_matches(second: _Second, problem, mine, answers) -> list[dict]:
     ranked = [known.name for known in closest_singles(mine, papers, second.same, answers)]
     search = _CombinationSearch(second, problem, mine)
     top = ranked[:TOP_SINGLES]
-    found = search.confirmed(search.ask(itertools.combinations(top, 2)))
+    # Real code deviates in the same places for every check: the combinations already confirmed on this
+    # candidate, alone and each with one more bug, come first (OpenNMT-py's pre-norm and final norms,
+    # confirmed on its encoder's output, with the mask bug its source-padding invariance adds).
+    profile = _PROFILES.get(second.candidate, set())
+    found = search.confirmed(search.ask(itertools.chain(
+        profile, ((*names, name) for names in sorted(profile) for name in ranked if name not in names))))
+    if not found:
+        found = search.confirmed(search.ask(itertools.combinations(top, 2)))
     if not found:
         found = search.confirmed(search.ask((anchor, other) for anchor in ranked[:ANCHORS] for other in ranked
                                             if other != anchor))
@@ -246,7 +254,12 @@ def combined_matches(second: _Second, problem, mine, answers) -> list[dict]:
         extended = ((*combo.names, name) for combo in search.closest_misses(TRIPLE_SEEDS) for name in top
                     if name not in combo.names)
         found = search.confirmed(search.ask(extended))
+    _PROFILES.setdefault(second.candidate, set()).update(tuple(match["mutants"]) for match in found)
     return found
+
+
+# candidate -> the combinations (sorted name tuples) confirmed on it so far in this process
+_PROFILES: weakref.WeakKeyDictionary = weakref.WeakKeyDictionary()
 
 
 class _CombinationSearch:

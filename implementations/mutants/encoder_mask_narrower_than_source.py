@@ -10,30 +10,14 @@ The decoder's cross-attention is given the source's width (``decoders/transforme
 
 import torch
 
-from conformance.implementations.mutants._build import ModelSwap
-from conformance.implementations.reference.adapter import ReferenceModel
-from conformance.implementations.reference.model import Transformer
+from conformance.implementations.mutants._build import with_formulas
 
 
-class LengthMaskTransformer(Transformer):
-    def encode(self, src):
-        lengths = (src != self.config.pad_id).sum(1)  # (B,)
-        width = int(lengths.max()) if src.shape[0] else 0
-        src_keep = (torch.arange(width) < lengths[:, None]).unsqueeze(1)  # the bug: (B, 1, max length), not S
-        x = self.embed(src, self.src_embedding)
-        for layer in self.encoder:
-            x = layer(x, src_keep)
-        return x
+def length_mask(src, pad_id):
+    """(B, 1, max length) from the lengths, as ``~sequence_mask(src_len)``: not the source's S keys."""
+    lengths = (src != pad_id).sum(1)  # (B,)
+    width = int(lengths.max()) if src.shape[0] else 0
+    return (torch.arange(width, device=src.device) < lengths[:, None]).unsqueeze(1)  # the bug: max length wide
 
 
-class LengthMaskModel(ReferenceModel):
-    def __init__(self, config, seed, formulas):
-        super().__init__(config, seed, formulas)
-        self.module = LengthMaskTransformer(config, formulas, seed=seed)
-
-
-class EncoderMaskNarrowerThanSource(ModelSwap):
-    model_class = LengthMaskModel
-
-
-adapter = EncoderMaskNarrowerThanSource(name="mutant:encoder_mask_narrower_than_source")
+adapter = with_formulas("encoder_mask_narrower_than_source", encoder_padding_mask=length_mask)

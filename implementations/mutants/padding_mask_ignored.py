@@ -9,5 +9,9 @@ import torch
 
 from conformance.implementations.mutants._build import with_formulas
 
-adapter = with_formulas("padding_mask_ignored",
-                        padding_mask=lambda ids, pad_id: torch.ones_like(ids, dtype=torch.bool).unsqueeze(1))
+
+def every_token_real(ids, pad_id):
+    return torch.ones_like(ids, dtype=torch.bool).unsqueeze(1)  # the bug: pad_id never read
+
+
+adapter = with_formulas("padding_mask_ignored", padding_mask=every_token_real, encoder_padding_mask=every_token_real)

@@ -175,6 +175,7 @@ class Formulas:
     output_scale: Callable[[int], float]
     causal_mask: Callable[[int], Tensor]
     padding_mask: Callable[[Tensor, int], Tensor]
+    encoder_padding_mask: Callable[[Tensor, int], Tensor]
     learning_rate: Callable[[int, int, int], float]
     smoothed_loss: Callable[[Tensor, Tensor, float, int], Tensor]
     greedy_decode: Callable[[Transformer, Tensor, int], Tensor]
@@ -193,6 +194,7 @@ REFERENCE = Formulas(
     output_scale=unit_output_scale,
     causal_mask=causal_keep_mask,
     padding_mask=padding_keep_mask,
+    encoder_padding_mask=padding_keep_mask,  # the encoder's own field: real code builds it apart (OpenNMT-py)
     learning_rate=noam_learning_rate,
     smoothed_loss=label_smoothed_loss,
     greedy_decode=greedy_decode,
@@ -379,7 +381,7 @@ class Transformer(nn.Module):
 
     def encode(self, src: Tensor) -> Tensor:
         """src (B, S) -> memory (B, S, d_model)."""
-        src_keep = self.formulas.padding_mask(src, self.config.pad_id)  # (B, 1, S)
+        src_keep = self.formulas.encoder_padding_mask(src, self.config.pad_id)  # (B, 1, S)
         x = self.embed(src, self.src_embedding)
         for layer in self.encoder:
             x = layer(x, src_keep)
