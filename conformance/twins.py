@@ -7,7 +7,9 @@ failure, unless a known bug explains it (the twin's diagnosis names a mutant): a
 inputs happen not to exercise (padding, eps, a second axis) gives the same pattern honestly. Measured
 over the 46 mutants (``transformer-conformance mutants --json``): no mutant is flagged.
 
-Left out on purpose: shape checks (every buggy implementation has the right shapes) and the golden
+Left out on purpose: ``pe_position_0_is_sin_0_and_cos_0`` (sin 0 and cos 0 whatever the frequencies: passing
+it is no sign of a look-up; FSMT's frequencies pass it and were told "hard-coded?"), shape checks (every buggy
+implementation has the right shapes) and the golden
 tensors of the trained checkpoint and the base-size forward pass, whose inputs have no padding and whose
 outputs survive many bugs (15 mutants pass one of them and fail its fresh-input twin).
 """
@@ -29,7 +31,6 @@ _COUNT = ("parameter_count_matches_formula_for_any_config",)
 TWINS: dict[str, tuple[str, ...]] = {
     "published_positional_encoding_values": _PE,
     "pe_matches_published_values": _PE,
-    "pe_position_0_is_sin_0_and_cos_0": _PE,
     "published_wavelengths": _WAVELENGTHS,
     "pe_wavelengths_match_published_values": _WAVELENGTHS,
     "published_rotation_pairs": _ROTATION,
@@ -60,13 +61,10 @@ def hard_coded_twins(results: list[CheckResult]) -> dict[tuple[str, str], list[s
     failure no known bug explains."""
     passed = {(r.impl, base_id(r.id)): r.id for r in results if r.status == "passed"}
     failing = {(r.impl, base_id(r.id)) for r in results if r.status in FAILING and not r.diagnosis}
-    # A published-number check that fails clears its twins: a look-up passes them all, and a real bug that
-    # position 0 happens not to show (FSMT's frequencies pass pe_position_0_is_sin_0_and_cos_0) is no look-up.
-    computed = {(r.impl, twin) for r in results if r.status in FAILING for twin in TWINS.get(base_id(r.id), ())}
     found: dict[tuple[str, str], list[str]] = {}
     for (impl, check), check_id in passed.items():
         for twin in TWINS.get(check, ()):
-            if (impl, twin) in failing and (impl, twin) not in computed:
+            if (impl, twin) in failing:
                 found.setdefault((impl, twin), []).append(check_id)
     return found
 

@@ -242,7 +242,8 @@ def combined_matches(second: _Second, problem, mine, answers) -> list[dict]:
     # Real code deviates in the same places for every check: the combinations already confirmed on this
     # candidate, alone and each with one more bug, come first (OpenNMT-py's pre-norm and final norms,
     # confirmed on its encoder's output, with the mask bug its source-padding invariance adds).
-    profile = _PROFILES.get(second.candidate, set())
+    known = {bug.name for bug, _ in answers}  # the catalogue of this search: a left-out bug stays out
+    profile = {names for names in _PROFILES.get(second.candidate, ()) if set(names) <= known}
     found = search.confirmed(search.ask(itertools.chain(
         profile, ((*names, name) for names in sorted(profile) for name in ranked if name not in names))))
     if not found:

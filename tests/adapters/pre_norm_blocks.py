@@ -24,14 +24,22 @@ def pre_norm_forward(self, x, mask, memory=None):
     return x + self.out(context.transpose(1, 2).reshape(x.shape))
 
 
-class PreNormBlocks(my_adapter.Adapter):
+class PreNormBlocks:
+    """The walk-through's adapter (a TorchAdapter declaration), its attention blocks pre-norm while it runs a part."""
+
+    def __init__(self, inner):
+        self._inner = inner
+
+    def __getattr__(self, name):
+        return getattr(self._inner, name)
+
     def attention_sublayer(self, *args):
         with mock.patch.object(MultiHeadBlock, "forward", pre_norm_forward):
-            return super().attention_sublayer(*args)
+            return self._inner.attention_sublayer(*args)
 
     def encoder_layer(self, *args):
         with mock.patch.object(MultiHeadBlock, "forward", pre_norm_forward):
-            return super().encoder_layer(*args)
+            return self._inner.encoder_layer(*args)
 
 
-adapter = PreNormBlocks()
+adapter = PreNormBlocks(my_adapter.adapter)
