@@ -111,9 +111,24 @@ class Check:
         if matches:
             failure.fields["likely_cause"] = named(matches[0]) if matches[0].get("mutants") else \
                 f"{matches[0]['bug']} (mutant:{matches[0]['mutant']})"  # a single bug's text as it always was
+        elif ask is not None and _quietly(lambda: answers_vary(self.candidate, ask)):
+            failure.fields["likely_cause"] = RANDOM_AT_EVALUATION
+            lines.append(f"  likely cause: {RANDOM_AT_EVALUATION}")
         if lines:
             failure.message = "\n".join([failure.message, *lines])
             failure.args = (failure.message,)
+
+
+RANDOM_AT_EVALUATION = ("the same question asked twice gets two different answers: randomness at evaluation"
+                        " (dropout left on, model.eval() not called?)")
+
+
+def answers_vary(candidate, ask) -> bool:
+    """True when the candidate answers the failing question twice, differently: no comparison with the paper
+    (nor with a known bug) means anything then."""
+    problem = candidate.fit(ask.problem)
+    first, second = ask.ask(candidate, problem), ask.ask(candidate, problem)
+    return first.shape == second.shape and not np.array_equal(first, second, equal_nan=True)
 
 
 def _looser(fact_id: str, floor: Tolerance | None) -> Tolerance:

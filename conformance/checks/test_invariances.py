@@ -17,6 +17,7 @@ from hypothesis import given
 from hypothesis import strategies as st
 
 from conformance import claims, questions
+from conformance.check import RANDOM_AT_EVALUATION
 from conformance.diagnosis import Question, probe_of
 from conformance.questions import pad_columns
 from conformance.scenarios import (
@@ -150,4 +151,4 @@ def test_evaluation_is_deterministic(candidate, check, sizes):
     worst = float(np.abs(first.astype(np.float64) - second).max())
     check.claim(worst == 0.0, f"two forward calls on the same input differ by up to {worst:.3g} (evaluation mode"
                 " is deterministic: no dropout at inference)", expected="identical logits",
-                actual=f"max difference {worst:.3g}")
+                actual=f"max difference {worst:.3g}", likely_cause=RANDOM_AT_EVALUATION)
