@@ -98,7 +98,8 @@ class Check:
     def explain(self, failure: CheckFailure, tol: Tolerance | None, *, ask=None, locate=None, structure=None) -> None:
         """Append the diagnosis to ``failure``: confirmed known bug, first divergence, structure."""
         from conformance.diagnosis import confirmed_matches
-        from conformance.diagnosis.message import named, tail
+        from conformance.diagnosis.matching import answers_vary
+        from conformance.diagnosis.message import RANDOM_AT_EVALUATION, named, tail
 
         if not reporting() or self.candidate is None:
             return
@@ -117,18 +118,6 @@ class Check:
         if lines:
             failure.message = "\n".join([failure.message, *lines])
             failure.args = (failure.message,)
-
-
-RANDOM_AT_EVALUATION = ("the same question asked twice gets two different answers: randomness at evaluation"
-                        " (dropout left on, model.eval() not called?)")
-
-
-def answers_vary(candidate, ask) -> bool:
-    """True when the candidate answers the failing question twice, differently: no comparison with the paper
-    (nor with a known bug) means anything then."""
-    problem = candidate.fit(ask.problem)
-    first, second = ask.ask(candidate, problem), ask.ask(candidate, problem)
-    return first.shape == second.shape and not np.array_equal(first, second, equal_nan=True)
 
 
 def _looser(fact_id: str, floor: Tolerance | None) -> Tolerance:

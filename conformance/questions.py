@@ -11,7 +11,6 @@ from __future__ import annotations
 
 import copy
 import functools
-from collections import OrderedDict
 
 import numpy as np
 
@@ -39,20 +38,14 @@ PROBLEMS_KEPT = 32
 
 
 def _drawn_once(draw):
-    kept: OrderedDict = OrderedDict()
+    kept = functools.lru_cache(maxsize=PROBLEMS_KEPT)(draw)
 
     @functools.wraps(draw)
     def problem(sizes, **options):
-        key = (sizes, tuple(sorted(options.items())))
         try:
-            found = kept.get(key)
+            found = kept(sizes, **options)
         except TypeError:  # sizes that cannot be a key: drawn every time
             return draw(sizes, **options)
-        if found is None:
-            found = kept[key] = draw(sizes, **options)
-            if len(kept) > PROBLEMS_KEPT:
-                kept.popitem(last=False)
-        kept.move_to_end(key)
         return copy.deepcopy(found)  # arrays copied, an alias kept an alias (self-attention's key is its query)
 
     return problem

@@ -17,8 +17,8 @@ from hypothesis import given
 from hypothesis import strategies as st
 
 from conformance import claims, questions
-from conformance.check import RANDOM_AT_EVALUATION
 from conformance.diagnosis import Question, probe_of
+from conformance.diagnosis.message import RANDOM_AT_EVALUATION
 from conformance.questions import pad_columns
 from conformance.scenarios import (
     LOADED_MODEL,

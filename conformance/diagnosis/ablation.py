@@ -24,7 +24,7 @@ import numpy as np
 
 from conformance import formulas, oracle
 from conformance.diagnosis.matching import agrees
-from conformance.diagnosis.message import fmt_layers
+from conformance.diagnosis.message import RANDOM_AT_EVALUATION, fmt_layers
 from conformance.errors import ConformanceOutcome
 from conformance.tolerances import MODEL, for_dtype
 
@@ -348,8 +348,7 @@ def ablate(candidate, method: str, config, weights: dict, src, tgt_in=None, memo
 def findings(probe: Probe, weights: dict) -> str:
     """The stages in order; the first that explains the difference ends the line."""
     if not probe.deterministic(weights):
-        return ("two identical calls give different outputs: dropout (or other randomness) at evaluation"
-                " suspected (no sublayer can be compared while the outputs vary)")
+        return f"{RANDOM_AT_EVALUATION} (no sublayer can be compared while the outputs vary)"
     if probe.agrees(weights):  # still worth the epsilon's probe: ordinary inputs cannot show it
         return layer_norm_epsilon(probe, weights) or ("on these weights and inputs the model agrees with the"
                                                       " oracle: nothing to localise")

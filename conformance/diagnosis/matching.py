@@ -65,6 +65,14 @@ def known_answer(question: Question, known, problem) -> np.ndarray | None:
     return answer
 
 
+def answers_vary(candidate, question: Question) -> bool:
+    """The candidate answers the failing question twice, differently: no comparison with the paper (nor with a
+    known bug) means anything then."""
+    problem = candidate.fit(question.problem)
+    first, second = question.ask(candidate, problem), question.ask(candidate, problem)
+    return first.shape == second.shape and not np.array_equal(first, second, equal_nan=True)
+
+
 def agrees(actual, expected, tol: Tolerance) -> bool:
     """Same shape and every value within ``tol``; a NaN on either side never agrees."""
     return actual is not None and expected is not None and np.shape(actual) == np.shape(expected) \
@@ -173,9 +181,7 @@ def _confirm_probe_first(second: _Second, problem, mine, known) -> tuple[list[di
 
 
 def _confirm(second: _Second, first) -> list[dict]:
-    if not second.ready():
-        return []  # on the probe the candidate is right: nothing to confirm
-    confirmed = []
+    confirmed = []  # the caller saw second.ready(): the candidate is wrong on the second problem too
     for known, max_abs in first:
         probe_max_abs = second.confirms(known)
         if probe_max_abs is not None:
@@ -298,7 +304,7 @@ class _CombinationSearch:
 
     def confirmed(self, matched) -> list[dict]:
         """The matches also confirmed on the second problem: {mutant: "a+b", mutants: [a, b], bug, ...}."""
-        if not matched or not self.second.ready():
+        if not matched:
             return []
         found = []
         for max_abs, combo in matched:

@@ -29,6 +29,11 @@ def fmt_structure(patterns: list[str]) -> str | None:
     return "likely cause (structure): " + "; and ".join(PATTERNS[name] for name in patterns) if patterns else None
 
 
+# Said by the ablation of a model-only adapter and by any failing check whose question gets two answers.
+RANDOM_AT_EVALUATION = ("two identical calls give different outputs: dropout (or other randomness) at evaluation,"
+                        " model.eval() not called?")
+
+
 def tail(matches: list[dict], where: str | None, patterns: list[str]) -> list[str]:
     """The lines after a failure's own: each bug named once (a pattern a confirmed match already names is
     not repeated, nor the localisation's extra LayerNorm after a stack that either names)."""
