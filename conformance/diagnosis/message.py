@@ -30,8 +30,8 @@ def fmt_structure(patterns: list[str]) -> str | None:
 
 
 # Said by the ablation of a model-only adapter and by any failing check whose question gets two answers.
-RANDOM_AT_EVALUATION = ("two identical calls give different outputs: dropout (or other randomness) at evaluation,"
-                        " model.eval() not called?")
+RANDOM_AT_EVALUATION = ("two identical calls give different outputs: dropout (or other randomness) at evaluation"
+                        " suspected (model.eval() not called?)")
 
 
 def tail(matches: list[dict], where: str | None, patterns: list[str]) -> list[str]:
