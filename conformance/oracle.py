@@ -224,6 +224,15 @@ def causal_keep(T: int, tgt_keep=None) -> np.ndarray:
     return causal if tgt_keep is None else causal & np.asarray(tgt_keep, dtype=bool)[:, None, :]
 
 
+@_quiet
+def initial_weights(config: ModelConfig, seed: int) -> dict[str, np.ndarray]:
+    """The reference's initialisation for ``(config, seed)`` under the canonical names, float32: the weights the
+    training run starts a candidate from (the paper specifies no initialisation; ``init_parameters``)."""
+    _, ref = _modules()
+    module = ref.Transformer(config, seed=seed)
+    return {name: p.detach().numpy().copy() for name, p in ref.canonical_state(module).items()}
+
+
 # --------------------------------------------------------------------------------------------------
 # The whole model
 # --------------------------------------------------------------------------------------------------

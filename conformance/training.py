@@ -30,7 +30,7 @@ import numpy as np
 from conformance import formulas, published
 from conformance.candidate import CandidateModel
 from conformance.config import ModelConfig, toy_config
-from conformance.errors import BadOutput, ConformanceOutcome
+from conformance.errors import BadOutput, ConformanceOutcome, PartNotImplemented
 
 # --------------------------------------------------------------------------------------------------
 # What the lesson published
@@ -190,6 +190,7 @@ class TrainingRun:
     eval_s: float = 0.0
     error: ConformanceOutcome | None = None  # the adapter's error, re-raised by every check that needs the run
     rate_mismatch: dict | None = None
+    initialisation: str = ""  # REFERENCE_INIT, or why the candidate's own was kept
 
     @property
     def best_exact_match(self) -> float:
@@ -208,6 +209,7 @@ class TrainingRun:
             }
         return {
             "seed": self.seed,
+            "initialisation": self.initialisation,
             "status": self.status,
             "stopped_at": self.stopped_at,
             "wall_s": round(self.wall_s, 3),
@@ -345,6 +347,8 @@ def train(
     d_model, warmup = config.d_model, config.recipe.warmup
     try:
         run.model = model = candidate.build_model(config, seed=seed)
+        run.initialisation = start_from_reference_init(model, config, seed)
+        own_init = "" if run.initialisation == REFERENCE_INIT else f"; {run.initialisation}"
         for step in range(1, plan.deadline + 1):
             t0 = time.perf_counter()
             batch = reversal_batch(train_rng, plan.batch_size, config, min_len=plan.min_len, max_len=plan.max_len)
@@ -377,8 +381,8 @@ def train(
                     return _finish(
                         run, "failed",
                         f"diverged: the mean loss of steps {step - len(window) + 1}-{step} is {mean:.3f}, no better"
-                        f" than guessing uniformly (ln {config.tgt_vocab} = {math.log(config.tgt_vocab):.3f});"
-                        f" {SEE_CHEAP_CHECKS}", None, started, progress,
+                        f" than guessing uniformly (ln {config.tgt_vocab} = {math.log(config.tgt_vocab):.3f})"
+                        f"{own_init}; {SEE_CHEAP_CHECKS}", None, started, progress,
                     )
                 t1 = time.perf_counter()
                 em = evaluate(model, test, config)
@@ -398,9 +402,32 @@ def train(
     return _finish(
         run, "failed",
         f"exact match reached only {best:.1%} by step {plan.deadline} (needs {plan.pass_exact_match:.0%};"
-        f" the lesson's run: 88.8% at step 500, 98.2% at step 1,000); {SEE_CHEAP_CHECKS}", None,
+        f" the lesson's run: 88.8% at step 500, 98.2% at step 1,000){own_init}; {SEE_CHEAP_CHECKS}", None,
         started, progress,
     )
+
+
+REFERENCE_INIT = ("the reference's (embeddings N(0, d_model^-0.5), other matrices Xavier-uniform, biases and beta 0,"
+                  " gamma 1), loaded through model.load_weights")
+OWN_INIT = ("trained from the implementation's own initialisation, which the paper does not specify (a faithful"
+            " model whose embeddings start N(0, 1) learns this task far slower)")
+
+
+def start_from_reference_init(model: CandidateModel, config: ModelConfig, seed: int) -> str:
+    """Load the reference's initial weights for ``seed`` when the candidate can, and say which start was used.
+
+    The paper specifies no initialisation, so the run certifies the recipe and the model, not an init: the same
+    start for every candidate (the reference's own, bit for bit), the candidate's own only when it cannot load one.
+    """
+    from conformance import oracle
+
+    try:
+        model.load_weights(oracle.initial_weights(config, seed))
+    except PartNotImplemented:
+        return f"{OWN_INIT}: model.load_weights is not provided"
+    except (ConformanceOutcome, oracle.OracleUnavailable) as exc:
+        return f"{OWN_INIT}: loading the reference's failed ({exc})"
+    return REFERENCE_INIT
 
 
 SEE_CHEAP_CHECKS = ("the cheap training checks (rate_used_at_each_step_is_lrate, reported_loss_is_label_smoothed_"

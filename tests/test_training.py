@@ -22,6 +22,7 @@ from conformance.adapter import Conventions
 from conformance.candidate import Candidate
 from conformance.config import toy_config
 from conformance.implementations import mutants
+from conformance.loading import load
 
 CONFIG = toy_config()
 CHEAP = (
@@ -199,6 +200,44 @@ def test_fails_at_the_deadline_when_the_threshold_is_not_reached():
     run = training.train(scripted(Script(accuracy=lambda s: plan.pass_exact_match - 0.01)), 0, progress=QUIET)
     assert run.status == "failed" and run.stopped_at == plan.deadline
     assert "by step" in run.reason and f"{plan.pass_exact_match - 0.01:.1%}" in run.reason
+
+
+def test_a_model_without_load_weights_trains_from_its_own_init_and_a_failure_says_so():
+    """The paper specifies no initialisation: a failing run from the candidate's own names it as a possible cause."""
+    plan = training.DEFAULT_PLAN
+    run = training.train(scripted(Script(accuracy=lambda s: plan.pass_exact_match - 0.01)), 0, progress=QUIET)
+    assert run.initialisation.startswith(training.OWN_INIT) and "load_weights is not provided" in run.initialisation
+    assert run.status == "failed" and "own initialisation, which the paper does not specify" in run.reason
+    assert run.curves()["initialisation"] == run.initialisation
+
+
+class LoadsWeights(ScriptedModel):
+    loaded = None
+
+    def load_weights(self, weights):
+        LoadsWeights.loaded = weights
+
+
+class LoadingAdapter(ScriptedAdapter):
+    def build_model(self, config, seed):
+        return LoadsWeights(config, self.script)
+
+
+def test_a_model_that_loads_weights_starts_from_the_reference_init_of_the_seed():
+    """Every candidate that can load weights starts where the reference starts: the check certifies the recipe."""
+    from conformance import oracle
+    from conformance.weights import model_shapes
+
+    run = training.train(Candidate(LoadingAdapter(Script(accuracy=lambda s: 1.0)), name="loads", timeout_s=None), 3,
+                         progress=QUIET)
+    assert run.status == "passed" and run.initialisation == training.REFERENCE_INIT
+    want = oracle.initial_weights(CONFIG, 3)
+    assert list(LoadsWeights.loaded) == list(model_shapes(CONFIG)) == list(want)
+    assert all(np.array_equal(LoadsWeights.loaded[name], want[name]) for name in want)
+    assert not np.array_equal(want["E"], oracle.initial_weights(CONFIG, 4)["E"])  # the seed matters
+    assert abs(want["E"].std() - CONFIG.d_model ** -0.5) < 0.01  # the lesson's spread, not nn.Embedding's N(0, 1)
+    reference = load("reference").build_model(CONFIG, seed=3).dump_weights()
+    assert all(np.array_equal(reference[name], want[name]) for name in want)  # the reference's own start, bit for bit
 
 
 def test_fails_at_once_on_a_non_finite_loss():
