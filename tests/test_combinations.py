@@ -97,3 +97,15 @@ def test_real_codes_structural_choices_are_named_together(bugs, answer):
     formula switches on the reference, and are named as one combination from the model's output."""
     matches = diagnose(composed(*bugs), answer, MODEL_PROBLEM, MODEL)
     assert named(matches) == ["+".join(sorted(bugs))], f"got {named(matches)}"
+
+
+def test_a_bug_the_failing_problem_cannot_show_is_added_from_the_second():
+    """One sentence has no padding, so no-encoding-at-padded-positions is invisible there and a single bug
+    answers like the candidate; the second problem pads, refutes it, and the search adds the bug that moves only
+    what is left unexplained (FSMT's fourth positional deviation, tests/test_third_party.py)."""
+    bugs = ("pe_halves_concatenated", "pe_zero_at_padding")
+    unpadded = ModelSizes(MODEL_PROBLEM.config, B=1, S=4, T=3, seed=1)
+    _, src, _ = questions.model_problem(unpadded)
+    assert (src != MODEL_PROBLEM.config.pad_id).all(), "the failing problem must have no padding"
+    matches = diagnose(composed(*bugs), questions.memory, unpadded, MODEL)
+    assert named(matches) == ["+".join(bugs)], f"got {named(matches)}"

@@ -250,19 +250,77 @@ def combined_matches(second: _Second, problem, mine, answers) -> list[dict]:
     # confirmed on its encoder's output, with the mask bug its source-padding invariance adds).
     known = {bug.name for bug, _ in answers}  # the catalogue of this search: a left-out bug stays out
     profile = {names for names in _PROFILES.get(second.candidate, ()) if set(names) <= known}
-    found = search.confirmed(search.ask(itertools.chain(
-        profile, ((*names, name) for names in sorted(profile) for name in ranked if name not in names))))
-    if not found:
-        found = search.confirmed(search.ask(itertools.combinations(top, 2)))
-    if not found:
-        found = search.confirmed(search.ask((anchor, other) for anchor in ranked[:ANCHORS] for other in ranked
-                                            if other != anchor))
-    if not found:
-        extended = ((*combo.names, name) for combo in search.closest_misses(TRIPLE_SEEDS) for name in top
-                    if name not in combo.names)
-        found = search.confirmed(search.ask(extended))
+    # Single bugs that answer like the candidate here were refuted by the second problem: seeds for the stage
+    # that adds what this problem cannot show.
+    search.refuted += [(_distance(mine, theirs), (bug.name,)) for bug, theirs in answers
+                       if theirs is not None and np.shape(theirs) == np.shape(mine) and second.same(mine, theirs)]
+    stages = (
+        lambda: itertools.chain(profile, ((*names, name) for names in sorted(profile) for name in ranked
+                                          if name not in names)),
+        lambda: itertools.combinations(top, 2),
+        lambda: ((anchor, other) for anchor in ranked[:ANCHORS] for other in ranked if other != anchor),
+        lambda: ((*combo.names, name) for combo in search.closest_misses(TRIPLE_SEEDS) for name in top
+                 if name not in combo.names),
+    )
+    found = []
+    for stage in stages:
+        found = search.confirmed(search.ask(stage())) or _seen_only_by_the_second(search, papers, answers)
+        if found:
+            break
     _PROFILES.setdefault(second.candidate, set()).update(tuple(match["mutants"]) for match in found)
     return found
+
+
+def _seen_only_by_the_second(search: _CombinationSearch, papers, answers) -> list[dict]:
+    """The matches on the failing problem that the second problem refuted, each with one more bug the failing
+    problem cannot show (its answer there is the paper's), ranked by how well it explains what the match leaves
+    unexplained on the second problem. FSMT's positional encoding: a one-token source matches three of its
+    deviations, the second problem's padded source needs the fourth (no encoding at padded positions)."""
+    from conformance.diagnosis.combine import combination
+
+    seeds = [names for _, names in sorted(search.refuted)[:TRIPLE_SEEDS]]
+    search.refuted.clear()  # each seed is extended once; what the extensions leave refuted is not extended
+    if not seeds:
+        return []
+    second = search.second
+    silent = [bug for bug, theirs in answers
+              if theirs is not None and any(second.same(theirs, answer) for answer in papers)]
+    on_second = [(bug, known_answer(second.question, bug.candidate, second.problem)) for bug in silent]
+    singles = {bug.name: bug for bug, _ in answers}
+    extended = []
+    for names in seeds:
+        seed = singles[names[0]] if len(names) == 1 else combination(tuple(sorted(names)))
+        seeds_answer = None if seed is None else known_answer(second.question, seed.candidate, second.problem)
+        if seeds_answer is None or np.shape(seeds_answer) != np.shape(second.mine):
+            continue
+        ranked = _explaining(second.mine - seeds_answer, second.correct, on_second)
+        extended += [(*names, name) for name in ranked[:TOP_SINGLES] if name not in names]
+    found = search.confirmed(search.ask(extended))
+    search.refuted.clear()
+    return found
+
+
+def _explaining(rest, correct, answers) -> list[str]:
+    """The bugs whose deviation from the paper lies where ``rest`` (what a match leaves unexplained) lies, best
+    first: by the overlap of the two deviations' supports (the entries that differ), then by their cosine. A
+    bug that moves only a padded row explains a residual in that row; the cosine alone would rank first any bug
+    that moves every row a little in the residual's direction."""
+    rest = np.asarray(rest, np.float64)
+    scale = float(np.abs(rest).max()) if rest.size else 0.0
+    if scale == 0.0:
+        return []
+    where = np.abs(rest) > 1e-3 * scale
+    scored = []
+    for known, theirs in answers:
+        if theirs is None or np.shape(theirs) != np.shape(rest) or not np.isfinite(theirs).all():
+            continue
+        moved = np.asarray(theirs, np.float64) - correct
+        if not moved.any():
+            continue
+        theirs_where = np.abs(moved) > 1e-3 * float(np.abs(moved).max())
+        overlap = (where & theirs_where).sum() / (where | theirs_where).sum()
+        scored.append((-overlap, -_alignment(rest, moved), known.name))
+    return [name for *_, name in sorted(scored)]
 
 
 # candidate -> the combinations (sorted name tuples) confirmed on it so far in this process
@@ -277,6 +335,7 @@ class _CombinationSearch:
         self.reruns_left = MAX_RERUNS
         self.asked: set[tuple[str, ...]] = set()
         self.misses: list[tuple[float, object]] = []  # (max abs difference, combination) that did not match
+        self.refuted: list[tuple[float, tuple[str, ...]]] = []  # matched here, not on the second problem
 
     def ask(self, groups) -> list[tuple[float, object]]:
         """The combinations among ``groups`` (name tuples; those that do not compose skipped, for free) whose
@@ -315,4 +374,6 @@ class _CombinationSearch:
             if probe_max_abs is not None:
                 found.append({"mutant": combo.name, "mutants": list(combo.names), "bug": combo.bug,
                               "max_abs": max_abs, "probe_max_abs": probe_max_abs})
+            else:
+                self.refuted.append((max_abs, combo.names))
         return sorted(found, key=lambda match: (match["max_abs"], match["mutant"]))
