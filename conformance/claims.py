@@ -102,6 +102,12 @@ FULLY_MASKED_ROW = convention("A query whose keys are all masked gets attention 
                               " The paper defines no softmax over an empty set of keys: the lesson's"
                               " masked_fill(-inf) gives NaN there, a -1e9 fill uniform weights; both conform.")
 
+ANY_LENGTH = convention("A source longer than the positional tables real code precomputes (1,100 tokens) is encoded:"
+                        " the sinusoids are defined at every position, and the paper kept them because they \"may"
+                        " allow the model to extrapolate to sequence lengths longer than the ones encountered during"
+                        " training\" (the lesson's Step 2). A table of 512 or 1,024 rows is an engineering limit the"
+                        " paper does not set.")
+
 # §3.4, §3.5 embeddings, output, positions
 EMBEDDING = lesson(f"{STEP_BY_STEP}, Step 1: token embeddings, times sqrt(d_model)",
                    "x_pos = sqrt(d_model) E[token_pos] + PE(pos) ... The paper uses one table for the source, the"

@@ -161,6 +161,32 @@ def real_logits_after_target_padding(candidate, sizes: ModelSizes, *, k: int) ->
     return after[:, : sizes.T][tgt_in != sizes.config.pad_id]
 
 
+@_drawn_once
+def empty_source_problem(sizes: ModelSizes):
+    """The model problem with source sentence 0 all padding, and the weights with the padding token's source
+    embedding redrawn: weights, moved weights, src, tgt_in."""
+    weights, src, tgt_in = model_problem(sizes)
+    pad, table = sizes.config.pad_id, "E" if sizes.config.share_embeddings else "E_src"
+    empty = src.copy()
+    empty[0] = pad
+    moved = dict(weights)
+    moved[table] = weights[table].copy()
+    moved[table][pad] = -weights[table][pad] + sizes.rng().standard_normal(weights[table].shape[1]).astype(
+        weights[table].dtype)
+    return weights, moved, empty, tgt_in
+
+
+def logits_of_an_empty_source(candidate, sizes: ModelSizes, *, moved: bool = False) -> np.ndarray:
+    """Sentence 0's logits at its real target positions, every column but the padding token's (the tied output
+    layer reads E[pad] there), centred per position (a log-softmax's normaliser reads that column too), when its
+    source is all padding; ``moved``: with E[pad] redrawn."""
+    weights, other, src, tgt_in = empty_source_problem(sizes)
+    pad = sizes.config.pad_id
+    logits = loaded_model(candidate, sizes.config, other if moved else weights).forward(src, tgt_in)[0]
+    kept = np.delete(np.asarray(logits, np.float64)[tgt_in[0] != pad], pad, axis=-1)
+    return kept - kept.mean(-1, keepdims=True)
+
+
 def memory(candidate, sizes: ModelSizes) -> np.ndarray:
     weights, src, _ = model_problem(sizes)
     return loaded_model(candidate, sizes.config, weights).encode(src)

@@ -43,7 +43,9 @@ def test_the_suites_conventions_are_few_and_listed_in_the_docs(checks):
     """A convention never decides conformance; each is named in docs/claims.md so users know what is advisory."""
     conventions = sorted({item.originalname.removeprefix("test_") for item in checks if claims.is_convention(item)})
     assert conventions == ["fully_masked_row_gives_zero_weights_and_only_b_O",
-                           "fully_masked_row_gives_zero_weights_and_output"]
+                           "fully_masked_row_gives_zero_weights_and_output",
+                           "fully_masked_source_sentence_is_invisible_to_the_decoder",
+                           "source_longer_than_1024_tokens_is_encoded"]
     docs = (Path(__file__).parents[1] / "docs" / "claims.md").read_text()
     assert all(f"`{name}`" in docs for name in conventions)
 

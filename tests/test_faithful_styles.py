@@ -24,7 +24,8 @@ def test_no_padding_is_passed_as_a_token_id_not_minus_100(certify):
 
 
 
-FULLY_MASKED = {"fully_masked_row_gives_zero_weights_and_output", "fully_masked_row_gives_zero_weights_and_only_b_O"}
+FULLY_MASKED = {"fully_masked_row_gives_zero_weights_and_output", "fully_masked_row_gives_zero_weights_and_only_b_O",
+                "fully_masked_source_sentence_is_invisible_to_the_decoder"}
 
 
 def test_the_lessons_own_masking_is_conformant(certify):

@@ -54,14 +54,15 @@ def assert_exactly_as_declared(run, declared: Expected):
     messages = {check["id"]: check["message"] for check in run.report["checks"]}
     for check_id, text in declared.messages.items():
         assert text in messages[check_id], f"{check_id}: {text!r} not in\n{messages[check_id]}"
-    assert run.code == 1
+    assert run.code == (1 if declared.caught_by or declared.errored else 0)  # advisory alone: exit 0
 
 
 def test_every_mutant_has_one_table_and_declares_its_bug_in_its_docstring():
     assert len(MUTANTS) >= 30
     assert sorted(MUTANTS) == mutants_package.names(), "a mutant without a table, or a table without a mutant"
     for name, declared in MUTANTS.items():
-        assert declared.caught_by or declared.errored, f"{name} is caught by no check"
+        # a mutant of a suite's convention only (a -1e9 fill, a 1,024-row table) is advised on, never failed
+        assert declared.caught_by or declared.errored or declared.advisory, f"{name} is caught by no check"
         doc = ast.get_docstring(ast.parse(source(name))) or ""
         assert "§" in doc, f"{name}: the docstring names no paper section"
         assert mutants_package.bug(name) == doc.splitlines()[0]

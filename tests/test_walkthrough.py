@@ -42,6 +42,15 @@ def statuses(folder: Path) -> dict[str, str]:
     return {check["id"]: check["status"] for check in json.loads((folder / "report.json").read_text())["checks"]}
 
 
+# The page's code fills hidden scores with -1e9: an all-padding source is read uniformly, a convention of the suite
+# (advisory, exit 0), which the page says.
+ADVISED = {"fully_masked_source_sentence_is_invisible_to_the_decoder"}
+
+
+def advisories(found: dict[str, str]) -> set[str]:
+    return {check for check, status in found.items() if status == "advisory"}
+
+
 def test_the_page_has_the_steps_this_test_follows():
     assert [step.split()[0:2] for step in STEPS] == [["pip", "install"], ["transformer-conformance", "template"],
                                                     ["transformer-conformance", "certify"],
@@ -74,7 +83,8 @@ def test_the_walkthrough_from_draft_to_reports(tmp_path):
     assert done.returncode == 0, done.stdout[-3000:] + done.stderr
     assert (tmp_path / "report.html").stat().st_size > 10_000
     found = statuses(tmp_path)
-    assert set(found.values()) == {"passed", "not_implemented"}
+    assert advisories(found) == ADVISED, found
+    assert set(found.values()) == {"passed", "not_implemented", "advisory"}
     assert sum(status == "passed" for status in found.values()) == passed_in_prose("4. Certify")
 
     # 5. Add the parts your code has
@@ -82,7 +92,8 @@ def test_the_walkthrough_from_draft_to_reports(tmp_path):
     done = run(certify_full, tmp_path)
     assert done.returncode == 0, done.stdout[-3000:] + done.stderr
     found = statuses(tmp_path)
-    assert set(found.values()) == {"passed", "not_implemented"}
+    assert advisories(found) == ADVISED, found
+    assert set(found.values()) == {"passed", "not_implemented", "advisory"}
     assert sum(status == "passed" for status in found.values()) == passed_in_prose("5. Add the parts")
     for check in ("self_attention_sublayer_matches_reference", "cross_attention_sublayer_matches_reference",
                   "ffn_sublayer_matches_reference", "encoder_layer_matches_reference", "logits_match_reference"):

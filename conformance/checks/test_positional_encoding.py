@@ -11,7 +11,10 @@ from hypothesis import strategies as st
 
 from conformance import claims, formulas, published
 from conformance.compare import assert_shape
+from conformance.config import toy_config
 from conformance.diagnosis import Question
+from conformance.errors import AdapterError, BadOutput
+from conformance.scenarios import LOADED_MODEL, loaded_model, model_weights, token_ids
 from conformance.tolerances import ELEMENTWISE, Tolerance, for_candidate
 
 SECTION = "§3.5 Positional encoding"
@@ -234,3 +237,28 @@ def rotation_pair(candidate, pos: int, which: str, k: int, i: int, d: int) -> np
         return pe[pos + k, 2 * i : 2 * i + 2]
     w = k / 10000 ** (2 * i / d)
     return np.array([[np.cos(w), np.sin(w)], [-np.sin(w), np.cos(w)]]) @ pe[pos, 2 * i : 2 * i + 2]
+
+
+LONG_SOURCE = 1_100  # past the 512- and 1,024-row tables of BERT-era code and of transformers' Marian and FSMT
+
+
+@claims.ANY_LENGTH
+@pytest.mark.requires(*LOADED_MODEL, "model.encode")
+def test_source_longer_than_1024_tokens_is_encoded(candidate, check, rng):
+    """encode() of one 1,100-token source (the toy sizes) returns a finite (1, 1100, d_model) memory: no positional
+    table of fixed length refuses the positions past its last row."""
+    config = candidate.fit(toy_config())
+    weights = model_weights(config, rng)
+    src = token_ids(rng, config, 1, LONG_SOURCE)
+    try:
+        memory = loaded_model(candidate, config, weights).encode(src)
+    except BadOutput:
+        raise  # an answer of the wrong kind says so itself
+    except AdapterError as exc:
+        check.claim(False, f"encoding a source of {LONG_SOURCE} tokens failed ({exc.message}): a positional table of"
+                    " fixed length (learned, or sinusoids precomputed for 512 or 1,024 positions) refuses the"
+                    " positions past its last row; the sinusoids of §3.5 are defined at every position",
+                    expected=f"a (1, {LONG_SOURCE}, {config.d_model}) memory", actual=type(exc).__name__)
+    assert_shape(memory, (1, LONG_SOURCE, config.d_model), what=f"encode(src (1, {LONG_SOURCE}))")
+    check.claim(bool(np.isfinite(memory).all()), f"the memory of a {LONG_SOURCE}-token source has NaN or inf values",
+                expected="finite values", actual="NaN/inf")
