@@ -163,12 +163,13 @@ def real_logits_after_target_padding(candidate, sizes: ModelSizes, *, k: int) ->
 
 @_drawn_once
 def empty_source_problem(sizes: ModelSizes):
-    """The model problem with source sentence 0 all padding, and the weights with the padding token's source
-    embedding redrawn: weights, moved weights, src, tgt_in."""
+    """The model problem with one more sentence, its source all padding and its decoder input sentence 0's, and
+    the weights with the padding token's source embedding redrawn: weights, moved weights, src, tgt_in. (The batch
+    keeps its full-length source: code that sizes its masks by the longest sentence still gets S keys.)"""
     weights, src, tgt_in = model_problem(sizes)
     pad, table = sizes.config.pad_id, "E" if sizes.config.share_embeddings else "E_src"
-    empty = src.copy()
-    empty[0] = pad
+    empty = np.concatenate([src, np.full_like(src[:1], pad)])
+    tgt_in = np.concatenate([tgt_in, tgt_in[:1]])
     moved = dict(weights)
     moved[table] = weights[table].copy()
     moved[table][pad] = -weights[table][pad] + sizes.rng().standard_normal(weights[table].shape[1]).astype(
@@ -177,13 +178,13 @@ def empty_source_problem(sizes: ModelSizes):
 
 
 def logits_of_an_empty_source(candidate, sizes: ModelSizes, *, moved: bool = False) -> np.ndarray:
-    """Sentence 0's logits at its real target positions, every column but the padding token's (the tied output
-    layer reads E[pad] there), centred per position (a log-softmax's normaliser reads that column too), when its
-    source is all padding; ``moved``: with E[pad] redrawn."""
+    """The all-padding sentence's logits at its real target positions, every column but the padding token's (the
+    tied output layer reads E[pad] there), centred per position (a log-softmax's normaliser reads that column
+    too); ``moved``: with E[pad] redrawn."""
     weights, other, src, tgt_in = empty_source_problem(sizes)
     pad = sizes.config.pad_id
-    logits = loaded_model(candidate, sizes.config, other if moved else weights).forward(src, tgt_in)[0]
-    kept = np.delete(np.asarray(logits, np.float64)[tgt_in[0] != pad], pad, axis=-1)
+    logits = loaded_model(candidate, sizes.config, other if moved else weights).forward(src, tgt_in)[-1]
+    kept = np.delete(np.asarray(logits, np.float64)[tgt_in[-1] != pad], pad, axis=-1)
     return kept - kept.mean(-1, keepdims=True)
 
 

@@ -162,6 +162,34 @@ def test_a_fully_masked_row_gets_uniform_weights_an_advisory(name, reports):
 
 
 @pytest.mark.slow
+@pytest.mark.parametrize("name", ["hf-marian", "hf-fsmt", "opennmt-py"])
+def test_an_all_padding_source_sentence_read_uniformly_is_an_advisory(name, reports):
+    """The model-level fully-masked convention, for finite fills: HF's finfo.min (masking_utils.py:615-617,
+    modeling_fsmt.py:763), OpenNMT-py's -1e18 (modules/multi_headed_attn.py:237), where OpenNMT-py exposes no
+    attention part for the bare fully-masked checks."""
+    statuses = {c["id"]: c["status"] for c in reports[name]["checks"]}
+    assert statuses["fully_masked_source_sentence_is_invisible_to_the_decoder"] == "advisory"
+
+
+@pytest.mark.slow
+def test_opennmt_finite_fill_is_named_with_its_profile(reports):
+    """OpenNMT-py's pre-norm and final norms, confirmed on its encoder's output, lead the search; the -1e18 fill
+    of a fully masked row is the one more bug the all-padding sentence shows."""
+    check = next(c for c in reports["opennmt-py"]["checks"]
+                 if c["id"] == "fully_masked_source_sentence_is_invisible_to_the_decoder")
+    cause = check["likely_cause"] or ""
+    assert cause.endswith("(mutant:extra_final_layer_norm + mutant:masked_scores_filled_with_minus_1e9 +"
+                          " mutant:pre_norm)"), cause
+
+
+@pytest.mark.slow
+def test_marian_1024_row_table_is_an_advisory_that_says_so(reports):
+    """max_position_embeddings rows, 1,024 by default (modeling_marian.py:448-449): a longer source raises."""
+    check = next(c for c in reports["hf-marian"]["checks"] if c["id"] == "source_longer_than_1024_tokens_is_encoded")
+    assert check["status"] == "advisory" and "positional table of fixed length" in check["message"], check["message"]
+
+
+@pytest.mark.slow
 @pytest.mark.parametrize("name", ["hf-marian", "hf-fsmt"])
 def test_what_the_code_fixes_is_skipped_not_failed(name, reports):
     statuses = {c["id"]: c["status"] for c in reports[name]["checks"]}

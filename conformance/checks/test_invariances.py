@@ -75,6 +75,29 @@ def test_logits_up_to_t_ignore_later_target_tokens(candidate, check, sizes, data
                      " (the future must not leak)", ask=logits_question(sizes))
 
 
+@claims.FULLY_MASKED_ROW
+@pytest.mark.requires(*FORWARD)
+@fast_failure()
+@given(sizes=model_sizes())
+def test_fully_masked_source_sentence_is_invisible_to_the_decoder(candidate, check, sizes):
+    """A source sentence of padding only (an empty line of a corpus): every query of its encoder self-attention
+    and of the decoder's cross-attention has no visible key. By the suite's convention such a row reads nothing,
+    so the sentence's logits are finite and do not move when the padding token's embedding does.
+
+    The model-level form of the fully-masked-row convention, for adapters that expose only the model: a -1e9,
+    -1e18 or finfo.min fill reads the padding uniformly there, -inf without care gives NaN."""
+    pad = sizes.config.pad_id
+    before = questions.logits_of_an_empty_source(candidate, sizes)
+    check.claim(bool(np.isfinite(before).all()),
+                "an all-padding source sentence gave NaN or inf logits (softmax over keys that are all -inf is 0/0;"
+                " the suite's convention gives such a row weights 0)", expected="finite logits", actual="NaN/inf")
+    after = questions.logits_of_an_empty_source(candidate, sizes, moved=True)
+    check.close(after, before, for_candidate(MODEL, candidate),
+                what=f"logits of a sentence whose source is all padding, after E[pad] (token {pad}) changed (a"
+                     " finite fill of the hidden scores makes its fully masked rows read the padding uniformly)",
+                ask=Question(functools.partial(questions.logits_of_an_empty_source, moved=True), sizes))
+
+
 @claims.KEY_PADDING
 @pytest.mark.requires(*FORWARD)
 @fast_failure(2 / 3)

@@ -15,29 +15,25 @@ drawn sizes (the layer's output on the check's own inputs), so that a failure ca
 catalogue of known bugs and confirmed on a second, bigger problem.
 """
 
-import functools
-
 import numpy as np
 import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from conformance import claims, oracle, questions
+from conformance import claims, oracle
 from conformance.compare import measure
 from conformance.diagnosis import Question
 from conformance.errors import Blocked
 from conformance.scenarios import (
-    LOADED_MODEL,
     activations,
     fast_failure,
     keep_masks,
     key_padding,
     layer_sizes,
     layer_weights,
-    model_sizes,
     trailing_keep,
 )
-from conformance.tolerances import ELEMENTWISE, LAYER, MODEL, for_candidate
+from conformance.tolerances import ELEMENTWISE, LAYER, for_candidate
 from conformance.weights import attention_shapes, random_weights
 
 SECTION = "§3.2.3 Masks"
@@ -360,29 +356,6 @@ def test_fully_masked_row_gives_zero_weights_and_only_b_O(candidate, check, size
                 what="output of the fully masked row (a finite fill gives"
                 " uniform weights there, -inf without care gives NaN)")
     # The other rows are the multi-head checks' claim (the lessons'); this convention judges this row only.
-
-
-@claims.FULLY_MASKED_ROW
-@pytest.mark.requires(*LOADED_MODEL, "model.forward")
-@fast_failure()
-@given(sizes=model_sizes())
-def test_fully_masked_source_sentence_is_invisible_to_the_decoder(candidate, check, sizes):
-    """A source sentence of padding only (an empty line of a corpus): every query of its encoder self-attention
-    and of the decoder's cross-attention has no visible key. By the suite's convention such a row reads nothing,
-    so the sentence's logits are finite and do not move when the padding token's embedding does.
-
-    The model-level form of the fully-masked-row convention, for adapters that expose only the model: a -1e9,
-    -1e18 or finfo.min fill reads the padding uniformly there, -inf without care gives NaN."""
-    pad = sizes.config.pad_id
-    before = questions.logits_of_an_empty_source(candidate, sizes)
-    check.claim(bool(np.isfinite(before).all()),
-                "an all-padding source sentence gave NaN or inf logits (softmax over keys that are all -inf is 0/0;"
-                " the suite's convention gives such a row weights 0)", expected="finite logits", actual="NaN/inf")
-    after = questions.logits_of_an_empty_source(candidate, sizes, moved=True)
-    check.close(after, before, for_candidate(MODEL, candidate),
-                what=f"logits of a sentence whose source is all padding, after E[pad] (token {pad}) changed (a"
-                     " finite fill of the hidden scores makes its fully masked rows read the padding uniformly)",
-                ask=Question(functools.partial(questions.logits_of_an_empty_source, moved=True), sizes))
 
 
 def keys_removed(sizes):
