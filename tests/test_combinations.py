@@ -109,3 +109,18 @@ def test_a_bug_the_failing_problem_cannot_show_is_added_from_the_second():
     assert (src != MODEL_PROBLEM.config.pad_id).all(), "the failing problem must have no padding"
     matches = diagnose(composed(*bugs), questions.memory, unpadded, MODEL)
     assert named(matches) == ["+".join(bugs)], f"got {named(matches)}"
+
+
+def test_a_part_another_part_undoes_is_dropped_from_the_name():
+    """With no causal mask built at all, a causal mask in the encoder changes nothing: a confirmed combination
+    that holds it is named without it (leave-one-out, attention_mask_ignored was named with it)."""
+    from conformance.diagnosis import matching
+
+    candidate = composed("no_causal_mask", "padding_mask_ignored")
+    question = Question(questions.logits, candidate.fit(MODEL_PROBLEM))
+    second = matching._Second(candidate, question, matching._same(question, for_candidate(MODEL, candidate)))
+    assert second.ready()
+    search = matching._CombinationSearch(second, question.problem, question.ask(candidate, question.problem))
+    _, kept, _ = search._without_idle_parts(0.0, combine("causal_mask_in_encoder", "no_causal_mask",
+                                                         "padding_mask_ignored"), 0.0)
+    assert kept.names == ("no_causal_mask", "padding_mask_ignored")

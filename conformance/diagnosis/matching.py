@@ -371,9 +371,33 @@ class _CombinationSearch:
                 break
             self.reruns_left -= 1
             probe_max_abs = self.second.confirms(combo)
-            if probe_max_abs is not None:
+            if probe_max_abs is None:
+                self.refuted.append((max_abs, combo.names))
+                continue
+            max_abs, combo, probe_max_abs = self._without_idle_parts(max_abs, combo, probe_max_abs)
+            if all(match["mutant"] != combo.name for match in found):
                 found.append({"mutant": combo.name, "mutants": list(combo.names), "bug": combo.bug,
                               "max_abs": max_abs, "probe_max_abs": probe_max_abs})
-            else:
-                self.refuted.append((max_abs, combo.names))
         return sorted(found, key=lambda match: (match["max_abs"], match["mutant"]))
+
+    def _without_idle_parts(self, max_abs, combo, probe_max_abs):
+        """The confirmed combination less every part whose removal changes neither answer: a bug that another
+        one undoes (a causal mask in the encoder, once no causal mask is built at all) is not named."""
+        from conformance.diagnosis.combine import combination
+
+        shrunk = True
+        while shrunk and len(combo.names) > 2:  # a pair's parts are singles, refuted before the search began
+            shrunk = False
+            for name in combo.names:
+                smaller = combination(tuple(n for n in combo.names if n != name))
+                if smaller is None or self.reruns_left <= 0:
+                    continue
+                self.reruns_left -= 1
+                theirs = known_answer(self.second.question, smaller.candidate, self.problem)
+                if theirs is None or np.shape(theirs) != np.shape(self.mine) or not self.second.same(self.mine, theirs):
+                    continue
+                probe = self.second.confirms(smaller)
+                if probe is not None:
+                    max_abs, combo, probe_max_abs, shrunk = _distance(self.mine, theirs), smaller, probe, True
+                    break
+        return max_abs, combo, probe_max_abs
