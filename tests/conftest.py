@@ -14,6 +14,13 @@ import pytest
 
 from conformance.cli import main
 
+# One BLAS and OpenMP thread per process, as certify's --threads 1 gives torch (conformance.plugin.limit_torch_threads):
+# the checks' arrays are tiny, and with two xdist workers on two cores every extra thread spins on a core the other
+# worker needs (the NumPy implementation's matrix products cost a third more with OpenBLAS's default). Set here,
+# before pytest-xdist starts its workers, which read it when they load NumPy; isolated submissions inherit it.
+for _variable in ("OMP_NUM_THREADS", "OPENBLAS_NUM_THREADS", "MKL_NUM_THREADS"):
+    os.environ.setdefault(_variable, "1")
+
 pytest_plugins = ["pytester"]
 # Hostile submissions are data, not tests: one has a conftest.py that would rewrite every report.
 collect_ignore = ["hostile"]
