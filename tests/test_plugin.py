@@ -9,7 +9,11 @@ from conformance.cli import checks_dir
 
 
 def run_checks(pytester, *args):
-    return pytester.runpytest_subprocess(str(checks_dir()), "-p", "no:cacheprovider", "--import-mode=importlib", *args)
+    """pytest over the checks, from pytester's folder. ``-o addopts=``: an --impl path under tests/adapters makes
+    this project the common ancestor of the arguments, and pytest then read its pyproject's addopts (``-n 2``: every
+    such run started two xdist workers, each with its own isolated adapter), which a user's run never gets."""
+    return pytester.runpytest_subprocess(str(checks_dir()), "-p", "no:cacheprovider", "--import-mode=importlib",
+                                         "-o", "addopts=", *args)
 
 
 def test_without_impl_the_checks_are_skipped_and_the_plugin_is_inert(pytester):
