@@ -1,14 +1,25 @@
 """Helpers for the suite's own tests: run `transformer-conformance certify` in-process and read its report."""
 
 import contextlib
+import copy
+import fcntl
+import hashlib
 import io
 import json
+import os
 from dataclasses import dataclass
 from pathlib import Path
 
 import pytest
 
 from conformance.cli import main
+
+# One BLAS and OpenMP thread per process, as certify's --threads 1 gives torch (conformance.plugin.limit_torch_threads):
+# the checks' arrays are tiny, and with two xdist workers on two cores every extra thread spins on a core the other
+# worker needs (the NumPy implementation's matrix products cost a third more with OpenBLAS's default). Set here,
+# before pytest-xdist starts its workers, which read it when they load NumPy; isolated submissions inherit it.
+for _variable in ("OMP_NUM_THREADS", "OPENBLAS_NUM_THREADS", "MKL_NUM_THREADS"):
+    os.environ.setdefault(_variable, "1")
 
 pytest_plugins = ["pytester"]
 # Hostile submissions are data, not tests: one has a conftest.py that would rewrite every report.
@@ -55,6 +66,51 @@ def certify_quietly(folder: Path, impl: str, *args: str) -> dict:
     with contextlib.redirect_stdout(io.StringIO()), contextlib.redirect_stderr(io.StringIO()):
         main(["certify", impl, "--json", str(report_path), "--progress", "off", *args])
     return json.loads(report_path.read_text())
+
+
+# One certify run per test session for the same arguments, whichever xdist worker asks first: the report lies in the
+# workers' common temporary folder, behind a lock (pytest-xdist's recipe for session fixtures).
+_SHARED_RUNS: dict[tuple[str, ...], dict] = {}
+
+
+def shared_run(tmp_path_factory, impl: str, *args: str) -> Run:
+    """certify IMPL ARGS (output discarded, ``--progress off``) run once per session; every caller gets its own
+    copy of the result. For runs whose report several tests read, in whichever worker they land."""
+    key = (impl, *args, "--progress", "off")
+    if key not in _SHARED_RUNS:
+        root = tmp_path_factory.getbasetemp()
+        root = root.parent if os.environ.get("PYTEST_XDIST_WORKER") else root
+        name = "shared-" + hashlib.sha256(json.dumps(key).encode()).hexdigest()[:16]
+        with open(root / f"{name}.lock", "w") as lock:
+            fcntl.flock(lock, fcntl.LOCK_EX)  # released when the file closes
+            done = root / f"{name}.json"
+            if not done.exists():
+                folder = root / name
+                folder.mkdir(exist_ok=True)
+                out, err = io.StringIO(), io.StringIO()
+                with contextlib.redirect_stdout(out), contextlib.redirect_stderr(err):
+                    code = main(["certify", key[0], "--json", str(folder / "report.json"), *key[1:]])
+                report = json.loads((folder / "report.json").read_text()) if (folder / "report.json").exists() \
+                    else None
+                partial = done.with_suffix(".partial")
+                partial.write_text(json.dumps({"code": code, "out": out.getvalue(), "err": err.getvalue(),
+                                               "report": report}))
+                partial.replace(done)
+            _SHARED_RUNS[key] = json.loads(done.read_text())
+    run = copy.deepcopy(_SHARED_RUNS[key])
+    return Run(run["code"], run["out"], run["err"], run["report"])
+
+
+# The reference trained once per session (its training run is the longest step of the default selection), with the
+# checks whose pictures tests/test_browser.py opens in a browser: tests/test_training.py asserts the training
+# checks on it, tests/test_browser.py renders it.
+TRAINING_CHECKS = ("rate_used_at_each_step_is_lrate", "reported_loss_is_label_smoothed_cross_entropy",
+                   "adam_steps_match_reference", "evaluation_mode_has_no_dropout", "reversal_task_is_learned",
+                   "smoothed_loss_approaches_its_floor_from_above", "greedy_decoding_reverses_cabed",
+                   "last_layer_cross_attention_reads_mirrored_positions",
+                   "top_probabilities_stay_near_the_smoothed_target")
+TRAINED_REFERENCE_RUN = ("-k", " or ".join(("pe_has_one_row", "attention", "lrate_matches_published_paper",
+                                            "trained_checkpoint", *TRAINING_CHECKS)))
 
 
 # A failing run that draws every picture but the training curves: the PE table, the checkpoint's attention,

@@ -12,7 +12,7 @@ import shutil
 from pathlib import Path
 
 import pytest
-from conftest import PICTURED_RUN, certify_quietly
+from conftest import PICTURED_RUN, TRAINED_REFERENCE_RUN, shared_run
 
 from conformance.reports import html_report
 from conformance.results import FAILING
@@ -57,11 +57,11 @@ def browser():
 
 @pytest.fixture(scope="module")
 def runs(tmp_path_factory) -> dict[str, dict]:
-    passing_run = ("-k", "pe_has_one_row or attention or lrate_matches_published_paper or trained_checkpoint"
-                   " or reversal_task_is_learned")
+    """The session's shared runs: the failing one is tests/test_reports.py's, the passing one (the PE table, the
+    attention and schedule checks, the checkpoint and every training check) is tests/test_training.py's."""
     return {
-        "failing": certify_quietly(tmp_path_factory.mktemp("failing"), "mutant:attention_no_scaling", *PICTURED_RUN),
-        "passing": certify_quietly(tmp_path_factory.mktemp("passing"), "reference", *passing_run),
+        "failing": shared_run(tmp_path_factory, "mutant:attention_no_scaling", *PICTURED_RUN).report,
+        "passing": shared_run(tmp_path_factory, "reference", *TRAINED_REFERENCE_RUN).report,
     }
 
 

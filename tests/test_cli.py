@@ -1,5 +1,6 @@
 """The CLI's documented exit codes and commands."""
 
+import json
 import shutil
 import subprocess
 import sys
@@ -37,7 +38,35 @@ def test_exit_5_when_nothing_is_implemented(certify):
     assert run.code == EXIT_NOTHING_RAN
 
 
+# The checks that call each part of the template once (no hypothesis search: a property check draws ~450
+# configurations before it gives up on a part that always raises), and one property check that gives up.
+TEMPLATE_PARTS_RUN = ("-k", "published or base_size or fully_masked_row_gives_zero_weights_and_output"
+                            " or pe_has_one_row or lrate_rises_linearly")
+TEMPLATE_PARTS = ("positional_encoding", "layer_norm", "scaled_dot_product_attention", "multi_head_attention",
+                  "feed_forward", "encoder_layer", "decoder_layer", "learning_rate", "label_smoothed_loss",
+                  "parameter_count")
+
+
+def test_template_prints_a_loadable_adapter_whose_every_part_is_not_implemented(capsys, tmp_path):
+    """Each part of the template raises NotImplementedError, and is reported so; the whole catalogue over the
+    template is test_template_prints_a_loadable_adapter (slow)."""
+    assert main(["template"]) == EXIT_OK
+    path = tmp_path / "my_adapter.py"
+    path.write_text(capsys.readouterr().out)
+    report = tmp_path / "report.json"
+    assert main(["certify", str(path), *TEMPLATE_PARTS_RUN, "--json", str(report)]) == EXIT_NOTHING_RAN
+    checks = json.loads(report.read_text())["checks"]
+    assert {check["status"] for check in checks} == {"not_implemented", "blocked"}
+    messages = "\n".join(check["message"] for check in checks)
+    for part in TEMPLATE_PARTS:
+        assert f"my_adapter.py.{part} raised NotImplementedError" in messages, part
+    assert "does not provide build_model" in messages and "could build none of the" in messages
+
+
+@pytest.mark.slow
 def test_template_prints_a_loadable_adapter(capsys, tmp_path):
+    """The whole catalogue (about 30 property checks of ~450 refused examples each): the default selection runs
+    test_template_prints_a_loadable_adapter_whose_every_part_is_not_implemented."""
     assert main(["template"]) == EXIT_OK
     path = tmp_path / "my_adapter.py"
     path.write_text(capsys.readouterr().out)

@@ -32,17 +32,34 @@ def assert_runs_everything_it_can(run, builtin="reference"):
     assert run.code == 0
 
 
-@pytest.mark.parametrize("builtin", ["reference", *(pytest.param(b, marks=pytest.mark.slow) for b in SLOW_BUILTINS)])
-def test_an_implementation_of_the_paper_configuration_only_is_checked_fully(certify, builtin):
+# The default selection certifies the reference's views on checks of every kind of problem the suite fits into a
+# declaration (a layer's sizes, a model's configuration, a parameter count, a published example) and on those that
+# need a configuration beyond the paper; the slow step, on the whole catalogue, for every built-in.
+FITTED = ("-k", "parameter_count or layer_norm or feed_forward_matches_reference or encoder_layer_matches_reference"
+                " or masked_rows_sum_to_one or logits_match_reference or decode_matches")
+MODEL_CHECKS = ("-k", "logits_match_reference or encode_matches or decode_matches or batch_equals_rows"
+                      " or trained_checkpoint_outputs or layer_norm_matches_formula")
+
+
+def views(selection: tuple[str, ...]) -> list:
+    """The reference on ``selection``, then (slow) every built-in on the whole catalogue."""
+    return [pytest.param("reference", selection, id="reference-selection"),
+            *(pytest.param(b, (), id=f"{b}-catalogue", marks=pytest.mark.slow) for b in ["reference", *SLOW_BUILTINS])]
+
+
+@pytest.mark.parametrize(("builtin", "selection"), views(FITTED))
+def test_an_implementation_of_the_paper_configuration_only_is_checked_fully(certify, builtin, selection):
     """Declared: every drawn example is fitted into the paper's configuration, and every check runs."""
-    run = certify(f"{VIEWS}:paper_only_{builtin}", "--no-training")
+    run = certify(f"{VIEWS}:paper_only_{builtin}", "--no-training", *selection)
     assert_runs_everything_it_can(run, builtin)
     assert "supports only: attention_bias in (True,): projections always carry biases" in run.out
 
 
-def test_undeclared_limits_skip_examples_and_name_the_adapters_reasons(certify):
+@pytest.mark.parametrize("selection", [pytest.param(FITTED, id="selection"),
+                                       pytest.param((), id="catalogue", marks=pytest.mark.slow)])
+def test_undeclared_limits_skip_examples_and_name_the_adapters_reasons(certify, selection):
     """Not declared, only raised: the examples it refuses are skipped and counted, with its own words."""
-    run = certify(f"{VIEWS}:undeclared_reference", "--no-training")
+    run = certify(f"{VIEWS}:undeclared_reference", "--no-training", *selection)
     assert_runs_everything_it_can(run)
     checks = {c["id"]: c for c in run.report["checks"]}
     ffn = checks["feed_forward_matches_reference"]["examples"]
@@ -54,9 +71,9 @@ def test_undeclared_limits_skip_examples_and_name_the_adapters_reasons(certify):
     assert "raised NotImplementedError: projections always carry biases" in not_implemented["message"]
 
 
-@pytest.mark.parametrize("builtin", ["reference", *(pytest.param(b, marks=pytest.mark.slow) for b in SLOW_BUILTINS)])
-def test_an_adapter_that_exposes_only_the_model_passes_every_model_check(certify, builtin):
-    run = certify(f"{VIEWS}:model_only_{builtin}", "--no-training")
+@pytest.mark.parametrize(("builtin", "selection"), views(MODEL_CHECKS))
+def test_an_adapter_that_exposes_only_the_model_passes_every_model_check(certify, builtin, selection):
+    run = certify(f"{VIEWS}:model_only_{builtin}", "--no-training", *selection)
     assert run.report is not None, run.err
     passed = run.with_status("passed")
     assert {"logits_match_reference", "encode_matches_reference", "decode_matches_reference",

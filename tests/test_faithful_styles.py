@@ -28,10 +28,14 @@ FULLY_MASKED = {"fully_masked_row_gives_zero_weights_and_output", "fully_masked_
                 "fully_masked_source_sentence_is_invisible_to_the_decoder"}
 
 
-def test_the_lessons_own_masking_is_conformant(certify):
+@pytest.mark.parametrize("selection", [
+    # where its attention meets masked keys (masks, padding: layers and model), and its loss
+    pytest.param(("-k", "mask or padd or smooth or attention_matches or encode_matches"), id="selection"),
+    pytest.param((), id="catalogue", marks=pytest.mark.slow)])
+def test_the_lessons_own_masking_is_conformant(certify, selection):
     """``masked_fill(-inf)`` gives NaN for a query whose keys are all masked: the paper is silent there, so the
     suite's convention (weights 0, output 0) is advisory, printed apart, and the run exits 0."""
-    run = certify(adapter_path("lesson_style"), "--no-training")
+    run = certify(adapter_path("lesson_style"), "--no-training", *selection)
     assert run.with_status("advisory") == FULLY_MASKED
     assert set(run.statuses().values()) == {"passed", "advisory"}, run.out
     assert run.code == 0

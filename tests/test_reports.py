@@ -11,7 +11,7 @@ import jsonschema
 import numpy as np
 import pytest
 import xmlschema
-from conftest import PICTURED_RUN, adapter_path, certify_quietly
+from conftest import PICTURED_RUN, adapter_path, certify_quietly, shared_run
 
 from conformance.compare import DIFFERENCE_WINDOW, difference_window
 from conformance.reports import badge, html_report, junit_report, markdown_report, view
@@ -23,7 +23,7 @@ JUNIT_XSD = Path(__file__).parent / "schemas" / "junit.xsd"
 
 @pytest.fixture(scope="module")
 def failing(tmp_path_factory) -> dict:
-    return certify_quietly(tmp_path_factory.mktemp("failing"), "mutant:attention_no_scaling", *PICTURED_RUN)
+    return shared_run(tmp_path_factory, "mutant:attention_no_scaling", *PICTURED_RUN).report  # and test_browser's
 
 
 @pytest.fixture(scope="module")
