@@ -52,17 +52,24 @@ def supervise(child: int, control_fd: int, status_fd: int, total_s: float) -> in
     deadline, status, reason, usage = time.monotonic() + total_s, None, None, None
     poller = select.poll()
     poller.register(control_fd, select.POLLIN | select.POLLHUP)
+    exited = _pidfd(child)  # readable when the worker exits (Linux 5.3+); else wait4 every 50 ms
+    if exited is not None:
+        poller.register(exited, select.POLLIN)
     while status is None:
         pid, raw, usage = os.wait4(child, os.WNOHANG)
         if pid == child:
             status = raw
             break
-        if poller.poll(50):  # the grader closed CTL: stop now
+        left_ms = max(0, int((deadline - time.monotonic()) * 1000)) + 1
+        events = poller.poll(50 if exited is None else min(left_ms, 60_000))
+        if any(fd == control_fd for fd, _ in events):  # the grader closed CTL: stop now
             reason = "stopped by the grader"
-            os.kill(child, signal.SIGKILL)
         elif time.monotonic() > deadline:
             reason = f"total time limit of {total_s:g} s"
-            os.kill(child, signal.SIGKILL)
+        else:
+            continue
+        os.kill(child, signal.SIGKILL)
+        _, status, usage = os.wait4(child, 0)
     killed = kill_descendants()
     report = {"exit": os.WEXITSTATUS(status)} if os.WIFEXITED(status) else {"signal": os.WTERMSIG(status)}
     report.update(killed_descendants=killed, reason=reason,
@@ -72,6 +79,13 @@ def supervise(child: int, control_fd: int, status_fd: int, total_s: float) -> in
     except OSError:
         pass
     return 0
+
+
+def _pidfd(pid: int) -> int | None:
+    try:
+        return os.pidfd_open(pid)
+    except (AttributeError, OSError):
+        return None
 
 
 def kill_descendants(rounds: int = 20) -> int:
