@@ -7,7 +7,6 @@ Every attack runs isolated, the default for a submission named by a path.
 """
 
 import json
-import os
 import shutil
 import subprocess
 import sys
@@ -148,18 +147,6 @@ def test_patched_comparisons_and_rewritten_inputs_do_not_reach_the_grader(certif
     run = certify(hostile(name), "-k", selection)
     assert run.statuses() and set(run.statuses().values()) == {"failed"}, run.statuses()
     assert run.code == EXIT_FAILED
-    assert_fair(run, selection, tmp_path)
-
-
-def test_forged_memory_files_are_a_malformed_answer_and_leave_nothing_open_in_the_grader(certify, tmp_path):
-    selection = "layer_norm_matches_published_example or pe_matches_published_values or lrate_matches_published_paper"
-    before = len(os.listdir("/proc/self/fd"))
-    run = certify(hostile("forges_memory_files"), "-k", selection)
-    assert run.with_status("error") == {"layer_norm_matches_published_example", "pe_matches_published_values"}
-    assert all("malformed answer" in m and "memory files" in m for m in messages(run, "error")), messages(run, "error")
-    assert run.with_status("passed") == {"lrate_matches_published_paper_table"}
-    assert run.report["implementations"][0]["isolation"]["restarts"] == 2
-    assert len(os.listdir("/proc/self/fd")) == before
     assert_fair(run, selection, tmp_path)
 
 

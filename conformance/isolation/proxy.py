@@ -25,7 +25,6 @@ import os
 import select
 import shutil
 import signal
-import socket
 import subprocess
 import sys
 import tempfile
@@ -98,19 +97,17 @@ class Worker:
         response_r, response_w = os.pipe()
         control_r, self.control_w = os.pipe()
         self.status_r, status_w = os.pipe()
-        share, share_worker = socket.socketpair(socket.AF_UNIX, socket.SOCK_STREAM)  # large buffers, as memfds
         with open(self.log_path, "wb") as log:
             self.process = subprocess.Popen(
                 [sys.executable, "-I", "-B", "-u", "-c", BOOTSTRAP, str(request_r), str(response_w), str(control_r),
-                 str(status_w), str(limits.total_s), str(share_worker.fileno())],
+                 str(status_w), str(limits.total_s)],
                 stdin=subprocess.DEVNULL, stdout=log, stderr=subprocess.STDOUT, cwd=work,
-                env=minimal_env(work, self.temp_dir, threads),
-                pass_fds=(request_r, response_w, control_r, status_w, share_worker.fileno()), start_new_session=True,
+                env=minimal_env(work, self.temp_dir, threads), pass_fds=(request_r, response_w, control_r, status_w),
+                start_new_session=True,
             )
         for fd in (request_r, response_w, control_r, status_w):
             os.close(fd)
-        share_worker.close()
-        self.channel = Channel(response_r, request_w, share=share)
+        self.channel = Channel(response_r, request_w)
         self.channel.send({**start, "temp_dir": str(self.temp_dir)})
         self.exit_report: dict | None = None
         _LIVE.add(self)

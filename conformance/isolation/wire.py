@@ -1,22 +1,9 @@
 """The wire between the grader and the worker: plain data only, never a pickle.
 
-One message is ``[u64 header length][u64 shared bytes][header: UTF-8 JSON][raw buffer 0][raw buffer 1]...``.
-The header holds a tree of tagged nodes; arrays travel as raw bytes with their dtype and shape (the
+One message is ``[u64 header length][header: UTF-8 JSON][raw buffer 0][raw buffer 1]...``. The header
+holds a tree of tagged nodes; arrays travel as raw bytes with their dtype and shape (the
 ``numpy.save``/``load(allow_pickle=False)`` rule: a numeric dtype, native byte order, nothing that
-runs code when read).
-
-Shared bytes 0: every buffer follows the header in the pipe. Otherwise every buffer of ``SHARE_MIN``
-bytes or more is in memory files (``memfd``) sent ahead of the message over a Unix socket beside the
-pipes: the large buffers one after the other, 16-byte padded, split into files of at most the sender's
-file size (the worker's file-size limit holds for its memory files). The receiver copies them out into
-its own memory and closes them, so nothing stays shared: a sender that writes into a file afterwards
-changes nothing the other side holds. The base-size weights (250 MB) are then copied twice, not pushed
-through the pipe a megabyte at a time. What the grader reads from the socket is checked like the rest:
-only memory files (they can be sealed; reading one never blocks), exactly the announced bytes, at most
-``MAX_FILES``; a message that announces files where there is no socket is refused, and so is sending
-while the other side has left an earlier message's files untaken.
-
-Tags:
+runs code when read). Tags:
 
 =======  =================================================  ==========================================
 tag      node                                               decoded as
@@ -41,29 +28,23 @@ Everything read is checked (dtype allow-list, sizes, depth) and raises ``WireErr
 
 from __future__ import annotations
 
-import array
-import fcntl
+import itertools
 import json
 import math
 import os
 import select
-import socket
-import stat
 import struct
-import termios
 import time
 from typing import Any
 
 import numpy as np
 
-FRAME = struct.Struct("<QQ")  # header length, bytes in the shared memory file (0: none)
+HEADER = struct.Struct("<Q")
 MAX_DEPTH = 32
 MAX_NODES = 200_000
 MAX_HEADER_BYTES = 64 * 2**20
 SMALL = 64 * 2**10  # buffers below this travel in the header's write
-SHARE_MIN = 2**20  # buffers of this size and more travel in memory files, where the channel has a share socket
-SHARE_TOKEN = b"F"  # the one byte that carries a message's memory files over the share socket
-MAX_FILES = 64  # memory files one message may come in
+LARGE = 2**20  # reads of this size and more land in numpy.empty (huge pages), not a bytearray
 DTYPE_KINDS = "biufc"  # bool, signed, unsigned, float, complex: no object, void, datetime, string
 
 
@@ -276,32 +257,19 @@ def _collect_sizes(node, sizes, depth):
 
 # -- the pipe ------------------------------------------------------------------------------------
 class Channel:
-    """One direction-pair of pipes, read and written with deadlines (``time.monotonic`` seconds).
+    """One direction-pair of pipes, read and written with deadlines (``time.monotonic`` seconds)."""
 
-    ``share``: a Unix socket to the other side over which large buffers go as memory files (see the
-    module's docstring); ``file_bytes``: the largest file this side may make (the worker's file-size limit).
-    Without it every byte crosses the pipes."""
-
-    def __init__(self, read_fd: int, write_fd: int, *, max_bytes: int = 2**31, share: socket.socket | None = None,
-                 file_bytes: int = 2**62):
-        self.read_fd, self.write_fd, self.max_bytes, self.file_bytes = read_fd, write_fd, max_bytes, file_bytes
-        self.share = share if share is not None and hasattr(os, "memfd_create") else None
+    def __init__(self, read_fd: int, write_fd: int, *, max_bytes: int = 2**31):
+        self.read_fd, self.write_fd, self.max_bytes = read_fd, write_fd, max_bytes
         for fd in (read_fd, write_fd):
             os.set_blocking(fd, False)
             _grow_pipe(fd)
-        if self.share is not None:
-            self.share.setblocking(False)
 
     def send(self, value: Any, *, deadline: float | None = None, model_handle=None) -> None:
-        """One message; small buffers go out with the header in one write (a call's arrays are small), large
-        ones in memory files sent ahead, where there is a share socket."""
+        """One message; small buffers go out with the header in one write (a call's arrays are small)."""
         header, buffers = encode(value, model_handle)
-        large = [b for b in buffers if len(b) >= SHARE_MIN] if self.share is not None else []
-        shared = self._send_files(large, deadline) if large else 0
-        pending = [FRAME.pack(len(header), shared) + header]
+        pending = [HEADER.pack(len(header)) + header]
         for buffer in buffers:
-            if shared and len(buffer) >= SHARE_MIN:
-                continue
             padding = bytes(padded(len(buffer)) - len(buffer))  # every array starts 16-byte aligned
             if len(buffer) < SMALL and len(pending[-1]) < SMALL:
                 pending[-1] = bytes(pending[-1]) + bytes(buffer) + padding
@@ -311,9 +279,8 @@ class Channel:
             self._write(chunk, deadline)
 
     def receive(self, *, deadline: float | None = None, make_model=None) -> Any:
-        """One message; its buffers are read as one block and sliced (writable views of memory of this
-        process), the large ones copied out of the memory files that came ahead, if any did."""
-        length, shared = FRAME.unpack(self._read(FRAME.size, deadline))
+        """One message; its buffers are read as one block and sliced (writable views of this process's memory)."""
+        (length,) = HEADER.unpack(self._read(HEADER.size, deadline))
         if length > MAX_HEADER_BYTES:
             raise WireError(f"header of {length} bytes announced (at most {MAX_HEADER_BYTES})")
         tree = parse_header(self._read(length, deadline))
@@ -323,88 +290,9 @@ class Channel:
             raise WireError(f"malformed header: {exc}") from None
         if sum(sizes) > self.max_bytes:
             raise WireError(f"message of {sum(sizes)} bytes announced (at most {self.max_bytes})")
-        in_file = [bool(shared) and size >= SHARE_MIN for size in sizes]
-        files = None
-        if shared:
-            if self.share is None:
-                raise WireError("memory files were announced, and this side has no socket for them")
-            expected = sum(padded(size) for size, filed in zip(sizes, in_file, strict=True) if filed)
-            if shared != expected:
-                raise WireError(f"memory files of {shared} bytes announced for {expected} bytes of large buffers")
-            files = memoryview(self._receive_files(shared, deadline))
-        block = memoryview(self._read(sum(padded(s) for s, f in zip(sizes, in_file, strict=True) if not f), deadline))
-        buffers, at_block, at_files = [], 0, 0
-        for size, filed in zip(sizes, in_file, strict=True):
-            if filed:
-                buffers.append(files[at_files:at_files + size])
-                at_files += padded(size)
-            else:
-                buffers.append(block[at_block:at_block + size])
-                at_block += padded(size)
-        return decode(tree, buffers, make_model)
-
-    # -- memory files --------------------------------------------------------------------------
-    def _send_files(self, buffers: list[memoryview], deadline: float | None) -> int:
-        """Write ``buffers`` (each padded to 16 bytes) as one stream into memory files of at most
-        ``file_bytes`` each and send them; the stream's length, or 0 (the pipe carries them) where no file
-        could be made."""
-        total = sum(padded(len(b)) for b in buffers)
-        if _unread_bytes(self.share):
-            raise WireError("the other side did not take the memory files of an earlier message")
-        fds: list[int] = []
-        try:
-            try:
-                for start in range(0, total, self.file_bytes):
-                    fds.append(os.memfd_create("conformance-wire", os.MFD_CLOEXEC))
-                    os.ftruncate(fds[-1], min(self.file_bytes, total - start))  # the padding stays zero
-                offset = 0
-                for buffer in buffers:
-                    view = memoryview(buffer).cast("B")
-                    while len(view):  # a buffer may run on into the next file
-                        index, at = divmod(offset, self.file_bytes)
-                        n = os.pwrite(fds[index], view[:min(len(view), self.file_bytes - at, 2**30)], at)
-                        view, offset = view[n:], offset + n
-                    offset = padded(offset)
-            except OSError:  # no memory for them: the pipe will do
-                return 0
-            rights = [(socket.SOL_SOCKET, socket.SCM_RIGHTS, array.array("i", fds))]
-            while True:
-                try:
-                    if self.share.sendmsg([SHARE_TOKEN], rights) == 1:
-                        return total
-                except BlockingIOError:
-                    self._wait(self.share.fileno(), select.POLLOUT, deadline)
-                except OSError:  # the other side closed its end, or exited
-                    raise ChannelClosed("the other end closed the share socket") from None
-        finally:
-            for fd in fds:
-                os.close(fd)
-
-    def _receive_files(self, total: int, deadline: float | None):
-        """The memory files sent ahead of this message, copied into one block of this process's memory
-        (``numpy.empty``: huge pages where the kernel gives them) and closed."""
-        fds = array.array("i")
-        while True:
-            try:
-                data, ancillary, flags, _ = self.share.recvmsg(
-                    1, socket.CMSG_SPACE(MAX_FILES * fds.itemsize), socket.MSG_CMSG_CLOEXEC)
-                break
-            except BlockingIOError:
-                self._wait(self.share.fileno(), select.POLLIN, deadline)
-            except OSError as exc:
-                raise ChannelClosed(f"the share socket failed: {exc}") from None
-        for level, kind, payload in ancillary:
-            if level == socket.SOL_SOCKET and kind == socket.SCM_RIGHTS:
-                fds.frombytes(payload[:len(payload) - len(payload) % fds.itemsize])
-        try:
-            if not data:
-                raise ChannelClosed("the other end closed the share socket")
-            if data != SHARE_TOKEN or not fds or flags & socket.MSG_CTRUNC:
-                raise WireError("the share socket carried something other than memory files")
-            return _copy_out(fds, total)
-        finally:
-            for fd in fds:
-                os.close(fd)
+        block = memoryview(self._read(sum(map(padded, sizes)), deadline))
+        starts = [0, *itertools.accumulate(map(padded, sizes))]
+        return decode(tree, [block[start:start + size] for start, size in zip(starts, sizes, strict=False)], make_model)
 
     def _wait(self, fd: int, event: int, deadline: float | None) -> None:
         poller = select.poll()
@@ -418,7 +306,7 @@ class Channel:
 
     def _read(self, size: int, deadline: float | None) -> bytearray:
         """Exactly ``size`` bytes: read while data is there, wait (poll) only when the pipe is empty."""
-        out = bytearray(size) if size < SHARE_MIN else _large_block(size)
+        out = bytearray(size) if size < LARGE else _large_block(size)
         view, done = memoryview(out), 0
         while done < size:
             try:
@@ -447,8 +335,6 @@ class Channel:
                 os.close(fd)
             except OSError:
                 pass
-        if self.share is not None:
-            self.share.close()
 
 
 def padded(size: int) -> int:
@@ -456,53 +342,18 @@ def padded(size: int) -> int:
 
 
 def _large_block(size: int):
-    """Writable memory for a large read: ``numpy.empty`` asks for huge pages (a ``bytearray`` of 250 MB
-    costs 60,000 page faults and a zero-fill before the first byte is read)."""
+    """Writable memory for a large read. ``numpy.empty`` asks the kernel for huge pages (madvise): the
+    base-size weights (250 MB) arrive in a tenth of the time a ``bytearray`` takes, which zero-fills them
+    first, a 4 KiB page fault at a time."""
     import numpy as np
 
     return np.empty(size, np.uint8)
 
 
-def _copy_out(fds, total: int):
-    """The bytes of memory files ``fds``, one after the other, which must make exactly ``total`` bytes. Only
-    memory files (memfd, tmpfs: they can be sealed) are read: reading one never blocks."""
-    try:
-        sizes = []
-        for fd in fds:
-            fcntl.fcntl(fd, fcntl.F_GET_SEALS)  # EINVAL for anything that is not a memory file
-            info = os.fstat(fd)
-            if not stat.S_ISREG(info.st_mode):
-                raise WireError("the share socket carried something other than memory files")
-            sizes.append(info.st_size)
-        if sum(sizes) != total:
-            raise WireError(f"memory files of {sum(sizes)} bytes sent for {total} announced")
-        out = _large_block(total)
-        view, at = memoryview(out), 0
-        for fd, size in zip(fds, sizes, strict=True):
-            done = 0
-            while done < size:
-                n = os.preadv(fd, [view[at + done:at + size]], done)
-                if n <= 0:
-                    raise WireError("a memory file shrank while it was read")
-                done += n
-            at += size
-        return out
-    except OSError as exc:
-        raise WireError(f"the share socket carried something other than memory files ({exc})") from None
-
-
-def _unread_bytes(sock: socket.socket) -> int:
-    """Bytes sent on ``sock`` that its peer has not read yet (SIOCOUTQ); 0 where the kernel cannot say."""
-    count = array.array("i", [0])
-    try:
-        fcntl.ioctl(sock.fileno(), termios.TIOCOUTQ, count)  # SIOCOUTQ == TIOCOUTQ
-    except OSError:
-        return 0
-    return count[0]
-
-
 def _grow_pipe(fd: int) -> None:
     """1 MiB pipe buffers (Linux F_SETPIPE_SZ): fewer wake-ups for the base-size weights."""
+    import fcntl
+
     try:
         fcntl.fcntl(fd, 1031, 2**20)  # F_SETPIPE_SZ
     except OSError:
