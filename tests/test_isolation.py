@@ -86,6 +86,33 @@ def test_a_large_message_arrives_whole_writable_and_aligned():
     assert all(a.flags.writeable and a.flags.aligned for a in back.values())
 
 
+def test_large_messages_reuse_one_block_only_while_nothing_decoded_from_it_is_alive():
+    to_worker, to_grader = os.pipe(), os.pipe()
+    grader, worker = Channel(to_grader[0], to_worker[1]), Channel(to_worker[0], to_grader[1])
+
+    def through(value):
+        grader.send(value, deadline=time.monotonic() + 5)
+        return worker.receive(deadline=time.monotonic() + 5)
+
+    def address(array_):
+        return array_.__array_interface__["data"][0]
+
+    try:
+        kept = through({"w": np.full(20_000, 1.0)})  # 160 kB: read into the channel's block
+        first = address(kept["w"])
+        again = through({"w": np.full(20_000, 2.0)})
+        assert address(again["w"]) != first and kept["w"][0] == 1.0  # the first answer is alive: a new block
+        del kept
+        second = address(again["w"])
+        del again
+        assert address(through({"w": np.full(10_000, 3.0)})["w"]) == second  # nothing holds it: reused
+        small = through({"w": np.full(10, 4.0)})["w"]
+        assert small.flags.writeable and small[0] == 4.0
+    finally:
+        grader.close()
+        worker.close()
+
+
 def test_encode_never_pickles():
     header, buffers = encode({"x": np.zeros(2), "s": "text"})
     assert b"pickle" not in header and all(isinstance(b, memoryview) for b in buffers)
