@@ -216,13 +216,15 @@ class Server:
             except ChannelClosed:
                 return
             answer = self.answer(request)
-            try:
+            del request  # its large arrays are views of the channel's block: unless the candidate keeps
+            try:  # them, the next message is read into the same memory (wire.Channel._read_buffers)
                 self.channel.send(answer, model_handle=self.model_handle)
             except ChannelClosed:
                 return
             except Exception as exc:  # a result whose description itself raised (a hostile property)
                 self.channel.send({"raised": {"type": type(exc).__name__,
                                               "message": f"its result could not be described: {exc}"}})
+            del answer  # an answer may be a view of its arguments
 
     def answer(self, request: dict) -> dict:
         for handle in request.get("release", []):
