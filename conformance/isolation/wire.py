@@ -271,13 +271,14 @@ class Channel:
     def send(self, value: Any, *, deadline: float | None = None, model_handle=None) -> None:
         """One message; small buffers go out with the header in one write (a call's arrays are small)."""
         header, buffers = encode(value, model_handle)
-        pending = [HEADER.pack(len(header)) + header]
+        pending = [bytearray(HEADER.pack(len(header)) + header)]  # the last is always a bytearray
         for buffer in buffers:
             padding = bytes(padded(len(buffer)) - len(buffer))  # every array starts 16-byte aligned
             if len(buffer) < SMALL and len(pending[-1]) < SMALL:
-                pending[-1] = bytes(pending[-1]) + bytes(buffer) + padding
+                pending[-1] += buffer  # in place: joining bytes anew was quadratic in a message's arrays
+                pending[-1] += padding
             else:
-                pending += [buffer, padding]
+                pending += [buffer, bytearray(padding)]
         for chunk in pending:
             self._write(chunk, deadline)
 
