@@ -86,28 +86,29 @@ def test_a_large_message_arrives_whole_writable_and_aligned():
     assert all(a.flags.writeable and a.flags.aligned for a in back.values())
 
 
-def test_large_messages_reuse_one_block_only_while_nothing_decoded_from_it_is_alive():
+def test_large_messages_reuse_blocks_only_while_nothing_decoded_from_them_is_alive():
     to_worker, to_grader = os.pipe(), os.pipe()
     grader, worker = Channel(to_grader[0], to_worker[1]), Channel(to_worker[0], to_grader[1])
 
     def through(value):
-        grader.send(value, deadline=time.monotonic() + 5)
-        return worker.receive(deadline=time.monotonic() + 5)
+        grader.send({"w": np.full(value[0], value[1])}, deadline=time.monotonic() + 5)
+        return worker.receive(deadline=time.monotonic() + 5)["w"]
 
     def address(array_):
         return array_.__array_interface__["data"][0]
 
     try:
-        kept = through({"w": np.full(20_000, 1.0)})  # 160 kB: read into the channel's block
-        first = address(kept["w"])
-        again = through({"w": np.full(20_000, 2.0)})
-        assert address(again["w"]) != first and kept["w"][0] == 1.0  # the first answer is alive: a new block
-        del kept
-        second = address(again["w"])
-        del again
-        assert address(through({"w": np.full(10_000, 3.0)})["w"]) == second  # nothing holds it: reused
-        small = through({"w": np.full(10, 4.0)})["w"]
-        assert small.flags.writeable and small[0] == 4.0
+        kept = through((20_000, 1.0))  # 160 kB: read into a block the channel keeps
+        again = through((20_000, 2.0))
+        assert address(again) != address(kept) and kept[0] == 1.0  # the first is alive: another block
+        blocks = {address(kept), address(again)}
+        del kept, again
+        third = through((10_000, 3.0))
+        assert address(third) in blocks  # nothing holds them: reused
+        fourth = through((10_000, 4.0))
+        assert address(fourth) in blocks - {address(third)} and third[0] == 3.0 and fourth[0] == 4.0
+        small = through((10, 5.0))
+        assert small.flags.writeable and small[0] == 5.0
     finally:
         grader.close()
         worker.close()

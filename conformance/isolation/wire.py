@@ -46,7 +46,8 @@ MAX_DEPTH = 32
 MAX_NODES = 200_000
 MAX_HEADER_BYTES = 64 * 2**20
 SMALL = 64 * 2**10  # buffers below this travel in the header's write
-REUSE = SMALL  # a message's buffers of this size and more are read into the channel's reusable block
+REUSE = SMALL  # a message's buffers of this size and more are read into one of the channel's reusable blocks
+BLOCKS = 4  # blocks a channel keeps
 DTYPE_KINDS = "biufc"  # bool, signed, unsigned, float, complex: no object, void, datetime, string
 
 
@@ -263,7 +264,7 @@ class Channel:
 
     def __init__(self, read_fd: int, write_fd: int, *, max_bytes: int = 2**31):
         self.read_fd, self.write_fd, self.max_bytes = read_fd, write_fd, max_bytes
-        self._block: mmap.mmap | None = None  # see _read_buffers
+        self._blocks: list[mmap.mmap] = []  # see _read_buffers
         for fd in (read_fd, write_fd):
             os.set_blocking(fd, False)
             _grow_pipe(fd)
@@ -309,19 +310,29 @@ class Channel:
                 raise ChannelTimeout("no answer before the deadline")
 
     def _read_buffers(self, size: int, deadline: float | None) -> memoryview:
-        """A message's buffers. Large ones land in a block of memory this channel keeps and reuses as long
-        as nothing decoded from it is alive (its reference count says so exactly): fresh memory costs a
-        page fault and a zero-fill per page, as much as the copy itself, and on a virtual machine far more
-        (the base-size weights, 250 MB: 0.25 s, up to 1 s with huge pages, against 0.03 s reused). A block
-        still in use (an answer the checks keep) is left to them and a new one made."""
+        """A message's buffers. Large ones land in a block of memory this channel keeps and reuses once
+        nothing decoded from it is alive (its reference count says so exactly): fresh memory costs a page
+        fault and a zero-fill per page, as much as the copy itself, and on a virtual machine far more (the
+        base-size weights, 250 MB: 0.25 s, up to 1 s with huge pages, against 0.03 s reused). Blocks still in
+        use (an answer the checks keep) are left to their holders; the channel keeps the ``BLOCKS`` largest."""
         if size < REUSE:
             return memoryview(self._read(size, deadline))
-        block = self._block
-        if block is None or len(block) < size or sys.getrefcount(block) > 3:  # here, the local, the argument
-            self._block = block = mmap.mmap(-1, size)  # anonymous, zero pages mapped as they are first written
+        index = self._free_block(size)
+        if index is None:
+            block = mmap.mmap(-1, size)  # anonymous, zero pages mapped as they are first written
+            self._blocks = sorted([*self._blocks, block], key=len)[-BLOCKS:]
+        else:
+            block = self._blocks[index]
         view = memoryview(block)[:size]
         self._read_into(view, deadline)
         return view
+
+    def _free_block(self, size: int) -> int | None:
+        """The index of the smallest kept block of ``size`` bytes or more that nothing else refers to."""
+        for index in range(len(self._blocks)):  # smallest first
+            if len(self._blocks[index]) >= size and sys.getrefcount(self._blocks[index]) <= 2:  # the list, the argument
+                return index
+        return None
 
     def _read(self, size: int, deadline: float | None) -> bytearray:
         """Exactly ``size`` bytes: read while data is there, wait (poll) only when the pipe is empty."""
