@@ -48,6 +48,9 @@ MAX_HEADER_BYTES = 64 * 2**20
 SMALL = 64 * 2**10  # buffers below this travel in the header's write
 REUSE = SMALL  # a message's buffers of this size and more are read into one of the channel's reusable blocks
 BLOCKS = 4  # blocks a channel keeps
+# A new block is anonymous memory with its pages made at once (Linux MAP_POPULATE: 256 MB in 0.15-0.25 s,
+# where faulting them in as the pipe's bytes arrive took 0.37-0.47 s; huge pages 0.07-1 s, as compaction goes).
+_NEW_BLOCK = mmap.MAP_PRIVATE | getattr(mmap, "MAP_POPULATE", 0)  # fileno -1 adds MAP_ANONYMOUS
 DTYPE_KINDS = "biufc"  # bool, signed, unsigned, float, complex: no object, void, datetime, string
 
 
@@ -319,7 +322,7 @@ class Channel:
             return memoryview(self._read(size, deadline))
         index = self._free_block(size)
         if index is None:
-            block = mmap.mmap(-1, size)  # anonymous, zero pages mapped as they are first written
+            block = mmap.mmap(-1, size, flags=_NEW_BLOCK)
             self._blocks = sorted([*self._blocks, block], key=len)[-BLOCKS:]
         else:
             block = self._blocks[index]
