@@ -4,6 +4,8 @@ import json
 import os
 import sys
 import textwrap
+import threading
+import time
 
 import numpy as np
 import pytest
@@ -65,6 +67,51 @@ def test_other_objects_cross_as_a_description_of_their_type_only():
 def test_malformed_or_unsafe_messages_are_refused(header, buffers, message):
     with pytest.raises(WireError, match=message):
         decode(json.dumps(header).encode(), buffers)
+
+
+def test_a_large_message_arrives_whole_writable_and_aligned():
+    read, write = os.pipe()
+    channel = Channel(read, write)
+    weights = {"E": np.arange(2**20, dtype=np.float32).reshape(1024, 1024), "b": np.ones(3)}
+    received = []
+    reader = threading.Thread(target=lambda: received.append(channel.receive(deadline=time.monotonic() + 30)))
+    reader.start()  # 4 MiB: more than the pipe holds
+    try:
+        channel.send(weights, deadline=time.monotonic() + 30)
+        reader.join(30)
+    finally:
+        channel.close()
+    (back,) = received
+    assert np.array_equal(back["E"], weights["E"]) and back["b"].tolist() == [1.0] * 3
+    assert all(a.flags.writeable and a.flags.aligned for a in back.values())
+
+
+def test_large_messages_reuse_blocks_only_while_nothing_decoded_from_them_is_alive():
+    to_worker, to_grader = os.pipe(), os.pipe()
+    grader, worker = Channel(to_grader[0], to_worker[1]), Channel(to_worker[0], to_grader[1])
+
+    def through(value):
+        grader.send({"w": np.full(value[0], value[1])}, deadline=time.monotonic() + 5)
+        return worker.receive(deadline=time.monotonic() + 5)["w"]
+
+    def address(array_):
+        return array_.__array_interface__["data"][0]
+
+    try:
+        kept = through((20_000, 1.0))  # 160 kB: read into a block the channel keeps
+        again = through((20_000, 2.0))
+        assert address(again) != address(kept) and kept[0] == 1.0  # the first is alive: another block
+        blocks = {address(kept), address(again)}
+        del kept, again
+        third = through((10_000, 3.0))
+        assert address(third) in blocks  # nothing holds them: reused
+        fourth = through((10_000, 4.0))
+        assert address(fourth) in blocks - {address(third)} and third[0] == 3.0 and fourth[0] == 4.0
+        small = through((10, 5.0))
+        assert small.flags.writeable and small[0] == 5.0
+    finally:
+        grader.close()
+        worker.close()
 
 
 def test_encode_never_pickles():
@@ -131,3 +178,15 @@ def test_build_model_returns_a_model_proxy_with_only_its_parts(isolated):
     model = isolated.build_model(toy_config(), seed=0)
     assert not hasattr(model.model, "train_step")
     assert Candidate.provides(isolated, "model.forward") and not isolated.provides("model.train_step")
+
+
+def test_a_worker_closed_without_waiting_ends_by_itself_and_is_reaped_at_the_end(isolated):
+    from conformance.isolation import proxy
+
+    worker = isolated.adapter._worker
+    isolated.adapter.close(wait=False)  # the end of a run: the report is printed while the worker winds down
+    assert worker.process.wait(timeout=10) == 0  # the supervisor killed the worker and left on its own
+    assert worker in proxy._LIVE and worker.temp_dir.exists()
+    proxy.stop_all_workers()
+    assert worker not in proxy._LIVE and not worker.temp_dir.exists()
+    assert worker.exit_report["reason"] == "stopped by the grader"

@@ -43,7 +43,8 @@ def summary(candidate) -> dict:
 
 
 def close(candidates) -> None:
+    """The session's end: each isolated worker is told to stop; ``proxy.stop_all_workers`` waits for them."""
     for candidate in candidates:
         adapter = getattr(candidate, "adapter", None)
         if isinstance(adapter, ProxyAdapter):
-            adapter.close()
+            adapter.close(wait=False)
