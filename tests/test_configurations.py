@@ -25,10 +25,16 @@ SLOW_BUILTINS = ["numpy", "fused_qkv", "torch_nn_fixed"]
 LACKS = {"numpy": {"model_has_no_parameters_beyond_the_paper"}}
 
 
+# The suite's conventions a built-in's model breaks (advisory, exit 0): torch.nn.Transformer's whole model gives NaN
+# for a source sentence of padding only (its fully masked rows), although its attention parts are fixed.
+ADVISED = {"torch_nn_fixed": {"fully_masked_source_sentence_is_invisible_to_the_decoder"}}
+
+
 def assert_runs_everything_it_can(run, builtin="reference"):
     assert run.report is not None, run.err
     assert run.with_status("not_implemented") == BEYOND_THE_PAPER | LACKS.get(builtin, set()), run.out
-    assert set(run.statuses().values()) == {"passed", "not_implemented"}, run.out
+    assert run.with_status("advisory") == ADVISED.get(builtin, set()), run.out
+    assert set(run.statuses().values()) <= {"passed", "not_implemented", "advisory"}, run.out
     assert run.code == 0
 
 
@@ -78,7 +84,8 @@ def test_an_adapter_that_exposes_only_the_model_passes_every_model_check(certify
     passed = run.with_status("passed")
     assert {"logits_match_reference", "encode_matches_reference", "decode_matches_reference",
             "batch_equals_rows_run_one_at_a_time", "trained_checkpoint_outputs_match_golden"} <= passed
-    assert set(run.statuses().values()) == {"passed", "not_implemented"} and run.code == 0
+    assert run.with_status("advisory") == ADVISED.get(builtin, set()), run.out
+    assert set(run.statuses().values()) <= {"passed", "not_implemented", "advisory"} and run.code == 0
 
 
 def test_a_declaration_naming_an_unknown_feature_is_refused_at_load(certify, tmp_path):
