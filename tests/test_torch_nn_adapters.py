@@ -202,4 +202,7 @@ def test_default_fails_the_model_checks_and_the_diagnosis_names_both_traps(certi
 def test_fixed_passes_every_check(certify, selection):
     run = certify("torch-nn-transformer-fixed", "--no-training", *selection)
     assert run.code == 0, run.out
-    assert set(run.statuses().values()) == {"passed"}
+    # one convention of the suite, advisory: nn.Transformer gives NaN for a source sentence of padding only
+    advised = {"fully_masked_source_sentence_is_invisible_to_the_decoder"} if not selection else set()
+    assert run.with_status("advisory") == advised, run.out
+    assert set(run.statuses().values()) <= {"passed", "advisory"}
