@@ -190,10 +190,15 @@ def test_certify_prints_the_ablation_under_a_failing_model_check(certify):
     assert "localisation unavailable" not in check["message"]
 
 
-def test_the_base_size_golden_check_is_localised_too(certify):
+@pytest.mark.parametrize("isolation", [
+    "--no-isolate",
+    # isolated, the ablation sends the base-size weights to the worker a dozen times: twice the CPU (slow step);
+    # base-size weights cross to an isolated worker in tests/test_walkthrough.py's logits_match_reference_at_base_size
+    pytest.param("--isolate", marks=pytest.mark.slow)])
+def test_the_base_size_golden_check_is_localised_too(certify, isolation):
     """At the paper's base size (N = 6, d_model 512) the same ablation says where a model-only view differs."""
     run = certify(f"{VIEWS}:model_only_gelu_instead_of_relu", "-k", "base_size_forward_matches_golden",
-                  "--no-training")
+                  "--no-training", isolation)
     check = next(c for c in run.report["checks"] if c["id"] == "base_size_forward_matches_golden")
     assert check["status"] == "failed", check
     assert "differs with only the encoder feed-forward (every layer, encoder.0-5)" in check["message"], \

@@ -58,15 +58,16 @@ def test_the_page_has_the_steps_this_test_follows():
     assert ADAPTER == (DOCS / "walkthrough" / "my_adapter.py").read_text()  # the copy other tests import
 
 
-def test_the_walkthrough_from_draft_to_reports(tmp_path):
-    shutil.copy(DOCS / "walkthrough" / "my_transformer.py", tmp_path)
+def draft_and_resolve(folder: Path) -> tuple[str, str]:
+    """Steps 2 and 3 in ``folder``, as the page says; the two certify commands, as written."""
+    shutil.copy(DOCS / "walkthrough" / "my_transformer.py", folder)
     install, draft, certify_draft, certify_full = (step.strip() for step in STEPS)
     assert shutil.which("transformer-conformance", path=str(Path(sys.executable).parent)), install
 
     # 2. Draft the adapter
-    done = run(draft, tmp_path)
+    done = run(draft, folder)
     assert done.returncode == 0, done.stderr
-    drafted = (tmp_path / "my_adapter.py").read_text()
+    drafted = (folder / "my_adapter.py").read_text()
     todos = [line for line in drafted.splitlines() if re.match(r"\s*#.*TODO", line)]
     assert len(todos) == 2 and all("norm1, norm2" in line for line in todos), todos
     # the draft's name map and declarations are the final adapter's, as the page says; neither lists the attention
@@ -76,7 +77,37 @@ def test_the_walkthrough_from_draft_to_reports(tmp_path):
     assert "ATTENTION" not in drafted and "ATTENTION" not in ADAPTER
 
     # 3. Resolve the TODOs: the guesses are right, the lines go
-    (tmp_path / "my_adapter.py").write_text("\n".join(line for line in drafted.splitlines() if line not in todos))
+    (folder / "my_adapter.py").write_text("\n".join(line for line in drafted.splitlines() if line not in todos))
+    return certify_draft, certify_full
+
+
+# The checks step 5 names (the sublayers, the layers, the model against the reference, the positional encoding and
+# the schedule against the lessons' numbers), the layers and the model also at the base size.
+NAMED_IN_STEP_5 = ("sublayer or encoder_layer_matches or decoder_layer_matches or logits_match"
+                   " or pe_matches_published or lrate_matches_published")
+
+
+def test_the_walkthrough_from_draft_to_the_checks_it_names(tmp_path):
+    """Steps 2, 3 and 5 as written, step 5's command on the checks the page names; the whole catalogue, twice,
+    with the page's counts of passing checks, is test_the_walkthrough_from_draft_to_reports (slow, 30-50 s)."""
+    _, certify_full = draft_and_resolve(tmp_path)
+    (tmp_path / "my_adapter.py").write_text(ADAPTER)
+    done = run(f"{certify_full} -k '{NAMED_IN_STEP_5}'", tmp_path)
+    assert done.returncode == 0, done.stdout[-3000:] + done.stderr
+    assert (tmp_path / "report.html").stat().st_size > 10_000
+    found = statuses(tmp_path)
+    assert set(found.values()) == {"passed"}
+    for check in ("self_attention_sublayer_matches_reference", "cross_attention_sublayer_matches_reference",
+                  "ffn_sublayer_matches_reference", "encoder_layer_matches_reference", "logits_match_reference",
+                  "logits_match_reference_at_base_size", "pe_matches_published_values",
+                  "lrate_matches_published_paper_table"):
+        assert found[check] == "passed", check
+    assert not list(tmp_path.glob(".hypothesis")), "certify leaves nothing behind but what it was asked to write"
+
+
+@pytest.mark.slow
+def test_the_walkthrough_from_draft_to_reports(tmp_path):
+    certify_draft, certify_full = draft_and_resolve(tmp_path)
 
     # 4. Certify
     done = run(certify_draft, tmp_path)

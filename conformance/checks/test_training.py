@@ -15,12 +15,13 @@ Thresholds and their margins: docs/training-check.md.
 
 from __future__ import annotations
 
-import functools
+import dataclasses
+from collections.abc import Callable
 
 import numpy as np
 import pytest
 
-from conformance import claims, oracle, training
+from conformance import claims, oracle, supports, training
 from conformance.compare import assert_true
 from conformance.config import Recipe, toy_config
 from conformance.diagnosis import PROBE_SEED, Question
@@ -94,6 +95,32 @@ def test_rate_used_at_each_step_is_lrate(candidate, check, rng, seed):
                 ask=Question(rates_used, problem, probe=problem + PROBE_SEED, tol=RATE_TOL))
 
 
+@dataclasses.dataclass(frozen=True)
+class AskedAsFitted:
+    """``answer(candidate, problem, fitted_by=...)`` on the problem the candidate under test was given, which the
+    configurations it declares decide (``Candidate.fit``): those declarations stand for it here, as a value. Two
+    candidates that declare the same ask the catalogue the same question, and the diagnosis keeps the catalogue's
+    answers from one to the next (``diagnosis.matching.known_answer`` keys a question by its answer)."""
+
+    answer: Callable
+    supports: tuple  # the declared configurations: sorted (feature, values) pairs
+
+    @classmethod
+    def of(cls, answer: Callable, candidate) -> Callable:
+        declared = tuple(sorted((feature, tuple(values)) for feature, values in candidate.conventions.supports.items()))
+        try:
+            hash(declared)
+        except TypeError:  # values that cannot be a key: asked of the candidate itself, not kept
+            return lambda known, problem: answer(known, problem, fitted_by=candidate)
+        return cls(answer, declared)
+
+    def fit(self, value):
+        return supports.fit(value, dict(self.supports))
+
+    def __call__(self, candidate, problem: int) -> np.ndarray:
+        return self.answer(candidate, problem, fitted_by=self)
+
+
 def loss_problem(problem: int, fit=None):
     """Dropout 0 (a training step's forward equals evaluation's), canonical weights, a batch, and targets
     that are the paper's model's own favourite non-padding tokens (the batch's padding kept): against an
@@ -131,8 +158,7 @@ def test_reported_loss_is_label_smoothed_cross_entropy(candidate, check, rng, se
     tol = for_candidate(LOSS_TOL, candidate)
     check.close(reported_loss(candidate, problem), np.array([want]), tol,
                 what=f"loss of one batch of 64 ({padding:.0%} padding targets), before the update",
-                ask=Question(functools.partial(reported_loss, fitted_by=candidate), problem, probe=problem + PROBE_SEED,
-                             tol=tol))
+                ask=Question(AskedAsFitted.of(reported_loss, candidate), problem, probe=problem + PROBE_SEED, tol=tol))
 
 
 def _flat(weights: dict, names: list[str]) -> np.ndarray:
@@ -179,7 +205,7 @@ def test_adam_steps_match_reference(candidate, check, rng, seed):
         pytest.skip("the reference implementation is not available; install the torch extra")
     problem = int(rng.integers(2**31))
     # the reference solves the candidate's problem: the config the candidate was given, fitted to what it builds
-    asked = functools.partial(adam_update, fitted_by=candidate)
+    asked = AskedAsFitted.of(adam_update, candidate)
     got, want = asked(candidate, problem), asked(reference, problem)
     d = float(np.linalg.norm(got - want)) / float(np.linalg.norm(want))
     what = "||w_candidate - w_reference|| / ||w_reference - w_0|| after 3 updates (b_K left out)"
