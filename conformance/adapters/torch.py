@@ -233,7 +233,9 @@ class PaperRecipe:
         self.module.train()
         lr = self.optimizer.param_groups[0]["lr"]  # read before the schedule moves on
         with torch.random.fork_rng(devices=[]):
-            torch.manual_seed(hash((self.seed, self.steps_done)) % 2**62)  # dropout masks of this update
+            # dropout masks of this update, on the CPU generator that fork_rng restores (torch.manual_seed would
+            # also queue a lazy CUDA seeding, with its stack trace, at every update)
+            torch.random.default_generator.manual_seed(hash((self.seed, self.steps_done)) % 2**62)
             logits = self.forward(self.module, src, tgt_in)
             loss = self.loss(logits.reshape(-1, logits.shape[-1]), tgt_out.reshape(-1))
             self.optimizer.zero_grad(set_to_none=True)

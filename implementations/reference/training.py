@@ -45,7 +45,9 @@ class Trainer:
         self.model.train()
         lr = self.optimizer.param_groups[0]["lr"]  # read before sched.step(), which moves to the next rate
         with torch.random.fork_rng(devices=[]):
-            torch.manual_seed(self.seed * 1_000_003 + self.steps_done)  # dropout masks of this update
+            # dropout masks of this update; the CPU generator alone, which is what fork_rng restores: torch.manual_seed
+            # would also queue a lazy CUDA seeding with its stack trace at every update (2 ms each)
+            torch.random.default_generator.manual_seed(self.seed * 1_000_003 + self.steps_done)
             loss = self.loss(src, tgt_in, tgt_out)
             self.optimizer.zero_grad()
             loss.backward()
