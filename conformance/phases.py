@@ -13,8 +13,8 @@ With the variable unset nothing here is imported or wrapped: a normal run pays n
                      property checks (``@given``) apart from the others
     candidate_calls  ``Candidate.call``: the implementation's own code (in its worker, when isolated)
     oracle_calls     ``oracle`` and ``formulas``: what the paper computes, in float64
-    diagnosis        ``Check.explain``: the known bugs rerun, the divergence located (everything inside it,
-                     the mutants' calls included, is the diagnosis's)
+    diagnosis        ``Check.explain``: the known bugs rerun, the divergence located (everything inside it but
+                     import statements, the mutants' calls included, is the diagnosis's)
     report           the report built, rendered to the terminal, the JSON file and the other renderings
     other            the rest: argument parsing, pytest's start-up and configuration, the session's own work
 
