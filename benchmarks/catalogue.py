@@ -1,14 +1,23 @@
-"""How long the check catalogue takes without training: the figure issue 4 asks for ("a few seconds").
+"""Where the check catalogue's time goes without training, against the floor a user cannot avoid (issue 16).
 
-    python benchmarks/catalogue.py                       # reference, numpy, a failing mutant; 1 and 2 threads
-    python benchmarks/catalogue.py --impl reference --repeat 5 --threads 1
+    python benchmarks/catalogue.py                            # reference, numpy, a failing mutant; 5 rounds
+    python benchmarks/catalogue.py --impl reference --impl mutant:pre_norm --repeat 3
 
-Each run is a fresh process, ``transformer-conformance certify IMPL --no-training --json``, exactly what a
-user types, so the figure includes start-up, collection and the report. Per run it prints the wall time,
-the checks and their statuses, the time inside checks, and the slowest checks; the last lines give the
-median wall time per implementation and thread count. ``--threads`` sets OMP_NUM_THREADS (torch's
-intra-op threads) and passes ``--threads`` (the suite's default is 1): the catalogue's tensors are
-tiny, so a second thread mostly waits on the first, and on a busy machine on other processes too.
+Each run is a fresh process, the command a user types: ``transformer-conformance certify IMPL --no-training``
+(the console script next to this interpreter), so the figure includes the interpreter's start, the imports,
+collection and the report. Beside them, a bare ``python -c "import torch"``: every run of a torch model pays it.
+Within a round the commands run in turn (torch, impl1, impl2, ..., then torch again), and each ratio is taken
+within its round, so that a machine whose speed drifts (the other users of a shared machine) moves a command
+and its floor alike; the figures are medians over rounds, with each run's peak memory (RSS, ``os.wait4``).
+
+Before the rounds, one run per implementation with ``CONFORMANCE_PROFILE`` set (``conformance/phases.py``)
+says where its time goes: the interpreter's start (until the CLI's ``main``), the imports, collection, the
+checks' own time (property checks apart), the candidate's calls, the oracle's, the diagnosis and the report,
+each moment counted once; then the checks that cost the most, with their shares. These runs also warm the
+file caches; their wall time (instrumentation included) is printed beside the plain runs' median.
+
+The last line holds the ratios: each implementation against the bare import of torch, and each other
+implementation against the reference's run of the same round.
 """
 
 from __future__ import annotations
@@ -21,59 +30,176 @@ import subprocess
 import sys
 import tempfile
 import time
+from collections import defaultdict
 from pathlib import Path
 
+from startup import cli_command  # the console script a user types (benchmarks/startup.py)
+
 DEFAULT_IMPLS = ("reference", "numpy", "mutant:attention_no_scaling")
+TORCH = 'python -c "import torch"'
+PHASE_LABELS = {
+    "start": "interpreter start, until main",
+    "imports": "imports (torch, pytest, hypothesis, ...)",
+    "loading": "loading the implementation",
+    "collection": "collection",
+    "hypothesis_checks": "property (hypothesis) checks, own time",
+    "plain_checks": "plain checks, own time",
+    "candidate_calls": "candidate calls",
+    "oracle_calls": "oracle calls (float64 reference, formulas)",
+    "diagnosis": "diagnosis",
+    "report": "report",
+    "other": "other (arguments, pytest start-up, session)",
+    "exit": "exit, after main",
+}
 
 
-def run_once(impl: str, threads: int, workdir: Path) -> dict:
-    report = workdir / "report.json"
-    env = {**os.environ, "OMP_NUM_THREADS": str(threads), "CONFORMANCE_PROGRESS": "0"}
-    command = [sys.executable, "-m", "conformance", "certify", impl, "--no-training", "--json", str(report),
-               "--threads", str(threads)]
-    started = time.perf_counter()
-    done = subprocess.run(command, env=env, capture_output=True, text=True)
-    wall = time.perf_counter() - started
-    if not report.exists():
-        raise SystemExit(f"{impl}: no report (exit {done.returncode})\n{done.stderr[-2000:]}")
-    data = json.loads(report.read_text())
-    checks = data["checks"]
-    slowest = sorted(checks, key=lambda c: c["duration_s"] or 0.0, reverse=True)[:3]
-    return {
-        "wall_s": wall,
-        "exit": done.returncode,
-        "checks": len(checks),
-        "summary": data["summary"][impl],
-        "in_checks_s": sum(c["duration_s"] or 0.0 for c in checks),
-        "slowest": [(c["id"], c["duration_s"]) for c in slowest],
-    }
+def measure(command: list[str], env: dict) -> dict:
+    """One fresh process: wall seconds, exit code, peak RSS (MiB) of that process alone, its stderr's tail."""
+    with tempfile.TemporaryFile() as stderr:
+        launched, started = time.time(), time.perf_counter()
+        process = subprocess.Popen(command, env=env, stdout=subprocess.DEVNULL, stderr=stderr)
+        _, status, usage = os.wait4(process.pid, 0)  # its own rusage, where RUSAGE_CHILDREN keeps a maximum of all
+        wall = time.perf_counter() - started
+        process.returncode = os.waitstatus_to_exitcode(status)
+        stderr.seek(0)
+        tail = stderr.read()[-2000:].decode(errors="replace")
+    return {"wall_s": wall, "launched": launched, "exit": process.returncode, "rss_mib": usage.ru_maxrss / 1024,
+            "stderr": tail}
+
+
+def thread_env(threads: int) -> dict:
+    """OMP_NUM_THREADS for both commands: torch's intra-op threads, as certify's --threads sets them."""
+    return {**os.environ, "OMP_NUM_THREADS": str(threads)}
+
+
+def commands(impls: list[str], threads: int) -> dict[str, list[str]]:
+    cli = cli_command()
+    todo = {TORCH: [sys.executable, "-c", "import torch"]}
+    for impl in impls:
+        todo[impl] = [*cli, "certify", impl, "--no-training", "--threads", str(threads)]
+    return todo
+
+
+def checked(name: str, result: dict) -> dict:
+    if result["exit"] not in (0, 1):  # 1: the mutant fails, as it should
+        raise SystemExit(f"{name}: exit {result['exit']}\n{result['stderr']}")
+    return result
+
+
+# -- where the time goes --------------------------------------------------------------------------------------
+
+
+def profiled_run(command: list[str], env: dict, path: Path) -> tuple[dict, dict]:
+    result = measure(command, {**env, "CONFORMANCE_PROFILE": str(path)})
+    return result, json.loads(path.read_text())
+
+
+def phase_seconds(result: dict, profile: dict) -> dict[str, float]:
+    """The profile's phases, with the interpreter's start before main and the exit after it."""
+    start = profile["main_started"] - result["launched"]
+    return {"start": start, **profile["phases"], "exit": result["wall_s"] - start - profile["wall_s"]}
+
+
+def print_phases(impl: str, result: dict, profile: dict) -> None:
+    print(f"\n{impl}, profiled run: {result['wall_s']:.1f} s wall, peak RSS {result['rss_mib']:.0f} MiB")
+    for phase, seconds in phase_seconds(result, profile).items():
+        print(f"  {PHASE_LABELS[phase]:<44} {seconds:6.2f} s  {100 * seconds / result['wall_s']:5.1f} %")
+
+
+def print_kinds(checks: list[dict]) -> None:
+    """Property checks against plain ones: how many, their whole time, and where it went."""
+    for kind in ("hypothesis_checks", "plain_checks"):
+        mine = [c for c in checks if c["kind"] == kind]
+        shares = defaultdict(float)
+        for check in mine:
+            for phase, seconds in check["phases"].items():
+                shares[phase] += seconds
+        split = ", ".join(f"{'own time' if p == kind else PHASE_LABELS[p].split(' (')[0]} {s:.2f}"
+                          for p, s in sorted(shares.items(), key=lambda x: -x[1]) if s >= 0.005)
+        print(f"  {len(mine)} {kind.split('_')[0]} checks: {sum(shares.values()):.2f} s ({split})")
+
+
+def print_top_checks(checks: list[dict], top: int) -> None:
+    statuses = defaultdict(int)
+    for check in checks:
+        statuses[check["status"]] += 1
+    print(f"  {len(checks)} checks ({', '.join(f'{n} {s}' for s, n in sorted(statuses.items()))}); the costliest:")
+    for check in sorted(checks, key=lambda c: -c["total_s"])[:top]:
+        shares = check["phases"]
+        print(f"    {check['total_s']:5.2f} s  {check['id']:<58} {check['status']:<7}"
+              f" candidate {shares.get('candidate_calls', 0):4.2f}, oracle {shares.get('oracle_calls', 0):4.2f},"
+              f" diagnosis {shares.get('diagnosis', 0):4.2f}")
+
+
+def where_the_time_goes(todo: dict, env: dict, impls: list[str], top: int) -> dict[str, float]:
+    """One profiled run per implementation, printed; returns their wall times."""
+    walls = {}
+    with tempfile.TemporaryDirectory() as tmp:
+        for impl in impls:
+            result, profile = profiled_run(todo[impl], env, Path(tmp) / "phases.json")
+            checked(impl, result)
+            print_phases(impl, result, profile)
+            print_kinds(profile["checks"])
+            print_top_checks(profile["checks"], top)
+            walls[impl] = result["wall_s"]
+    return walls
+
+
+# -- paired rounds --------------------------------------------------------------------------------------------
+
+
+def timed_rounds(todo: dict, env: dict, repeat: int) -> dict[str, list[dict]]:
+    runs: dict[str, list[dict]] = {name: [] for name in todo}
+    for round_ in range(repeat):
+        for name, command in todo.items():
+            runs[name].append(checked(name, measure(command, env)))
+        print(f"round {round_ + 1}: " + ", ".join(f"{name} {runs[name][-1]['wall_s']:.2f} s" for name in todo),
+              flush=True)
+    return runs
+
+
+def paired_ratios(runs: dict, name: str, baseline: str) -> list[float]:
+    return [mine["wall_s"] / theirs["wall_s"] for mine, theirs in zip(runs[name], runs[baseline], strict=True)]
+
+
+def fmt_ratio(ratios: list[float], against: str) -> str:
+    return f"{statistics.median(ratios):.2f} x {against} (min-max {min(ratios):.2f}-{max(ratios):.2f})"
+
+
+def print_figures(runs: dict, impls: list[str], profiled_walls: dict[str, float]) -> None:
+    """A line per command, then the ratios alone on the last line."""
+    last = []
+    for name, mine in runs.items():
+        wall, rss = statistics.median(r["wall_s"] for r in mine), statistics.median(r["rss_mib"] for r in mine)
+        line = f"{name}: median {wall:.2f} s wall, peak RSS {rss:.0f} MiB"
+        if name != TORCH:
+            to_torch = paired_ratios(runs, name, TORCH)
+            line += f" (profiled run {profiled_walls[name]:.2f} s); {fmt_ratio(to_torch, 'torch')}"
+            last.append(f"{name} {statistics.median(to_torch):.2f} x torch")
+        if name not in (TORCH, "reference") and "reference" in impls:
+            to_reference = paired_ratios(runs, name, "reference")
+            line += f", {fmt_ratio(to_reference, 'reference')}"
+            last[-1] += f" ({statistics.median(to_reference):.2f} x reference)"
+        print(line)
+    print("ratios, medians of the rounds' own: " + "; ".join(last))
 
 
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--impl", action="append", help=f"implementation(s) to time (default: {DEFAULT_IMPLS})")
-    parser.add_argument("--threads", type=int, action="append", help="OMP_NUM_THREADS values (default: 1 and 2)")
-    parser.add_argument("--repeat", type=int, default=3, help="runs per implementation and thread count")
+    parser.add_argument("--repeat", type=int, default=5, help="rounds (default 5)")
+    parser.add_argument("--threads", type=int, default=1, help="torch intra-op threads, OMP_NUM_THREADS (default 1)")
+    parser.add_argument("--top", type=int, default=10, help="costliest checks listed per implementation")
     args = parser.parse_args(argv)
-    impls, thread_counts = args.impl or list(DEFAULT_IMPLS), args.threads or [1, 2]
-    print(f"machine: {os.cpu_count()} CPUs, load average {os.getloadavg()[0]:.2f}", flush=True)
-    medians = {}
-    with tempfile.TemporaryDirectory() as tmp:
-        for impl in impls:
-            for threads in thread_counts:
-                walls = []
-                for i in range(args.repeat):
-                    r = run_once(impl, threads, Path(tmp))
-                    walls.append(r["wall_s"])
-                    counts = ", ".join(f"{n} {status}" for status, n in r["summary"].items() if n)
-                    slow = ", ".join(f"{cid} {s:.2f} s" for cid, s in r["slowest"])
-                    print(f"{impl:<28} threads {threads}  run {i + 1}: {r['wall_s']:5.1f} s wall,"
-                          f" {r['in_checks_s']:5.1f} s in {r['checks']} checks ({counts}); slowest: {slow}",
-                          flush=True)
-                medians[impl, threads] = statistics.median(walls)
-    print()
-    for (impl, threads), wall in medians.items():
-        print(f"catalogue without training, {impl}, {threads} thread(s): median {wall:.1f} s wall")
+    impls, env = args.impl or list(DEFAULT_IMPLS), thread_env(args.threads)
+    todo = commands(impls, args.threads)
+    print(f"machine: {os.cpu_count()} CPUs, load average {os.getloadavg()[0]:.2f}; threads {args.threads}", flush=True)
+    measure(todo[TORCH], env)  # warm-up of torch's files; the profiled runs warm the rest
+    profiled_walls = where_the_time_goes(todo, env, impls, args.top)
+    print(f"\n{args.repeat} rounds: {', '.join(todo)}; load average {os.getloadavg()[0]:.2f}", flush=True)
+    runs = timed_rounds(todo, env, args.repeat)
+    print(f"load average after: {os.getloadavg()[0]:.2f}")
+    print_figures(runs, impls, profiled_walls)
     return 0
 
 

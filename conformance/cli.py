@@ -288,6 +288,15 @@ def run() -> None:
 
 
 def main(argv: list[str] | None = None) -> int:
+    profile = os.environ.get("CONFORMANCE_PROFILE")
+    if profile:  # opt-in: where the run's time goes, written to that path (conformance/phases.py)
+        from conformance.phases import profiled
+
+        return profiled(profile, run_command, argv)
+    return run_command(argv)
+
+
+def run_command(argv: list[str] | None) -> int:
     args = build_parser().parse_args(argv)
     commands = {
         "certify": certify,

@@ -189,6 +189,7 @@ def write_load_error_report(args, message: str) -> None:
 def run_checks(args, plugins=(), *, quiet_usage: bool = False) -> int:
     import pytest
 
+    from conformance.phases import plugins as profile_plugins
     from conformance.plugin import ResultCollector
     from conformance.reports.progress import ProgressDisplay
     from conformance.reports.terminal import render
@@ -197,7 +198,7 @@ def run_checks(args, plugins=(), *, quiet_usage: bool = False) -> int:
     captured = io.StringIO()
     with ProgressDisplay.for_terminal(getattr(args, "progress", "off")) as progress, \
             contextlib.redirect_stdout(sys.stdout if args.verbose else captured):
-        code = pytest.main(pytest_args(args), plugins=[collector, progress, *plugins])
+        code = pytest.main(pytest_args(args), plugins=[collector, progress, *plugins, *profile_plugins()])
     if collector.config is None or code in (pytest.ExitCode.INTERNAL_ERROR, pytest.ExitCode.USAGE_ERROR):
         if not (quiet_usage and code == pytest.ExitCode.USAGE_ERROR):
             sys.stderr.write(captured.getvalue())
