@@ -121,7 +121,7 @@ def shared_run(tmp_path_factory, impl: str, *args: str) -> Run:
     return Run(run["code"], run["out"], run["err"], run["report"])
 
 
-# The reference trained once per session (its training run is the longest step of the default selection), with the
+# The reference trained once per session (~35 s: the slow step's, left out of the default selection), with the
 # checks whose pictures tests/test_browser.py opens in a browser: tests/test_training.py asserts the training
 # checks on it, tests/test_browser.py renders it.
 TRAINING_CHECKS = ("rate_used_at_each_step_is_lrate", "reported_loss_is_label_smoothed_cross_entropy",

@@ -56,12 +56,13 @@ def browser():
 
 
 @pytest.fixture(scope="module")
-def runs(tmp_path_factory) -> dict[str, dict]:
-    """The session's shared runs: the failing one is tests/test_reports.py's, the passing one (the PE table, the
-    attention and schedule checks, the checkpoint and every training check) is tests/test_training.py's."""
+def runs(tmp_path_factory) -> dict:
+    """The session's shared runs, each made when a test first reads it: the failing one is tests/test_reports.py's,
+    the passing one (the PE table, the attention and schedule checks, the checkpoint and every training check) is
+    tests/test_training.py's slow one."""
     return {
-        "failing": shared_run(tmp_path_factory, "mutant:attention_no_scaling", *PICTURED_RUN).report,
-        "passing": shared_run(tmp_path_factory, "reference", *TRAINED_REFERENCE_RUN).report,
+        "failing": lambda: shared_run(tmp_path_factory, "mutant:attention_no_scaling", *PICTURED_RUN).report,
+        "passing": lambda: shared_run(tmp_path_factory, "reference", *TRAINED_REFERENCE_RUN).report,
     }
 
 
@@ -87,9 +88,10 @@ def open_page(browser, path: Path, viewport: dict):
     return page, problems
 
 
-@pytest.mark.parametrize("which", ["failing", "passing"])
+# The passing run trains the reference (tests/test_training.py's slow run, the one that draws the training curves).
+@pytest.mark.parametrize("which", ["failing", pytest.param("passing", marks=pytest.mark.slow)])
 def test_html_report_renders_in_a_real_browser(browser, runs, which, tmp_path):
-    report = runs[which]
+    report = runs[which]()
     path = tmp_path / f"{which}.html"
     path.write_text(html_report.render(report))
     page, problems = open_page(browser, path, {"width": 1100, "height": 900})
@@ -116,7 +118,7 @@ def test_html_report_renders_in_a_real_browser(browser, runs, which, tmp_path):
 
 def test_html_report_fits_a_phone_screen(browser, runs, tmp_path):
     path = tmp_path / "failing.html"
-    path.write_text(html_report.render(runs["failing"]))
+    path.write_text(html_report.render(runs["failing"]()))
     page, problems = open_page(browser, path, PHONE)
     page.screenshot(path=str(tmp_path / "phone.png"))
     width = page.evaluate("document.documentElement.scrollWidth")
