@@ -190,3 +190,15 @@ def test_a_worker_closed_without_waiting_ends_by_itself_and_is_reaped_at_the_end
     proxy.stop_all_workers()
     assert worker not in proxy._LIVE and not worker.temp_dir.exists()
     assert worker.exit_report["reason"] == "stopped by the grader"
+
+
+def test_the_report_counts_the_cpu_time_and_memory_of_the_worker_still_running(isolated):
+    """The report is written while the last worker runs: its usage is read from /proc (it was 0 before)."""
+    from conformance.config import toy_config
+
+    isolated.build_model(toy_config(), seed=0)
+    live = isolated.adapter.summary()
+    assert live["worker_cpu_s"] > 0 and live["worker_max_rss_mib"] > 10, live
+    isolated.adapter.close()  # ended: the supervisor's report, which counts at least as much
+    ended = isolated.adapter.summary()
+    assert ended["worker_cpu_s"] >= live["worker_cpu_s"] and ended["worker_max_rss_mib"] >= 10, ended
