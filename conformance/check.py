@@ -33,8 +33,8 @@ def reporting() -> bool:
 
 
 class Check:
-    def __init__(self, candidate=None):
-        self.candidate = candidate
+    def __init__(self, candidate=None, *, diagnose: bool = True):
+        self.candidate, self.diagnose = candidate, diagnose
         self.measurements: list[dict] = []
         self.data: dict = {}
         self.facts: set[str] = set()  # the published facts this check compared against
@@ -101,7 +101,7 @@ class Check:
         from conformance.diagnosis.matching import answers_vary
         from conformance.diagnosis.message import RANDOM_AT_EVALUATION, named, tail
 
-        if not reporting() or self.candidate is None:
+        if not (reporting() and self.diagnose) or self.candidate is None:
             return
         tol = tol or (ask.tol if ask is not None and ask.tol else for_dtype(MODEL, self.candidate.conventions.dtype))
         matches = _quietly(lambda: confirmed_matches(self.candidate, ask, tol)) if ask is not None else []

@@ -46,6 +46,8 @@ def build_parser() -> argparse.ArgumentParser:
     certify.add_argument("--profile", choices=("ci", "thorough", "grade"), default="ci",
                          help="hypothesis profile (grade: examples drawn from --seed, as grade runs them)")
     certify.add_argument("--no-training", action="store_true", help="skip the training-convergence checks")
+    certify.add_argument("--no-diagnosis", action="store_true",
+                         help="verdicts only: do not look for the known bug behind each failure (faster)")
     certify.add_argument("--timeout", type=float, default=60.0, help="seconds one adapter call may take")
     certify.add_argument("--threads", type=int, default=1, metavar="N",
                          help="torch intra-op threads (default 1, fastest on the checks' tiny tensors; 0: torch's)")

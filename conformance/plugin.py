@@ -51,6 +51,10 @@ def pytest_addoption(parser):
     group.addoption("--check-timeout", type=float, default=60.0, metavar="S", help="seconds one adapter call may take")
     group.addoption("--no-training", action="store_true", help="skip the training-convergence checks")
     group.addoption(
+        "--no-diagnosis", action="store_true",
+        help="verdicts only: a failure is not matched against the known bugs (the kill matrix reads statuses alone)",
+    )
+    group.addoption(
         "--conformance-select", metavar="EXPR",
         help="only checks whose id matches EXPR (pytest -k syntax, matched against the check id alone, so an"
              " implementation's name never selects every check)",
@@ -191,7 +195,7 @@ def check(request, candidate):
     """The check's recorder and explainer (``conformance.check.Check``): comparisons, claims, data."""
     from conformance.check import Check
 
-    recorder = Check(candidate)
+    recorder = Check(candidate, diagnose=not request.config.getoption("no_diagnosis"))
     request.node.stash[_recorder_key] = recorder
     return recorder
 
@@ -511,6 +515,7 @@ class ResultCollector:
             "seed": self.config.getoption("conformance_seed"),
             "hypothesis_profile": self.config.getoption("conformance_profile"),
             "torch_threads": self.config.getoption("conformance_threads"),
+            "diagnosis": not self.config.getoption("no_diagnosis"),
             "duration_s": round(time.time() - self.started, 3),
             "implementations": [
                 {

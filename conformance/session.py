@@ -124,6 +124,8 @@ def pytest_args(args) -> list[str]:
         argv += ["--conformance-select", args.keyword]  # pytest's own -k would also match the implementation's name
     if args.no_training:
         argv.append("--no-training")
+    if getattr(args, "no_diagnosis", False):
+        argv.append("--no-diagnosis")
     if getattr(args, "strict", False):
         argv.append("--conformance-strict")
     if getattr(args, "deviations", None):

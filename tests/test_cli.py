@@ -166,3 +166,16 @@ def test_certify_leaves_nothing_in_the_working_directory(certify, tmp_path, monk
     run = certify("reference", "-k", "attention_rows_sum_to_one", "--no-training")
     assert run.with_status("passed") == {"attention_rows_sum_to_one"}
     assert list(folder.iterdir()) == []
+
+
+def test_no_diagnosis_gives_the_same_verdicts_without_looking_up_known_bugs(certify):
+    """--no-diagnosis (the kill matrix's runs): the statuses of a diagnosed run, no known bug named, and the report
+    says the diagnosis was off."""
+    selection = "self_attention_matches_reference or layer_norm_matches_formula or encode_matches_reference"
+    diagnosed = certify("mutant:attention_no_scaling", "-k", selection)
+    bare = certify("mutant:attention_no_scaling", "-k", selection, "--no-diagnosis")
+    assert bare.code == diagnosed.code == EXIT_FAILED
+    assert bare.statuses() == diagnosed.statuses() and "failed" in bare.statuses().values()
+    assert any(c.get("likely_cause") for c in diagnosed.report["checks"]), diagnosed.out
+    assert not any(c.get("likely_cause") or c.get("diagnosis") for c in bare.report["checks"]), bare.out
+    assert (diagnosed.report["diagnosis"], bare.report["diagnosis"]) == (True, False)
