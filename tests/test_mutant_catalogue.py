@@ -193,3 +193,19 @@ def test_kill_matrix_marks_declared_missed_and_extra_catches_and_names_survivors
     text = render(rows, ["c1", "c2", "c3"])
     assert "a  x!+" in text and "b  !. " in text
     assert "kill rate: 1/2 = 50.0%" in text and "survivors: b" in text
+
+
+def test_a_convention_only_mutant_advised_as_declared_is_neither_killed_nor_a_survivor():
+    from conformance.killmatrix import MutantRow, render, tabulate
+    from conformance.results import CheckResult
+
+    rows = [MutantRow("a", "bug a", {"c1"}), MutantRow("conv", "fill -1e9", {"c2"}, convention_only=True),
+            MutantRow("silent", "fill -1e9 too", {"c2"}, convention_only=True)]
+    results = [CheckResult(id=cid, impl=f"mutant:{name}", title="", section="", status=status)
+               for name, cid, status in [("a", "c1", "failed"), ("conv", "c2", "advisory"),
+                                         ("silent", "c2", "passed")]]
+    rows = tabulate(rows, results)
+    assert [(row.killed, row.advised) for row in rows] == [(True, False), (False, True), (False, False)]
+    text = render(rows, ["c1", "c2"])
+    assert "ADVISED" in text and "kill rate: 1/2 = 50.0% (and 1 convention-only mutants advised on: conv)" in text
+    assert "survivors: silent" in text
