@@ -171,7 +171,9 @@ def session(args, names: list[str], extra: list[str]) -> list:
     # The matrix reads statuses alone: no failure is matched against the catalogue (a third of a failing run).
     argv = pytest_argv([f"mutant:{name}" for name in names], "-q", "--tb=no", "--no-header", "--no-diagnosis", *extra)
     if args.workers > 1:
-        argv += workers_args(args.workers)
+        # Without the convergence run no module needs to stay on one worker: idle workers take pending checks
+        # from busy ones (a module over 86 mutants is minutes of work, and the modules differ tenfold).
+        argv += workers_args(args.workers, "loadfile" if args.training else "worksteal")
     collector = ResultCollector()
     with contextlib.redirect_stdout(io.StringIO()):
         pytest.main(argv, plugins=[collector])

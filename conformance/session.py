@@ -100,9 +100,10 @@ def plugin_args() -> list[str]:
     return ["--disable-plugin-autoload", *(arg for name in PLUGINS for arg in ("-p", name))]
 
 
-def workers_args(workers: int) -> list[str]:
-    """Run the checks in ``workers`` processes (pytest-xdist), loaded by name as the other plugins."""
-    return [*(["-p", "xdist.plugin"] if plugin_args() else []), "-n", str(workers), "--dist", "loadfile"]
+def workers_args(workers: int, dist: str = "loadfile") -> list[str]:
+    """Run the checks in ``workers`` processes (pytest-xdist), loaded by name as the other plugins. ``loadfile``
+    keeps a module on one worker (the training module's one convergence run per candidate)."""
+    return [*(["-p", "xdist.plugin"] if plugin_args() else []), "-n", str(workers), "--dist", dist]
 
 
 def pytest_argv(impls: list[str], *options: str) -> list[str]:
