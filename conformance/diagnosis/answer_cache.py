@@ -79,12 +79,7 @@ def cache_root() -> Path:
 
 
 def folder() -> Path:
-    return _folder_in(cache_root())
-
-
-@functools.cache
-def _folder_in(root: Path) -> Path:
-    return root / (FOLDER_PREFIX + source_digest())
+    return cache_root() / (FOLDER_PREFIX + source_digest())
 
 
 @functools.cache
@@ -143,7 +138,7 @@ def _digested_files(root: Path, *, every_file: bool):
     for directory, subdirectories, files in os.walk(root):
         subdirectories[:] = [d for d in subdirectories if d != "__pycache__" and not d.startswith(".")]
         for file in files:
-            if every_file or file.endswith(".py"):
+            if (every_file and not file.startswith(".")) or file.endswith(".py"):
                 yield Path(directory) / file
 
 
