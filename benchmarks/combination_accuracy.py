@@ -123,7 +123,6 @@ def leave_one_out(group, answer, problem, probe) -> int:
     return false
 
 
-
 def cache_state() -> str:
     """Whether the catalogue's answers came from earlier runs: a warm cache makes the wall time no measure of
     the diagnosis's cost (CONFORMANCE_CACHE=0 turns it off)."""

@@ -136,7 +136,6 @@ def render(rows: list[dict]) -> str:
     return "\n".join(lines)
 
 
-
 def cache_state() -> str:
     """Whether the catalogue's answers came from earlier runs: a warm cache makes the wall time no measure of
     the diagnosis's cost (CONFORMANCE_CACHE=0 turns it off)."""
