@@ -21,8 +21,9 @@ implementation against the reference's run of the same round.
 
 The catalogue's answers kept on disk (``conformance.diagnosis.answer_cache``) go to a folder of this benchmark
 alone, never the user's cache: ``--cache warm`` (the default) keeps them from run to run, as for a student who
-reruns certify after an edit (the profiled runs fill it); ``--cache cold`` empties the folder before every
-certify run, as the first run after installing or changing the suite; ``--cache off`` sets CONFORMANCE_CACHE=0.
+reruns certify after an edit (one run per implementation fills it before the profiled runs); ``--cache cold``
+empties the folder before every certify run, as the first run after installing or changing the suite;
+``--cache off`` sets CONFORMANCE_CACHE=0.
 """
 
 from __future__ import annotations
@@ -221,6 +222,9 @@ def main(argv: list[str] | None = None) -> int:
     with tempfile.TemporaryDirectory(prefix="benchmark-answers-") as folder:
         env = cache_env(thread_env(args.threads), args.cache, folder)
         measure(todo[TORCH], env)  # warm-up of torch's files; the profiled runs warm the rest
+        if args.cache == "warm":  # the profiled runs then show a warm run's phases too
+            for impl in impls:
+                checked(impl, measure(todo[impl], env))
         profiled_walls = where_the_time_goes(todo, env, impls, args.top)
         print(f"\n{args.repeat} rounds: {', '.join(todo)}; load average {os.getloadavg()[0]:.2f}", flush=True)
         runs = timed_rounds(todo, env, args.repeat)
