@@ -257,9 +257,10 @@ def read(key: str) -> tuple[bool, np.ndarray | None]:
             if not isinstance(answer, np.ndarray) or answer.dtype != np.float64:
                 return False, None
             answer.setflags(write=False)
-        os.utime(path)  # recently used: the last to be evicted
     except Exception:  # noqa: BLE001 - a corrupt entry is a miss, rewritten by the caller
         return False, None
+    with contextlib.suppress(OSError):  # a read-only cache still answers
+        os.utime(path)  # recently used: the last to be evicted
     return True, answer
 
 
