@@ -248,6 +248,7 @@ def path_of(key: str) -> Path:
 def read(key: str) -> tuple[bool, np.ndarray | None]:
     """(found, answer): a missing, torn or unreadable entry is not found (never an error)."""
     path = path_of(key)
+    _tidy_once(path.parent.parent)
     try:
         data = path.read_bytes()
         if data == NO_ANSWER:
@@ -272,9 +273,9 @@ def write(key: str, answer: np.ndarray | None) -> None:
     time."""
     global _writes
     path = path_of(key)
+    _writes += 1
     if _writes % TIDY_EVERY == 0:
         tidy(path.parent.parent)
-    _writes += 1
     try:
         path.parent.mkdir(parents=True, exist_ok=True)
         handle, temporary = tempfile.mkstemp(dir=path.parent, prefix=".tmp-", suffix=".npy")
@@ -294,6 +295,12 @@ def write(key: str, answer: np.ndarray | None) -> None:
 
 
 # -- housekeeping -------------------------------------------------------------------------------------------------
+
+
+@functools.cache
+def _tidy_once(current: Path) -> None:
+    """``tidy`` at the first read of a process: a run that only reads marks its folder in use too."""
+    tidy(current)
 
 
 def tidy(current: Path) -> None:
