@@ -10,13 +10,17 @@ hypothesis's example database or pytest's cache, the answers are kept in a folde
 ``digest`` covers everything an answer depends on besides the question and the problem: the bytes of every
 ``.py`` file of the ``conformance`` package (its implementations, mutants and checks included), the golden
 fixtures, and the versions of python, numpy and torch. ``key`` covers the catalogue member's name, the
-question's stable identity (``stable_identity``) and the problem (``matching._problem_key``), hashed with
-sha256 over a canonical encoding. A question or problem without such an identity (a closure, a lambda, a
-stand-in object) is not kept here; the process's own memory (``matching._kept``) still keeps it.
+question's stable identity (``stable_identity``), the problem (``matching._problem_key``) and torch's thread
+count, hashed with sha256 over a canonical encoding. A question or problem without such an identity (a closure,
+a lambda, a stand-in object) is not kept here; the process's own memory (``matching._kept``) still keeps it.
+The candidate under diagnosis is never kept: only the members the catalogue named (``catalogue.named``).
 
 Entries are written atomically (a temporary file, then ``os.replace``): two xdist workers or two runs never
-read a torn file, and a file that cannot be read is a miss, rewritten. Off with ``certify --no-cache`` or
-``CONFORMANCE_CACHE=0``, and always off in ``grade`` (``enable_for_run``, from the plugin).
+read a torn file, and a file that cannot be read is a miss, rewritten. The folder stays under MAX_BYTES (the
+least recently used entries go), and folders of other digests unused for an hour are removed, at most once per
+process. Off with ``certify --no-cache`` or ``CONFORMANCE_CACHE=0``, and always off in ``grade``
+(``enable_for_run``, from the plugin): a submission runs on the grader's machine, and entries it wrote would
+name a bug it does not have, or hide one; grading trusts no file another process could have written meanwhile.
 """
 
 from __future__ import annotations
