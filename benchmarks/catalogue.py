@@ -18,6 +18,12 @@ file caches; their wall time (instrumentation included) is printed beside the pl
 
 The last line holds the ratios: each implementation against the bare import of torch, and each other
 implementation against the reference's run of the same round.
+
+The catalogue's answers kept on disk (``conformance.diagnosis.answer_cache``) go to a folder of this benchmark
+alone, never the user's cache: ``--cache warm`` (the default) keeps them from run to run, as for a student who
+reruns certify after an edit (one run per implementation fills it before the profiled runs); ``--cache cold``
+empties the folder before every certify run, as the first run after installing or changing the suite;
+``--cache off`` sets CONFORMANCE_CACHE=0.
 """
 
 from __future__ import annotations
@@ -25,6 +31,7 @@ from __future__ import annotations
 import argparse
 import json
 import os
+import shutil
 import statistics
 import subprocess
 import sys
@@ -53,8 +60,14 @@ PHASE_LABELS = {
 }
 
 
+CACHE_COLD = "BENCHMARK_CACHE_COLD"  # in env: measure() empties the answer cache before the run
+
+
 def measure(command: list[str], env: dict) -> dict:
-    """One fresh process: wall seconds, exit code, peak RSS (MiB) of that process alone, its stderr's tail."""
+    """One fresh process: wall seconds, exit code, peak RSS (MiB) of that process alone, its stderr's tail.
+    A cold cache (``CACHE_COLD`` in env) is emptied first."""
+    if env.get(CACHE_COLD):
+        shutil.rmtree(env["CONFORMANCE_CACHE_DIR"], ignore_errors=True)
     with tempfile.TemporaryFile() as stderr:
         launched, started = time.time(), time.perf_counter()
         process = subprocess.Popen(command, env=env, stdout=subprocess.DEVNULL, stderr=stderr)
@@ -70,6 +83,14 @@ def measure(command: list[str], env: dict) -> dict:
 def thread_env(threads: int) -> dict:
     """OMP_NUM_THREADS for both commands: torch's intra-op threads, as certify's --threads sets them."""
     return {**os.environ, "OMP_NUM_THREADS": str(threads)}
+
+
+def cache_env(env: dict, mode: str, folder: str) -> dict:
+    """The answer cache in ``folder`` (this benchmark's own), warm, cold or off."""
+    env = {**env, "CONFORMANCE_CACHE_DIR": folder, "CONFORMANCE_CACHE": "0" if mode == "off" else "1"}
+    if mode == "cold":
+        env[CACHE_COLD] = "1"
+    return env
 
 
 def commands(impls: list[str], threads: int) -> dict[str, list[str]]:
@@ -166,7 +187,7 @@ def fmt_ratio(ratios: list[float], against: str) -> str:
     return f"{statistics.median(ratios):.2f} x {against} (min-max {min(ratios):.2f}-{max(ratios):.2f})"
 
 
-def print_figures(runs: dict, impls: list[str], profiled_walls: dict[str, float]) -> None:
+def print_figures(runs: dict, impls: list[str], profiled_walls: dict[str, float], cache: str) -> None:
     """A line per command, then the ratios alone on the last line."""
     last = []
     for name, mine in runs.items():
@@ -181,7 +202,7 @@ def print_figures(runs: dict, impls: list[str], profiled_walls: dict[str, float]
             line += f", {fmt_ratio(to_reference, 'reference')}"
             last[-1] += f" ({statistics.median(to_reference):.2f} x reference)"
         print(line)
-    print("ratios, medians of the rounds' own: " + "; ".join(last))
+    print(f"ratios, medians of the rounds' own (answer cache {cache}): " + "; ".join(last))
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -190,16 +211,25 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--repeat", type=int, default=5, help="rounds (default 5)")
     parser.add_argument("--threads", type=int, default=1, help="torch intra-op threads, OMP_NUM_THREADS (default 1)")
     parser.add_argument("--top", type=int, default=10, help="costliest checks listed per implementation")
+    parser.add_argument("--cache", choices=("warm", "cold", "off"), default="warm",
+                        help="the catalogue's answers kept on disk: from earlier runs (warm, default), emptied"
+                             " before every run (cold), or not used (off)")
     args = parser.parse_args(argv)
-    impls, env = args.impl or list(DEFAULT_IMPLS), thread_env(args.threads)
+    impls = args.impl or list(DEFAULT_IMPLS)
     todo = commands(impls, args.threads)
-    print(f"machine: {os.cpu_count()} CPUs, load average {os.getloadavg()[0]:.2f}; threads {args.threads}", flush=True)
-    measure(todo[TORCH], env)  # warm-up of torch's files; the profiled runs warm the rest
-    profiled_walls = where_the_time_goes(todo, env, impls, args.top)
-    print(f"\n{args.repeat} rounds: {', '.join(todo)}; load average {os.getloadavg()[0]:.2f}", flush=True)
-    runs = timed_rounds(todo, env, args.repeat)
+    print(f"machine: {os.cpu_count()} CPUs, load average {os.getloadavg()[0]:.2f}; threads {args.threads};"
+          f" answer cache {args.cache}", flush=True)
+    with tempfile.TemporaryDirectory(prefix="benchmark-answers-") as folder:
+        env = cache_env(thread_env(args.threads), args.cache, folder)
+        measure(todo[TORCH], env)  # warm-up of torch's files; the profiled runs warm the rest
+        if args.cache == "warm":  # the profiled runs then show a warm run's phases too
+            for impl in impls:
+                checked(impl, measure(todo[impl], env))
+        profiled_walls = where_the_time_goes(todo, env, impls, args.top)
+        print(f"\n{args.repeat} rounds: {', '.join(todo)}; load average {os.getloadavg()[0]:.2f}", flush=True)
+        runs = timed_rounds(todo, env, args.repeat)
     print(f"load average after: {os.getloadavg()[0]:.2f}")
-    print_figures(runs, impls, profiled_walls)
+    print_figures(runs, impls, profiled_walls, args.cache)
     return 0
 
 

@@ -123,6 +123,14 @@ def leave_one_out(group, answer, problem, probe) -> int:
     return false
 
 
+def cache_state() -> str:
+    """Whether the catalogue's answers came from earlier runs: a warm cache makes the wall time no measure of
+    the diagnosis's cost (CONFORMANCE_CACHE=0 turns it off)."""
+    from conformance.diagnosis import answer_cache
+
+    return f"answer cache in {answer_cache.cache_root()}" if answer_cache.enabled() else "answer cache off"
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--pairs", type=int, default=30)
@@ -150,7 +158,7 @@ def main() -> None:
     print("named exactly {exactly}, named partly {partly}, false naming {false}, nothing {nothing}".format(**totals))
     print(f"share named exactly: {totals['exactly'] / max(scored, 1):.1%}; false namings: {totals['false']}")
     print(f"leave-one-out (each bug of a draw left out of the catalogue): {loo_runs} runs, false namings {loo_false}")
-    print(f"wall time: {time.time() - start:.0f} s")
+    print(f"wall time: {time.time() - start:.0f} s ({cache_state()})")
 
 
 if __name__ == "__main__":

@@ -136,6 +136,14 @@ def render(rows: list[dict]) -> str:
     return "\n".join(lines)
 
 
+def cache_state() -> str:
+    """Whether the catalogue's answers came from earlier runs: a warm cache makes the wall time no measure of
+    the diagnosis's cost (CONFORMANCE_CACHE=0 turns it off)."""
+    from conformance.diagnosis import answer_cache
+
+    return f"answer cache in {answer_cache.cache_root()}" if answer_cache.enabled() else "answer cache off"
+
+
 def main(argv: list[str] | None = None) -> int:
     from conformance.implementations import mutants
 
@@ -151,7 +159,7 @@ def main(argv: list[str] | None = None) -> int:
     else:
         rows = [score(name) for name in names]
     print(render(rows))
-    print(f"wall time: {time.perf_counter() - started:.0f} s")
+    print(f"wall time: {time.perf_counter() - started:.0f} s ({cache_state()})")
     return 0
 
 

@@ -59,6 +59,10 @@ def build_parser() -> argparse.ArgumentParser:
     certify.add_argument("--progress", choices=("auto", "live", "plain", "off"), default="auto",
                          help="progress on stderr while checks run: a live line on a terminal, plain lines"
                               " otherwise or under CI (auto, the default)")
+    certify.add_argument("--no-cache", action="store_true",
+                         help="recompute the known bugs' answers a diagnosis compares with, instead of reading those"
+                              " kept by earlier runs (in $CONFORMANCE_CACHE_DIR or ~/.cache/transformer-conformance;"
+                              " CONFORMANCE_CACHE=0 does the same)")
     add_report_flags(certify)
     rendering = sub.add_parser("report", help="render a saved JSON report as HTML, JUnit XML, Markdown or a badge")
     rendering.add_argument("report", metavar="REPORT.json", help="a report written by certify --json")

@@ -72,6 +72,10 @@ def pytest_addoption(parser):
         "--conformance-threads", type=int, default=1, metavar="N",
         help="torch intra-op threads while the checks run (default 1; 0 leaves torch's default)",
     )
+    group.addoption(
+        "--conformance-no-cache", action="store_true",
+        help="neither read nor write the catalogue's answers kept on disk (conformance.diagnosis.answer_cache)",
+    )
     from conformance.isolation.options import add_options
 
     add_options(group)
@@ -97,6 +101,7 @@ def pytest_configure(config):
     from conformance.loading import load
 
     load_profile(config.getoption("conformance_profile"))
+    use_the_answer_cache(config)
     keep_hypothesis_files_out_of_the_working_directory(config)
     draw_examples_from_the_seed_alone()
     limit_torch_threads(config.getoption("conformance_threads"))
@@ -119,6 +124,15 @@ def pytest_unconfigure(config):
     from conformance.isolation.options import close
 
     close(config.stash.get(_candidates_key, {}).values())  # isolated workers end with the session
+
+
+def use_the_answer_cache(config) -> None:
+    """The catalogue's answers from earlier runs, unless --conformance-no-cache (certify --no-cache, and every
+    grade run); the setting before the run comes back after it (in-process runs, the suite's own tests)."""
+    from conformance.diagnosis import answer_cache
+
+    previous = answer_cache.enable_for_run(not config.getoption("conformance_no_cache"))
+    config.add_cleanup(lambda: answer_cache.enable_for_run(previous))
 
 
 def keep_hypothesis_files_out_of_the_working_directory(config) -> None:

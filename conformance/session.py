@@ -131,6 +131,8 @@ def pytest_args(args) -> list[str]:
         argv.append("--conformance-strict")
     if getattr(args, "deviations", None):
         argv += ["--conformance-deviations", args.deviations]
+    if getattr(args, "no_cache", False):
+        argv.append("--conformance-no-cache")
     if args.workers > 1:
         argv += workers_args(args.workers)
     if args.profile == "grade":  # examples drawn from the run's seed: a submission cannot predict them

@@ -1,5 +1,6 @@
 """Helpers for the suite's own tests: run `transformer-conformance certify` in-process and read its report."""
 
+import atexit
 import contextlib
 import copy
 import fcntl
@@ -8,6 +9,8 @@ import hashlib
 import io
 import json
 import os
+import shutil
+import tempfile
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -21,6 +24,15 @@ from conformance.cli import main
 # before pytest-xdist starts its workers, which read it when they load NumPy; isolated submissions inherit it.
 for _variable in ("OMP_NUM_THREADS", "OPENBLAS_NUM_THREADS", "MKL_NUM_THREADS"):
     os.environ.setdefault(_variable, "1")
+
+# The catalogue's answers kept on disk (conformance.diagnosis.answer_cache) go to a folder of this test session,
+# never the user's cache: a test's verdict must not depend on what an earlier run left there. Made here, in the
+# controller, before pytest-xdist starts its workers, which inherit it and share it (each entry is written
+# atomically, and a shared folder spares every worker the answers another one computed); removed at the end.
+if "PYTEST_XDIST_WORKER" not in os.environ:
+    os.environ["CONFORMANCE_CACHE_DIR"] = tempfile.mkdtemp(prefix="conformance-answers-")
+    atexit.register(shutil.rmtree, os.environ["CONFORMANCE_CACHE_DIR"], ignore_errors=True)
+os.environ.pop("CONFORMANCE_CACHE", None)  # on, as for a user, unless a test turns it off
 
 pytest_plugins = ["pytester"]
 # Hostile submissions are data, not tests: one has a conftest.py that would rewrite every report.

@@ -36,8 +36,28 @@ def _loaded() -> tuple[KnownBug, ...]:
         except ImportError:  # a torch-based mutant without torch
             continue
         bug = (module.__doc__ or name).strip().splitlines()[0]
-        loaded.append(KnownBug(name, bug, Candidate(module.adapter, name=f"mutant:{name}", timeout_s=None)))
+        loaded.append(KnownBug(name, bug, named(Candidate(module.adapter, name=f"mutant:{name}", timeout_s=None),
+                                                f"mutant:{name}")))
     return tuple(loaded)
+
+
+# Catalogue members by identity -> (member, its name): the name keys their answers on disk
+# (``answer_cache``). Only the candidates built here are named: a stand-in catalogue (tests) has no names,
+# so nothing it answers is kept beyond the process.
+_NAMES: dict[int, tuple[Any, str]] = {}
+
+
+def named(candidate, name: str):
+    """Record ``candidate`` as the catalogue member ``name`` (a mutant, a combination "a+b", the paper)."""
+    if candidate is not None:
+        _NAMES[id(candidate)] = (candidate, name)  # held: its id cannot be reused
+    return candidate
+
+
+def catalogue_name(candidate) -> str | None:
+    """The name ``named`` gave this candidate, or None when it is not a member of the catalogue."""
+    member, name = _NAMES.get(id(candidate), (None, None))
+    return name if member is candidate else None
 
 
 def excluded() -> set[str]:
@@ -57,7 +77,7 @@ def paper():
 
     for name in ("reference", "numpy"):
         try:
-            return load(name)
+            return named(load(name), f"paper:{name}")
         except Exception:  # noqa: BLE001 - the reference needs torch
             continue
     return None
@@ -69,6 +89,6 @@ def numpy_paper():
     from conformance.loading import load
 
     try:
-        return load("numpy")
+        return named(load("numpy"), "paper:numpy")
     except Exception:  # noqa: BLE001 - a stand-in catalogue may have no NumPy implementation to load
         return None

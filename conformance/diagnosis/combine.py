@@ -20,7 +20,7 @@ from __future__ import annotations
 import dataclasses
 import functools
 
-from conformance.diagnosis.catalogue import KnownBug, _loaded
+from conformance.diagnosis.catalogue import KnownBug, _loaded, named
 
 SEPARATOR = "+"  # a combination's name: its mutants' names, sorted, joined ("a+b")
 
@@ -156,7 +156,7 @@ def combination(names: tuple[str, ...]) -> Combination | None:
     if adapter is None:
         return None
     return Combination(tuple(names), combined_bug([bug.bug for bug in known]),
-                       Candidate(adapter, name=f"mutant:{label}", timeout_s=None))
+                       named(Candidate(adapter, name=f"mutant:{label}", timeout_s=None), f"mutant:{label}"))
 
 
 def combine(*names: str) -> Combination | None:

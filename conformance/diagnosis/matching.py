@@ -9,7 +9,8 @@ from collections import OrderedDict
 import numpy as np
 
 from conformance.compare import measure
-from conformance.diagnosis.catalogue import known_bugs, numpy_paper, paper
+from conformance.diagnosis import answer_cache
+from conformance.diagnosis.catalogue import catalogue_name, known_bugs, numpy_paper, paper
 from conformance.diagnosis.question import Question
 from conformance.tolerances import Tolerance
 
@@ -53,16 +54,36 @@ def known_answer(question: Question, known, problem) -> np.ndarray | None:
         hash(key)
     except (_Uncacheable, TypeError):
         return _answer(question, known, problem)
-    if key in _kept:
+    if key in _kept and (answer_cache.enabled() or not _kept[key][2]):
         _kept.move_to_end(key)
         return _kept[key][1]
-    answer = _answer(question, known, problem)
+    answer, read = _stored_or_answered(question, known, problem, key[2])
     if answer is not None:
         answer.setflags(write=False)  # shared by every later asker
-    _kept[key] = (known, answer)  # the candidate held: its id cannot be reused while the entry lives
+    # The candidate held: its id cannot be reused while the entry lives. An answer read from disk is not
+    # trusted by a later run of this process with the cache off (grade).
+    _kept[key] = (known, answer, read)
     if len(_kept) > ANSWERS_KEPT:
         _kept.popitem(last=False)
     return answer
+
+
+def _stored_or_answered(question: Question, known, problem, problem_key) -> tuple[np.ndarray | None, bool]:
+    """``_answer``, read from the answers kept on disk by an earlier run when there is one (``answer_cache``),
+    else computed and written there; and whether it was read. Only for the catalogue's own members, named by
+    it, and questions and problems that another process would name the same."""
+    name = catalogue_name(known)
+    if name is None or not answer_cache.enabled():
+        return _answer(question, known, problem), False
+    try:
+        key = answer_cache.entry_key(name, question.answer, problem_key)
+    except answer_cache.Uncacheable:
+        return _answer(question, known, problem), False
+    found, answer = answer_cache.read(key)
+    if not found:
+        answer = _answer(question, known, problem)
+        answer_cache.write(key, answer)
+    return answer, found
 
 
 def answers_vary(candidate, question: Question) -> bool:
