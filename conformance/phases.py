@@ -6,7 +6,8 @@ With the variable unset nothing here is imported or wrapped: a normal run pays n
 ``cli.main`` starts a clock, wraps the functions that mark each phase, and writes the totals to the file:
 
     imports          every ``import`` statement run after main started (torch, pytest, hypothesis, lazy imports)
-    loading          ``loading.load``: the implementation imported, validated, its worker started
+    loading          ``loading.load``: the implementation imported, validated, its worker started; and, isolated,
+                     the wait for the worker's hello (its imports) after collection
     collection       pytest's collection of the checks (their modules' own imports count as imports)
     hypothesis_checks, plain_checks
                      a check's setup, call, teardown and classification, less what falls in a phase below;
@@ -111,6 +112,9 @@ def install(phases: Phases) -> None:
     from conformance.reports import formats, json_report, terminal
 
     wrap_attribute(loading, "load", phases, "loading")
+    from conformance.isolation.proxy import ProxyAdapter
+
+    wrap_attribute(ProxyAdapter, "wait", phases, "loading")  # an isolated worker's hello, awaited after collection
     wrap_attribute(Candidate, "call", phases, "candidate_calls")
     for module in (oracle, formulas):
         for name in public_functions(module):
