@@ -169,7 +169,8 @@ def session(args, names: list[str], extra: list[str]) -> list:
     from conformance.session import pytest_argv, workers_args
 
     # The matrix reads statuses alone: no failure is matched against the catalogue (a third of a failing run).
-    argv = pytest_argv([f"mutant:{name}" for name in names], "-q", "--tb=no", "--no-header", "--no-diagnosis", *extra)
+    argv = pytest_argv([f"mutant:{name}" for name in names], "-q", "--tb=no", "--no-header",
+                       "--conformance-no-diagnosis", *extra)
     if args.workers > 1:
         # Without the convergence run no module needs to stay on one worker: idle workers take pending checks
         # from busy ones (a module over 86 mutants is minutes of work, and the modules differ tenfold).

@@ -51,7 +51,7 @@ def pytest_addoption(parser):
     group.addoption("--check-timeout", type=float, default=60.0, metavar="S", help="seconds one adapter call may take")
     group.addoption("--no-training", action="store_true", help="skip the training-convergence checks")
     group.addoption(
-        "--no-diagnosis", action="store_true",
+        "--conformance-no-diagnosis", action="store_true",
         help="verdicts only: a failure is not matched against the known bugs (the kill matrix reads statuses alone)",
     )
     group.addoption(
@@ -209,7 +209,7 @@ def check(request, candidate):
     """The check's recorder and explainer (``conformance.check.Check``): comparisons, claims, data."""
     from conformance.check import Check
 
-    recorder = Check(candidate, diagnose=not request.config.getoption("no_diagnosis"))
+    recorder = Check(candidate, diagnose=not request.config.getoption("conformance_no_diagnosis"))
     request.node.stash[_recorder_key] = recorder
     return recorder
 
@@ -529,7 +529,7 @@ class ResultCollector:
             "seed": self.config.getoption("conformance_seed"),
             "hypothesis_profile": self.config.getoption("conformance_profile"),
             "torch_threads": self.config.getoption("conformance_threads"),
-            "diagnosis": not self.config.getoption("no_diagnosis"),
+            "diagnosis": not self.config.getoption("conformance_no_diagnosis"),
             "duration_s": round(time.time() - self.started, 3),
             "implementations": [
                 {

@@ -126,7 +126,7 @@ def pytest_args(args) -> list[str]:
     if args.no_training:
         argv.append("--no-training")
     if getattr(args, "no_diagnosis", False):
-        argv.append("--no-diagnosis")
+        argv.append("--conformance-no-diagnosis")
     if getattr(args, "strict", False):
         argv.append("--conformance-strict")
     if getattr(args, "deviations", None):
