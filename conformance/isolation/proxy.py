@@ -36,7 +36,7 @@ from typing import Any
 from conformance.adapter import ADAPTER_PARTS, MODEL_PARTS, Conventions
 from conformance.candidate import Candidate
 from conformance.errors import AdapterError, LoadError
-from conformance.isolation import WORKER_MEMORY_MIB, WORKER_TOTAL_S
+from conformance.isolation import WORKER_MEMORY_MIB, WORKER_TOTAL_S, peer
 from conformance.isolation.wire import Channel, ChannelClosed, ChannelTimeout, WireError
 
 
@@ -108,12 +108,33 @@ class Worker:
         for fd in (request_r, response_w, control_r, status_w):
             os.close(fd)
         self.channel = Channel(response_r, request_w)
-        self.channel.send({**start, "temp_dir": str(self.temp_dir)})
+        self.shortcuts = os.environ.get("CONFORMANCE_PEER_SHORTCUTS", "1") != "0"  # peer.py; 0: for measuring
+        self.channel.send({**start, "temp_dir": str(self.temp_dir),
+                           "direct": self.shortcuts and peer.direct_copies_possible()})
         self.exit_report: dict | None = None
+        self.pid: int | None = None
+        self.shared_cpu: peer.SharedCpu | None = None
+        self.threads = threads
         _LIVE.add(self)
 
     def receive(self, deadline: float, make_model=None) -> Any:
         return self.channel.receive(deadline=deadline, make_model=make_model)
+
+    def said_hello(self, hello: dict) -> None:
+        """The worker's pid from its hello, believed only if that process is the supervisor's child (a
+        candidate's process): large messages then go straight to and from its memory, and it follows the
+        grader's CPU (``peer.py``)."""
+        pid = hello.get("pid")
+        if not self.shortcuts or not isinstance(pid, int) or pid <= 0 or peer.parent_of(pid) != self.process.pid:
+            return
+        self.pid = pid
+        self.channel.peer = self.checked_pid
+        if self.threads <= 1:
+            self.shared_cpu = peer.SharedCpu(pid)
+
+    def checked_pid(self) -> int | None:
+        """The worker's pid while it is still the supervisor's child (not a reused number)."""
+        return self.pid if self.pid is not None and peer.parent_of(self.pid) == self.process.pid else None
 
     def begin_stop(self) -> None:
         """Tell the supervisor to end the worker (it closes CTL's write end); ``stop`` waits for it."""
@@ -346,10 +367,12 @@ class ProxyAdapter:
             worker.cleanup()
             raise LoadError(str(reply["load_error"]) + fmt_output(output))
         try:
-            return check_hello(reply["hello"])
+            hello = check_hello(reply["hello"])
         except LoadError:
             worker.cleanup()
             raise
+        worker.said_hello(hello)
+        return hello
 
     def _ensure_worker(self, label: str) -> Worker:
         if self._worker is not None:
@@ -414,8 +437,9 @@ class ProxyAdapter:
         self._seed, self._release = None, []
         deadline = min(time.monotonic() + self._call_limit(), self._deadline)
         try:
-            worker.channel.send(request, deadline=deadline)
-            reply = worker.receive(deadline, make_model=self.make_model)
+            with worker.shared_cpu.call() if worker.shared_cpu is not None else contextlib.nullcontext():
+                worker.channel.send(request, deadline=deadline)
+                reply = worker.receive(deadline, make_model=self.make_model)
         except ChannelTimeout:
             self._retire()
             raise AdapterError(f"{label} hung: no answer within {self._call_limit():g} s; the worker was killed."

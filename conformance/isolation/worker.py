@@ -137,7 +137,9 @@ def serve(request_fd: int, response_fd: int) -> None:
 
     keep_freed_memory()
     channel = Channel(request_fd, response_fd)
+    channel.worker_side = True
     start = channel.receive()
+    channel.offer = bool(start.get("direct"))  # large answers: the grader copies them out (peer.py)
     try:
         adapter, hello = load(start)
     except BaseException as exc:  # noqa: BLE001 - whatever the import does, the grader hears of it
