@@ -50,6 +50,7 @@ ATTACKS = {  # name: (selection, extra arguments, what a contained run ends in)
     "hard_coded": ("lrate_matches or published_layer_norm_example or layer_norm_matches", [], "failed+passed"),
     "detects_grader": ("lrate_matches", [], "failed+passed"),
     "kills_grader": (PE, [], "passed"),
+    "lies_about_its_pid": (LAYER_NORM, [], "passed"),
 }
 
 

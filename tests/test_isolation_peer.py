@@ -135,16 +135,27 @@ def test_an_offered_address_that_is_not_mapped_is_read_from_the_pipe_instead(cop
 def test_each_side_refuses_the_route_it_does_not_expect(route):
     """Only the grader pushes and only the worker offers: the grader never names its memory to the worker."""
     grader, worker = channel_pair()
-    receiver = grader if route == PUSHED else Channel(*os.pipe())  # OFFERED to a side without a peer
+    receiver, sender = (grader, worker) if route == PUSHED else (worker, grader)
     header = json.dumps(["v", 1]).encode()
     try:
-        os.write(receiver.write_fd if receiver is not grader else worker.write_fd,
-                 HEADER.pack(len(header), route) + header)
+        os.write(sender.write_fd, HEADER.pack(len(header), route) + header)
         with pytest.raises(WireError, match=f"route {route}"):
             receiver.receive(deadline=time.monotonic() + 5)
     finally:
-        for channel in {grader, worker, receiver}:
-            channel.close()
+        grader.close()
+        worker.close()
+
+
+def test_a_grader_that_does_not_believe_the_worker_reads_offered_messages_from_the_pipe(copies):
+    grader, worker = channel_pair()
+    grader.peer = None  # its hello's pid was not the supervisor's child
+    try:
+        answer = big_value(6)
+        assert_same(exchange(worker, grader, answer), answer)
+    finally:
+        grader.close()
+        worker.close()
+    assert copies == {"write": [], "read": []}
 
 
 ECHO = '''

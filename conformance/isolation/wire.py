@@ -29,9 +29,9 @@ The route says where the raw buffers are (``peer.py``): ``PIPE``, after the head
 buffers add up to ``DIRECT_MIN`` bytes or more, ``PUSHED`` (grader to worker: the worker answers with the
 address of a block, the grader copies the buffers into it and says ``V``, or ``P`` and sends them down the
 pipe) or ``OFFERED`` (worker to grader: the buffers' addresses follow the header, the grader copies them
-out and says ``A``, or ``P`` and the worker sends them down the pipe). The worker offers only when the
-start message allows it; the grader accepts only ``PIPE`` and ``OFFERED``, the worker only ``PIPE`` and
-``PUSHED``.
+out and says ``A``, or ``P`` and the worker sends them down the pipe: always, when the grader did not
+believe the pid the worker's hello gave). The worker offers only when the start message allows it; the
+grader accepts only ``PIPE`` and ``OFFERED``, the worker only ``PIPE`` and ``PUSHED``.
 """
 
 from __future__ import annotations
@@ -357,7 +357,7 @@ class Channel:
             block = self._read_buffers(starts[-1], deadline)
         elif route == PUSHED and self.worker_side:
             block = self._receive_pushed(starts[-1], deadline)
-        elif route == OFFERED and self.peer is not None:
+        elif route == OFFERED and not self.worker_side:
             block = self._receive_offered(starts, sizes, deadline)
         else:
             raise WireError(f"a message by route {route}, which this side does not accept")
@@ -380,7 +380,7 @@ class Channel:
         addresses = struct.unpack(f"<{count}Q", self._read(8 * count, deadline))
         view = self._block_view(starts[-1])
         here = peer.address_of(view) if starts[-1] else 0
-        pid = self.peer()
+        pid = self.peer() if self.peer is not None else None  # None: a worker whose pid was not believed
         pieces = [(here + start, there, size) for start, there, size in zip(starts, addresses, sizes, strict=False)]
         if pid is not None and peer.read_from(pid, pieces):
             self._write(b"A", deadline)
