@@ -6,18 +6,21 @@ times, each turn a wake-up of the other's CPU (measured: 0.36 s more than in-pro
 Linux's ``process_vm_writev``/``process_vm_readv`` copy straight between two processes' memory in one
 system call (0.06 s for the same 252 MB). Only the grader calls them, and only on the worker: it writes a
 request's buffers into a block the worker names, and reads an answer's buffers from where the worker says
-they are. Either way the grader touches only the worker's memory (``worker_pid`` checks that the process
-is a child of the worker's supervisor, so a lying hello cannot point it at another process), and only
+they are. Either way the grader touches only the worker's memory (``proxy.Worker.checked_pid``: the process
+its hello named, believed only while it is the supervisor's child, so a lying hello cannot point the grader
+at another process), and only
 its own buffers or blocks of the sizes the message's header announced. Where the kernel refuses (a
 container's seccomp profile, a worker that made itself non-dumpable, an address that is not mapped), the
 bytes go through the pipe as before.
 
 **CPU.** A call is a round trip: the grader writes and sleeps, the worker wakes, computes, writes and
-sleeps, the grader wakes. On two CPUs each wake-up of an idle CPU is slow on a virtual machine (about
-0.5 ms after a few milliseconds idle). The two processes never run at the same time during a call, so the
-worker is kept on the CPU the grader last ran on (``follow``): the grader's sleep hands the CPU straight to
-the worker, and back. The grader itself is never pinned; when it moves, the worker follows at its next
-call. Not done when the worker runs several torch threads (they would share one CPU).
+sleeps, the grader wakes. With the two on different CPUs each turn wakes an idle CPU, which on a virtual
+machine is slow (about 0.5 ms after a few milliseconds idle), and each side comes back to caches the
+other's CPU did not warm. They never run at the same time within a call, so during one (``SharedCpu``)
+the grader's thread and the worker are both held on the CPU the grader was on: the grader's sleep hands
+that CPU straight to the worker, and the worker's answer hands it back. The grader's own CPU set is
+restored when the answer has arrived, so between calls it runs wherever the scheduler puts it. Not done
+when the worker runs several torch threads (they would share one CPU).
 """
 
 from __future__ import annotations
@@ -103,8 +106,14 @@ class SharedCpu:
         try:
             yield
         finally:
+            self._unpin()
+
+    def _unpin(self) -> None:
+        try:
+            os.sched_setaffinity(0, self.grader_cpus)
+        except OSError:  # its CPUs changed meanwhile (a cpuset): every CPU it may use, never stuck on one
             with contextlib.suppress(OSError):
-                os.sched_setaffinity(0, self.grader_cpus)
+                os.sched_setaffinity(0, range(os.cpu_count() or 1))
 
     def _pin(self) -> bool:
         cpu = _GETCPU()

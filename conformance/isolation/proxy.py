@@ -221,15 +221,8 @@ def _children(pid: int) -> list[int]:
     try:
         return [int(child) for child in Path(f"/proc/{pid}/task/{pid}/children").read_text().split()]
     except (OSError, ValueError):  # a kernel without CONFIG_PROC_CHILDREN: the processes whose parent it is
-        return [int(entry.name) for entry in Path("/proc").iterdir() if entry.name.isdigit() and _parent(entry) == pid]
-
-
-def _parent(entry: Path) -> int | None:
-    try:
-        stat = (entry / "stat").read_text()
-        return int(stat[stat.rindex(")") + 2:].split()[1])  # after "pid (comm) state": the parent's pid
-    except (OSError, ValueError, IndexError):
-        return None
+        return [int(entry.name) for entry in Path("/proc").iterdir()
+                if entry.name.isdigit() and peer.parent_of(int(entry.name)) == pid]
 
 
 BOOTSTRAP = (
