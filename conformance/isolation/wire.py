@@ -65,6 +65,7 @@ BLOCKS = 4  # blocks a channel keeps
 # where faulting them in as the pipe's bytes arrive took 0.37-0.47 s; huge pages 0.07-1 s, as compaction goes).
 _NEW_BLOCK = mmap.MAP_PRIVATE | getattr(mmap, "MAP_POPULATE", 0)  # fileno -1 adds MAP_ANONYMOUS
 DTYPE_KINDS = "biufc"  # bool, signed, unsigned, float, complex: no object, void, datetime, string
+JSON_SCALARS = (bool, int, float, str)  # what json.loads makes of a scalar (and None)
 
 
 class WireError(Exception):
@@ -143,6 +144,11 @@ def _encode(value, buffers, model_handle, depth):
 
 
 def _encode_array(value: np.ndarray, buffers) -> list:
+    dtype = value.dtype
+    if type(value) is np.ndarray and value.flags.c_contiguous and dtype.isnative and dtype.kind in DTYPE_KINDS \
+            and value.size:  # the common case, its bytes as they are (a weight dict has dozens of these)
+        buffers.append(memoryview(value).cast("B"))
+        return ["a", len(buffers) - 1, dtype.str, list(value.shape)]
     plain = np.ndarray.view(value, np.ndarray)  # a subclass's overrides stay behind
     if plain.dtype.kind not in DTYPE_KINDS or plain.dtype.hasobject:
         return _foreign(value, note=f"dtype {plain.dtype}")
@@ -181,7 +187,7 @@ def _decode(node, buffers, make_model, depth, counter):
     if not isinstance(node, list) or not node or not isinstance(node[0], str):
         raise WireError(f"malformed node {str(node)[:80]}")
     tag, rest = node[0], node[1:]
-    if tag == "v" and len(rest) == 1 and (rest[0] is None or isinstance(rest[0], bool | int | float | str)):
+    if tag == "v" and len(rest) == 1 and (rest[0] is None or type(rest[0]) in JSON_SCALARS):
         return rest[0]
     if tag in ("l", "t") and len(rest) == 1 and isinstance(rest[0], list):
         items = [_decode(v, buffers, make_model, depth + 1, counter) for v in rest[0]]
@@ -215,17 +221,27 @@ def _key(pair) -> str:
 
 def _array(buffers, index, dtype_text, shape) -> np.ndarray:
     dtype = array_dtype(dtype_text)
-    if not isinstance(index, int) or not 0 <= index < len(buffers):
+    if type(index) is not int or not 0 <= index < len(buffers):
         raise WireError(f"array refers to missing buffer {index!r}")
-    if not isinstance(shape, list) or not all(isinstance(n, int) and n >= 0 for n in shape):
-        raise WireError(f"bad array shape {shape!r}")
+    check_shape(shape)
     buffer = buffers[index]
     if math.prod(shape) * dtype.itemsize != len(buffer):
         raise WireError(f"array of shape {shape} and dtype {dtype} does not fill its {len(buffer)} bytes")
     return np.frombuffer(buffer, dtype=dtype).reshape(shape)
 
 
+def check_shape(shape) -> None:
+    if type(shape) is not list or not all(type(n) is int and n >= 0 for n in shape):
+        raise WireError(f"bad array shape {shape!r}")
+
+
+_ALLOWED_DTYPES: dict[str, np.dtype] = {}  # dtype texts already accepted (a few: '<f4', '<i8', '|b1', ...)
+
+
 def array_dtype(text) -> np.dtype:
+    known = _ALLOWED_DTYPES.get(text) if type(text) is str else None
+    if known is not None:
+        return known
     if not isinstance(text, str) or len(text) > 8:
         raise WireError(f"bad dtype {text!r}")
     try:
@@ -235,6 +251,8 @@ def array_dtype(text) -> np.dtype:
     native = ("=", "|", "<" if np.little_endian else ">")
     if dtype.kind not in DTYPE_KINDS or dtype.hasobject or dtype.byteorder not in native:
         raise WireError(f"dtype {text!r} may not cross the boundary (numeric, native byte order only)")
+    if len(_ALLOWED_DTYPES) < 64:
+        _ALLOWED_DTYPES[text] = dtype
     return dtype
 
 
@@ -261,9 +279,8 @@ def _collect_sizes(node, sizes, depth):
     if tag in ("a", "g"):
         index, dtype_text = node[1], node[2]
         shape = node[3] if tag == "a" else []
-        if not isinstance(shape, list) or not all(isinstance(n, int) and n >= 0 for n in shape):
-            raise WireError(f"bad array shape {shape!r}")
-        if not isinstance(index, int) or index in sizes or index < 0:
+        check_shape(shape)
+        if type(index) is not int or index in sizes or index < 0:
             raise WireError("bad buffer index")
         sizes[index] = math.prod(shape) * array_dtype(dtype_text).itemsize
     elif tag in ("l", "t") and len(node) == 2 and isinstance(node[1], list):
