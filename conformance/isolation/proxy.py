@@ -122,8 +122,8 @@ class Worker:
 
     def said_hello(self, hello: dict) -> None:
         """The worker's pid from its hello, believed only if that process is the supervisor's child (a
-        candidate's process): large messages then go straight to and from its memory, and it follows the
-        grader's CPU (``peer.py``)."""
+        candidate's process): large messages then go straight to and from its memory, and during a call it
+        shares the grader's CPU (``peer.py``)."""
         pid = hello.get("pid")
         if not self.shortcuts or not isinstance(pid, int) or pid <= 0 or peer.parent_of(pid) != self.process.pid:
             return
