@@ -68,6 +68,8 @@ def supervise(child: int, control_fd: int, status_fd: int, total_s: float) -> in
             continue
         os.kill(child, signal.SIGKILL)
         _, status, usage = os.wait4(child, 0)
+    if exited is not None:
+        os.close(exited)
     killed = kill_descendants()
     report = {"exit": os.WEXITSTATUS(status)} if os.WIFEXITED(status) else {"signal": os.WTERMSIG(status)}
     report.update(killed_descendants=killed, reason=reason,
