@@ -191,6 +191,30 @@ def write_load_error_report(args, message: str) -> None:
     Path(args.json).write_text(render(build_report([result], metadata)))
 
 
+class FreezeCollected:
+    """The objects alive once the checks are collected (torch, hypothesis, pytest, the suite: about a million) kept
+    out of the garbage collector's full walks (``gc.freeze``) until ``thaw`` after pytest has ended, its own closing
+    ``gc.collect()`` calls included. Measured on ``certify reference --no-training``: full collections 0.43-0.53 s,
+    0.02-0.03 s with the collected objects frozen (the whole run 0.96 of the time, farm-bench 8 pairs;
+    peak memory the same). Not done when something else froze objects first (the suite's own tests do, per process)."""
+
+    frozen = False
+
+    def pytest_collection_finish(self, session):
+        import gc
+
+        if gc.get_freeze_count() == 0:
+            gc.freeze()
+            self.frozen = True
+
+    def thaw(self) -> None:
+        import gc
+
+        if self.frozen:
+            gc.unfreeze()
+            self.frozen = False
+
+
 def run_checks(args, plugins=(), *, quiet_usage: bool = False) -> int:
     import pytest
 
@@ -201,9 +225,13 @@ def run_checks(args, plugins=(), *, quiet_usage: bool = False) -> int:
 
     collector = ResultCollector()  # handed to the plugin: the run's results and its one report
     captured = io.StringIO()
+    freezer = FreezeCollected()
     with ProgressDisplay.for_terminal(getattr(args, "progress", "off")) as progress, \
             contextlib.redirect_stdout(sys.stdout if args.verbose else captured):
-        code = pytest.main(pytest_args(args), plugins=[collector, progress, *plugins, *profile_plugins()])
+        try:
+            code = pytest.main(pytest_args(args), plugins=[collector, progress, freezer, *plugins, *profile_plugins()])
+        finally:
+            freezer.thaw()
     if collector.config is None or code in (pytest.ExitCode.INTERNAL_ERROR, pytest.ExitCode.USAGE_ERROR):
         if not (quiet_usage and code == pytest.ExitCode.USAGE_ERROR):
             sys.stderr.write(captured.getvalue())

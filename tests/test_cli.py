@@ -179,3 +179,29 @@ def test_no_diagnosis_gives_the_same_verdicts_without_looking_up_known_bugs(cert
     assert any(c.get("likely_cause") for c in diagnosed.report["checks"]), diagnosed.out
     assert not any(c.get("likely_cause") or c.get("diagnosis") for c in bare.report["checks"]), bare.out
     assert (diagnosed.report["diagnosis"], bare.report["diagnosis"]) == (True, False)
+
+
+def test_certify_keeps_the_collected_objects_out_of_full_collections_and_hands_them_back():
+    """``session.FreezeCollected``: frozen after collection, thawed after pytest; never when another freeze holds."""
+    import gc
+
+    from conformance.session import FreezeCollected
+
+    held = gc.get_freeze_count()  # the suite's own session freeze (tests/conftest.py)
+    gc.unfreeze()
+    try:
+        freezer = FreezeCollected()
+        freezer.pytest_collection_finish(session=None)
+        assert freezer.frozen and gc.get_freeze_count() > 0
+        freezer.thaw()
+        assert not freezer.frozen and gc.get_freeze_count() == 0
+        gc.freeze()
+        frozen_by_someone_else = gc.get_freeze_count()
+        polite = FreezeCollected()
+        polite.pytest_collection_finish(session=None)
+        polite.thaw()
+        assert not polite.frozen and gc.get_freeze_count() == frozen_by_someone_else
+    finally:
+        gc.unfreeze()
+        if held:
+            gc.freeze()
