@@ -62,6 +62,18 @@ def big_value(seed):
             "ids": np.arange(2**20, dtype=np.int64)}
 
 
+def both_ways(channels, seeds):
+    """A large request from the grader and a large answer from the worker arrive whole; the channels closed."""
+    grader, worker = channels
+    try:
+        request, answer = big_value(seeds[0]), big_value(seeds[1])
+        assert_same(exchange(grader, worker, request), request)
+        assert_same(exchange(worker, grader, answer), answer)
+    finally:
+        grader.close()
+        worker.close()
+
+
 def assert_same(back, value):
     assert set(back) == set(value) and back["n"] == value["n"]
     for name in ("W", "b", "ids"):
@@ -71,14 +83,7 @@ def assert_same(back, value):
 
 @pytest.mark.skipif(not peer.direct_copies_possible(), reason="no process_vm_writev in this C library")
 def test_large_messages_skip_the_pipe_both_ways(copies):
-    grader, worker = channel_pair()
-    try:
-        request, answer = big_value(1), big_value(2)
-        assert_same(exchange(grader, worker, request), request)
-        assert_same(exchange(worker, grader, answer), answer)
-    finally:
-        grader.close()
-        worker.close()
+    both_ways(channel_pair(), seeds=(1, 2))
     assert copies == {"write": [True], "read": [True]}
 
 
@@ -99,14 +104,7 @@ def test_small_messages_and_channels_without_a_peer_use_the_pipe(copies):
 def test_where_the_kernel_refuses_the_bytes_go_through_the_pipe(monkeypatch):
     monkeypatch.setattr(peer, "write_into", lambda pid, pieces: False)
     monkeypatch.setattr(peer, "read_from", lambda pid, pieces: False)
-    grader, worker = channel_pair()
-    try:
-        request, answer = big_value(4), big_value(5)
-        assert_same(exchange(grader, worker, request), request)
-        assert_same(exchange(worker, grader, answer), answer)
-    finally:
-        grader.close()
-        worker.close()
+    both_ways(channel_pair(), seeds=(4, 5))
 
 
 def test_an_offered_address_that_is_not_mapped_is_read_from_the_pipe_instead(copies):
@@ -132,14 +130,20 @@ def test_an_offered_address_that_is_not_mapped_is_read_from_the_pipe_instead(cop
 
 
 @pytest.mark.parametrize("route", [PUSHED, OFFERED])
-def test_each_side_refuses_the_route_it_does_not_expect(route):
-    """Only the grader pushes and only the worker offers: the grader never names its memory to the worker."""
+@pytest.mark.parametrize("case", ["the other side's route", "a small message"])
+def test_each_side_refuses_the_route_it_does_not_expect(route, case):
+    """Only the grader pushes and only the worker offers (the grader never names its memory to the worker), and
+    only messages of ``DIRECT_MIN`` bytes or more skip the pipe."""
     grader, worker = channel_pair()
-    receiver, sender = (grader, worker) if route == PUSHED else (worker, grader)
-    header = json.dumps(["v", 1]).encode()
+    if case == "a small message":
+        receiver, sender, node = (worker, grader, ["v", 1]) if route == PUSHED else (grader, worker, ["v", 1])
+    else:  # 8 MB announced, to the side that never accepts this route
+        receiver, sender = (grader, worker) if route == PUSHED else (worker, grader)
+        node = ["a", 0, "<f8", [2**20]]
+    header = json.dumps(node).encode()
     try:
         os.write(sender.write_fd, HEADER.pack(len(header), route) + header)
-        with pytest.raises(WireError, match=f"route {route}"):
+        with pytest.raises(WireError, match=f"route {route}, which this side does not accept"):
             receiver.receive(deadline=time.monotonic() + 5)
     finally:
         grader.close()

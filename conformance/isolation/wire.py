@@ -370,19 +370,20 @@ class Channel:
         if sum(sizes) > self.max_bytes:
             raise WireError(f"message of {sum(sizes)} bytes announced (at most {self.max_bytes})")
         starts = [0, *itertools.accumulate(map(padded, sizes))]
+        direct = starts[-1] >= DIRECT_MIN  # the other routes are for large messages only
         if route == PIPE:
             block = self._read_buffers(starts[-1], deadline)
-        elif route == PUSHED and self.worker_side:
+        elif route == PUSHED and self.worker_side and direct:
             block = self._receive_pushed(starts[-1], deadline)
-        elif route == OFFERED and not self.worker_side:
+        elif route == OFFERED and not self.worker_side and direct:
             block = self._receive_offered(starts, sizes, deadline)
         else:
-            raise WireError(f"a message by route {route}, which this side does not accept")
+            raise WireError(f"a message of {starts[-1]} bytes by route {route}, which this side does not accept")
         return decode(tree, [block[start:start + size] for start, size in zip(starts, sizes, strict=False)], make_model)
 
     def _receive_pushed(self, size: int, deadline: float | None) -> memoryview:
         view = self._block_view(size)
-        self._write(ADDRESS.pack(peer.address_of(view) if size else 0), deadline)
+        self._write(ADDRESS.pack(peer.address_of(view)), deadline)
         reply = bytes(self._read(1, deadline))
         if reply == b"P":
             self._read_into(view, deadline)
@@ -396,7 +397,7 @@ class Channel:
             raise WireError(f"{count} addresses offered for {len(sizes)} buffers")
         addresses = struct.unpack(f"<{count}Q", self._read(8 * count, deadline))
         view = self._block_view(starts[-1])
-        here = peer.address_of(view) if starts[-1] else 0
+        here = peer.address_of(view)
         pid = self.peer() if self.peer is not None else None  # None: a worker whose pid was not believed
         pieces = [(here + start, there, size) for start, there, size in zip(starts, addresses, sizes, strict=False)]
         if pid is not None and peer.read_from(pid, pieces):
@@ -430,8 +431,6 @@ class Channel:
         zero-fill per page, as much as the copy itself, and on a virtual machine far more (the base-size
         weights, 250 MB: 0.25 s, up to 1 s with huge pages, against 0.03 s reused). Blocks still in use (an
         answer the checks keep) are left to their holders; the channel keeps the ``BLOCKS`` largest."""
-        if size < REUSE:
-            return memoryview(bytearray(size))
         index = self._free_block(size)
         if index is None:
             block = mmap.mmap(-1, size, flags=_NEW_BLOCK)
