@@ -202,3 +202,28 @@ def test_the_report_counts_the_cpu_time_and_memory_of_the_worker_still_running(i
     isolated.adapter.close()  # ended: the supervisor's report, which counts at least as much
     ended = isolated.adapter.summary()
     assert ended["worker_cpu_s"] >= live["worker_cpu_s"] and ended["worker_max_rss_mib"] >= 10, ended
+
+
+def test_what_the_worker_imported_is_frozen_out_of_full_garbage_collections(tmp_path):
+    """``gc.freeze`` after the import: a full collection in the worker walks only what the calls made (a
+    model built per check; ``parameter_count`` ran twice as slow as in-process without it)."""
+    path = tmp_path / "counts_frozen_objects.py"
+    path.write_text(textwrap.dedent('''
+        import gc
+        from conformance import Conventions
+
+
+        class Adapter:
+            conventions = Conventions(mask="keep", batch_first=True, dtype="float64", framework="numpy")
+
+            def learning_rate(self, step, d_model, warmup):
+                return float(gc.get_freeze_count())
+
+
+        adapter = Adapter()
+    '''))
+    candidate = load_isolated(str(path), timeout_s=10)
+    try:
+        assert candidate.adapter.learning_rate(1, 512, 4000) > 1000  # numpy, the suite's modules, the adapter
+    finally:
+        candidate.adapter.close()

@@ -17,6 +17,7 @@ from __future__ import annotations
 
 import ctypes
 import errno
+import gc
 import json
 import os
 import select
@@ -148,6 +149,9 @@ def serve(request_fd: int, response_fd: int) -> None:
         channel.send({"load_error": load_error_message(exc, start["spec"])})
         return
     channel.send({"hello": hello})
+    # What the import made (torch, the candidate) lives as long as the worker: frozen, a full collection walks
+    # only what the calls made. Without it the reference's parameter_count ran 2.4x slower than in-process.
+    gc.freeze()
     Server(adapter, channel).run()
 
 
