@@ -117,13 +117,29 @@ def encode(value: Any, model_handle=None) -> tuple[bytes, list[memoryview]]:
     objects that stay in the worker as models (the worker's side passes it; the grader's does not)."""
     buffers: list[memoryview] = []
     tree = _encode(value, buffers, model_handle, 0)
-    return json.dumps(tree, allow_nan=True, separators=(",", ":")).encode(), buffers
+    return _to_json(tree).encode(), buffers
+
+
+_to_json = json.JSONEncoder(allow_nan=True, separators=(",", ":")).encode  # made once: json.dumps makes one a call
+_JSON_TYPES = frozenset((type(None), bool, int, float, str))
 
 
 def _encode(value, buffers, model_handle, depth):
+    # The exact types come first, the common ones first of all (a call's arguments: arrays, dicts of arrays).
+    kind = type(value)
     if depth > MAX_DEPTH:
         return _foreign(value, note="nested too deeply")
-    if value is None or isinstance(value, bool | str) or type(value) in (int, float):
+    if kind is np.ndarray:
+        return _encode_array(value, buffers)
+    if kind in _JSON_TYPES:
+        return ["v", value]
+    if kind is dict:
+        if not all(type(k) is str for k in value):
+            return ["o", "builtins", "dict (with keys that are not str)", None, 0]
+        return ["d", [[k, _encode(v, buffers, model_handle, depth + 1)] for k, v in value.items()]]
+    if kind is list or kind is tuple:
+        return ["l" if kind is list else "t", [_encode(v, buffers, model_handle, depth + 1) for v in value]]
+    if isinstance(value, str):
         return ["v", value]
     if isinstance(value, np.ndarray):
         return _encode_array(value, buffers)
@@ -131,24 +147,21 @@ def _encode(value, buffers, model_handle, depth):
         array = np.asarray(value)
         buffers.append(memoryview(np.ascontiguousarray(array).reshape(-1).view(np.uint8)))
         return ["g", len(buffers) - 1, array.dtype.str]
-    if type(value) in (list, tuple):
-        return ["l" if type(value) is list else "t", [_encode(v, buffers, model_handle, depth + 1) for v in value]]
-    if type(value) is dict:
-        if not all(type(k) is str for k in value):
-            return ["o", "builtins", "dict (with keys that are not str)", None, 0]
-        return ["d", [[k, _encode(v, buffers, model_handle, depth + 1)] for k, v in value.items()]]
     handle = model_handle(value) if model_handle else None
     if handle is not None:
         return ["m", *handle]
     return _foreign(value)
 
 
+# The dtypes an array is sent in as it is (numeric, native byte order), and their header text.
+_SENDABLE = {np.dtype(code): np.dtype(code).str for code in "?bhilqBHILQefdgFDG"}
+
+
 def _encode_array(value: np.ndarray, buffers) -> list:
-    dtype = value.dtype
-    if type(value) is np.ndarray and value.flags.c_contiguous and dtype.isnative and dtype.kind in DTYPE_KINDS \
-            and value.size:  # the common case, its bytes as they are (a weight dict has dozens of these)
-        buffers.append(memoryview(value).cast("B"))
-        return ["a", len(buffers) - 1, dtype.str, list(value.shape)]
+    text = _SENDABLE.get(value.dtype)
+    if text is not None and type(value) is np.ndarray and value.flags.c_contiguous and value.size:
+        buffers.append(memoryview(value).cast("B"))  # the common case: its bytes as they are (a weight dict
+        return ["a", len(buffers) - 1, text, list(value.shape)]  # has dozens of these)
     plain = np.ndarray.view(value, np.ndarray)  # a subclass's overrides stay behind
     if plain.dtype.kind not in DTYPE_KINDS or plain.dtype.hasobject:
         return _foreign(value, note=f"dtype {plain.dtype}")
@@ -184,37 +197,37 @@ def _decode(node, buffers, make_model, depth, counter):
     counter[0] += 1
     if depth > MAX_DEPTH or counter[0] > MAX_NODES:
         raise WireError("value nested too deeply or too large")
-    if not isinstance(node, list) or not node or not isinstance(node[0], str):
+    if type(node) is not list or not node:
         raise WireError(f"malformed node {str(node)[:80]}")
-    tag, rest = node[0], node[1:]
-    if tag == "v" and len(rest) == 1 and (rest[0] is None or type(rest[0]) in JSON_SCALARS):
-        return rest[0]
-    if tag in ("l", "t") and len(rest) == 1 and isinstance(rest[0], list):
-        items = [_decode(v, buffers, make_model, depth + 1, counter) for v in rest[0]]
+    tag, size = node[0], len(node)
+    if tag == "a" and size == 4:  # the common tags first: arrays, scalars, dicts
+        return _array(buffers, node[1], node[2], node[3])
+    if tag == "v" and size == 2 and (node[1] is None or type(node[1]) in JSON_SCALARS):
+        return node[1]
+    if tag == "d" and size == 2 and type(node[1]) is list:
+        return {_key(pair): _decode(pair[1], buffers, make_model, depth + 1, counter) for pair in node[1]}
+    if tag in ("l", "t") and size == 2 and type(node[1]) is list:
+        items = [_decode(v, buffers, make_model, depth + 1, counter) for v in node[1]]
         return items if tag == "l" else tuple(items)
-    if tag == "d" and len(rest) == 1 and isinstance(rest[0], list):
-        return {_key(pair): _decode(pair[1], buffers, make_model, depth + 1, counter) for pair in rest[0]}
-    if tag == "a" and len(rest) == 3:
-        return _array(buffers, rest[0], rest[1], rest[2])
-    if tag == "g" and len(rest) == 2:
-        return _array(buffers, rest[0], rest[1], [])[()]
-    if tag == "m" and len(rest) == 2 and make_model is not None:
-        handle, parts = rest
+    if tag == "g" and size == 3:
+        return _array(buffers, node[1], node[2], [])[()]
+    if tag == "m" and size == 3 and make_model is not None:
+        handle, parts = node[1], node[2]
         if not isinstance(handle, int) or not isinstance(parts, list) or not all(isinstance(p, str) for p in parts):
             raise WireError("malformed model handle")
         return make_model(handle, parts)
-    if tag == "o" and len(rest) == 4:
-        module, qualname, shape, convertible = rest
+    if tag == "o" and size == 5:
+        module, qualname, shape, convertible = node[1:]
         if not isinstance(module, str) or not isinstance(qualname, str):
             raise WireError("malformed foreign value")
         if shape is not None and not (isinstance(shape, list) and all(isinstance(n, int) for n in shape)):
             shape = None
         return foreign_type(module[:200], qualname[:200], bool(convertible))(shape)
-    raise WireError(f"unknown or malformed node tag {tag!r}")
+    raise WireError(f"unknown or malformed node tag {str(tag)[:80]!r}")
 
 
 def _key(pair) -> str:
-    if not isinstance(pair, list) or len(pair) != 2 or not isinstance(pair[0], str):
+    if type(pair) is not list or len(pair) != 2 or type(pair[0]) is not str:
         raise WireError("malformed dict entry")
     return pair[0]
 
@@ -227,7 +240,7 @@ def _array(buffers, index, dtype_text, shape) -> np.ndarray:
     buffer = buffers[index]
     if math.prod(shape) * dtype.itemsize != len(buffer):
         raise WireError(f"array of shape {shape} and dtype {dtype} does not fill its {len(buffer)} bytes")
-    return np.frombuffer(buffer, dtype=dtype).reshape(shape)
+    return np.ndarray(shape, dtype, buffer)  # a view of the buffer, as np.frombuffer(...).reshape makes it
 
 
 def check_shape(shape) -> None:
@@ -273,22 +286,22 @@ def buffer_sizes(tree) -> list[int]:
 
 
 def _collect_sizes(node, sizes, depth):
-    if depth > MAX_DEPTH or not isinstance(node, list) or not node:
+    if depth > MAX_DEPTH or type(node) is not list or not node:
         raise WireError("malformed header")
     tag = node[0]
-    if tag in ("a", "g"):
+    if tag == "a" or tag == "g":
         index, dtype_text = node[1], node[2]
         shape = node[3] if tag == "a" else []
         check_shape(shape)
         if type(index) is not int or index in sizes or index < 0:
             raise WireError("bad buffer index")
         sizes[index] = math.prod(shape) * array_dtype(dtype_text).itemsize
-    elif tag in ("l", "t") and len(node) == 2 and isinstance(node[1], list):
+    elif tag == "d" and len(node) == 2 and type(node[1]) is list:
+        for pair in node[1]:
+            _collect_sizes(pair[1] if type(pair) is list and len(pair) == 2 else None, sizes, depth + 1)
+    elif (tag == "l" or tag == "t") and len(node) == 2 and type(node[1]) is list:
         for child in node[1]:
             _collect_sizes(child, sizes, depth + 1)
-    elif tag == "d" and len(node) == 2 and isinstance(node[1], list):
-        for pair in node[1]:
-            _collect_sizes(pair[1] if isinstance(pair, list) and len(pair) == 2 else None, sizes, depth + 1)
 
 
 # -- the pipe ------------------------------------------------------------------------------------
