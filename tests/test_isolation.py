@@ -37,6 +37,35 @@ def test_plain_data_crosses_unchanged_and_arrays_arrive_writable_and_aligned():
         assert back[name].flags.writeable and back[name].flags.aligned
 
 
+@pytest.mark.parametrize(
+    "array",
+    [np.arange(6, dtype=">f4").reshape(2, 3),  # big-endian: arrives in native byte order
+     np.arange(12.0).reshape(3, 4).T,  # not contiguous
+     np.zeros((0, 3), dtype=np.float32),  # empty
+     np.array([1 + 2j], dtype=np.complex64), np.float16([0.5, 2.0]), np.array(7, dtype=np.uint8)],
+    ids=["big-endian", "transposed", "empty", "complex64", "float16", "0-d"],
+)
+def test_every_numeric_array_crosses_as_its_values_in_native_byte_order(array):
+    back = round_trip({"x": array})["x"]
+    assert type(back) is np.ndarray and back.shape == array.shape and np.array_equal(back, array)
+    assert back.dtype == array.dtype.newbyteorder("=") and back.dtype.isnative and back.flags.c_contiguous
+
+
+def test_a_str_subclass_crosses_as_its_text_and_an_int_subclass_as_a_description():
+    import enum
+
+    class Name(str):
+        pass
+
+    class Level(enum.IntEnum):
+        HIGH = 3
+
+    back = round_trip([Name("layer_norm"), Level.HIGH, np.int64(4), np.bool_(True)])
+    assert back[0] == "layer_norm" and type(back[0]) is str
+    assert isinstance(back[1], Foreign) and type(back[1]).__qualname__.endswith("Level")
+    assert type(back[2]) is np.int64 and back[2] == 4 and type(back[3]) is np.bool_ and back[3]
+
+
 def test_an_ndarray_subclass_crosses_as_its_plain_bytes():
     class Agreeable(np.ndarray):
         def __eq__(self, other):
