@@ -150,7 +150,7 @@ def serve(request_fd: int, response_fd: int) -> None:
         return
     channel.send({"hello": hello})
     # What the import made (torch, the candidate) lives as long as the worker: frozen, a full collection walks
-    # only what the calls made. Without it the reference's parameter_count ran 2.4x slower than in-process.
+    # only what the calls made. Without it the reference's parameter_count ran 2-3 times slower than in-process.
     gc.freeze()
     Server(adapter, channel).run()
 
