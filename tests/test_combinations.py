@@ -2,6 +2,9 @@
 catalogue entries whose composed answer equals the candidate's on the failing problem and on a second one
 (conformance/diagnosis/combine.py, matching.combined_matches), and never a combination that is not confirmed."""
 
+import functools
+
+import numpy as np
 import pytest
 from conftest import adapter_path
 
@@ -76,6 +79,30 @@ def test_mutants_of_two_families_or_one_formula_do_not_compose():
     assert combine(UNSCALED, "pre_norm") is None  # NumPy and torch
     assert combine(UNSCALED, "attention_scaled_by_d_k") is None  # both override scale_scores
     assert combine("pre_norm", "missing_residual") is None  # both change the sublayer formula
+
+
+def test_a_positional_table_bug_crosses_into_the_torch_reference_and_composes_there():
+    """A NumPy mutant whose bug is only in the positional table is carried into the reference as its
+    ``positional_encoding`` formula: Marian's and FSMT's sines-then-cosines with a finite fill of hidden scores."""
+    halves, fill = "pe_halves_concatenated", "masked_scores_filled_with_minus_1e9"
+    pair = composed(halves, fill)
+    np.testing.assert_allclose(pair.positional_encoding(7, 8), load(f"mutant:{halves}").positional_encoding(7, 8),
+                               rtol=0, atol=1e-6)  # the table, in the reference's float32
+    # As in a certify run: the logits name the table bug alone (the fill shows only where every key is hidden),
+    # then the all-padding source, where no single bug answers like it, names the pair.
+    assert named(diagnose(pair, questions.logits, MODEL_PROBLEM, MODEL)) == [halves]
+    empty_source = Question(functools.partial(questions.logits_of_an_empty_source, moved=True), MODEL_PROBLEM)
+    matches = confirmed_matches(pair, empty_source, for_candidate(MODEL, pair))
+    assert named(matches)[0] == f"{fill}+{halves}", f"got {named(matches)}"  # first: it answers exactly alike
+    assert all(halves in match["mutants"] and len(match["mutants"]) == 2 for match in matches), named(matches)
+
+
+def test_only_positional_table_bugs_cross_over():
+    fill = "masked_scores_filled_with_minus_1e9"
+    assert combine("pe_table_transposed", fill) is None  # the part's table only, not the model's
+    assert combine("pe_zero_at_padding", fill) is None  # a model that adds no table at padding
+    assert combine("pe_halves_concatenated", "pe_sine_cosine_swapped", fill) is None  # one method, two bugs
+    assert combine("pe_positions_from_one", "pe_halves_concatenated", fill) is not None
 
 
 def test_certify_names_the_pair_in_the_failure_message(certify):

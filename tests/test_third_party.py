@@ -172,6 +172,16 @@ def test_an_all_padding_source_sentence_read_uniformly_is_an_advisory(name, repo
 
 
 @pytest.mark.slow
+def test_marian_empty_source_is_named_with_its_table_bug(reports):
+    """Its sines-then-cosines (a NumPy mutant, named on the logits) and its finite fill (a torch one) compose:
+    the table bug is carried into the reference as its positional-encoding formula (diagnosis/combine.py)."""
+    check = next(c for c in reports["hf-marian"]["checks"]
+                 if c["id"] == "fully_masked_source_sentence_is_invisible_to_the_decoder")
+    cause = check["likely_cause"] or ""
+    assert cause.endswith("(mutant:masked_scores_filled_with_minus_1e9 + mutant:pe_halves_concatenated)"), cause
+
+
+@pytest.mark.slow
 def test_opennmt_finite_fill_is_named_with_its_profile(reports):
     """OpenNMT-py's pre-norm and final norms, confirmed on its encoder's output, lead the search; the -1e18 fill
     of a fully masked row is the one more bug the all-padding sentence shows."""

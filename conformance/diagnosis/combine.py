@@ -11,8 +11,12 @@ bug lives in a part of the implementation the other leaves alone:
   classes they share (two ``LayerSwap`` subclasses compose when one swaps the encoder layer and the
   other the decoder layer; a ``ModelSwap`` and a ``LayerSwap`` both define ``build_model``: they do not).
 
-A NumPy and a torch mutant never compose: they are two implementations, not two methods of one, and no
-class could take its formulas from both. Every composed candidate is cached, keyed by its sorted names.
+A NumPy and a torch mutant are two implementations, not two methods of one, and no class could take its
+formulas from both; one kind of NumPy mutant crosses over: a bug only in the positional table (the methods
+``NumpyAdapter.sinusoids`` composes, the table its part returns and its model adds) becomes the torch
+reference's ``positional_encoding`` formula, so a PE bug composes with a torch one (Marian's and FSMT's
+sines-then-cosines with their finite fill of hidden scores). Every composed candidate is cached, keyed by its
+sorted names.
 """
 
 from __future__ import annotations
@@ -89,17 +93,18 @@ def _changed_formulas(formulas, reference) -> dict:
             if getattr(formulas, field.name) is not getattr(reference, field.name)}
 
 
-def _compose_torch(adapters: list, name: str):
+def _compose_torch(adapters: list, name: str, carried: dict | None = None):
+    """The torch mutants ``adapters`` as one, with the formulas ``carried`` over from NumPy mutants, or None."""
     try:
         from conformance.implementations.reference.adapter import ReferenceAdapter
         from conformance.implementations.reference.model import REFERENCE
     except ImportError:  # no torch: no torch mutants either
         return None
-    if not all(isinstance(a, ReferenceAdapter) for a in adapters):
+    if not adapters or not all(isinstance(a, ReferenceAdapter) for a in adapters):
         return None
     if any(set(vars(a)) - STANDARD_STATE for a in adapters) or len({a.dtype for a in adapters}) != 1:
         return None
-    merged: dict = {}
+    merged: dict = dict(carried or {})
     for adapter in adapters:
         changes = _changed_formulas(adapter.formulas, REFERENCE)
         if changes.keys() & merged.keys():
@@ -112,15 +117,44 @@ def _compose_torch(adapters: list, name: str):
     return cls(formulas=dataclasses.replace(REFERENCE, **merged), name=name, dtype=adapters[0].dtype)
 
 
+# -- NumPy positional-table mutants carried into the torch reference ----------------------------------
+
+TABLE_METHODS = {"pe_positions", "pe_frequencies", "pe_interleave"}  # what NumpyAdapter.sinusoids composes
+
+
+def _compose_across(adapters: list, name: str):
+    """NumPy mutants whose bugs are all in the positional table, composed with torch mutants: the table
+    becomes the reference's ``positional_encoding`` formula. None unless every NumPy mutant is of that kind."""
+    from conformance.implementations.numpy_impl.adapter import NumpyAdapter
+
+    tables = [a for a in adapters if isinstance(a, NumpyAdapter)]
+    others = [a for a in adapters if not isinstance(a, NumpyAdapter)]
+    if not tables or not others:
+        return None
+    table = tables[0] if len(tables) == 1 else _compose_numpy(tables)
+    if table is None or vars(table) or not 0 < len(_own_names(type(table), NumpyAdapter, set())) \
+            or not _own_names(type(table), NumpyAdapter, set()) <= TABLE_METHODS:
+        return None
+    return _compose_torch(others, name, carried={"positional_encoding": functools.partial(_table_in_torch, table)})
+
+
+def _table_in_torch(adapter, n: int, d_model: int):
+    """The NumPy mutant's positional table as the reference's formula gives it: a float64 tensor (n, d_model)."""
+    import numpy as np
+    import torch
+
+    return torch.from_numpy(np.array(adapter.sinusoids(int(n), int(d_model)), dtype=np.float64))
+
+
 # -- the catalogue's combinations ----------------------------------------------------------------------
 
 
 def compose(adapters: list, name: str):
-    """One adapter with every bug of ``adapters`` (mutants of one family), or None when they do not compose."""
+    """One adapter with every bug of ``adapters``, or None when they do not compose."""
     if len(adapters) < 2:
         return None
-    # One family only: a NumPy and a torch mutant are two implementations, no class can be both.
-    return _compose_numpy(adapters) or _compose_torch(adapters, name)
+    # One family, or NumPy positional-table bugs carried into the torch reference (the module's docstring).
+    return _compose_numpy(adapters) or _compose_torch(adapters, name) or _compose_across(adapters, name)
 
 
 @dataclasses.dataclass(frozen=True)

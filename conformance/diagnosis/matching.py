@@ -131,7 +131,8 @@ def confirmed_matches(candidate, question: Question, tol: Tolerance, *, actual=N
         asked = {bug.name: known_answer(question, bug.candidate, problem) for bug in known}
         first = [(bug, _distance(mine, asked[bug.name])) for bug in known if same(mine, asked[bug.name])]
         confirmed = _confirm(second, first) if first else []
-    if confirmed:
+    if confirmed:  # remembered: the combinations of later checks try it first (combined_matches)
+        _PROFILES.setdefault(candidate, set()).update((match["mutant"],) for match in confirmed)
         return confirmed
     answers = [(bug, asked[bug.name] if bug.name in asked else known_answer(question, bug.candidate, problem))
                for bug in known]
@@ -215,7 +216,9 @@ def _confirm(second: _Second, first) -> list[dict]:
 # Several bugs at once
 # --------------------------------------------------------------------------------------------------
 # A search over compositions of single bugs (``combine``), cheapest guesses first, each stage confirmed
-# before the next: (1) pairs among the TOP_SINGLES closest singles; (2) the ANCHORS closest singles, each
+# before the next: (0) what was confirmed on this candidate before: its combinations, alone and each with one
+# more bug, then its single bugs each with one more (PROFILE_SINGLE_PAIRS at most); (1) pairs among the
+# TOP_SINGLES closest singles; (2) the ANCHORS closest singles, each
 # with every other single it composes with (a bug that dominates the output hides a weak partner deep in
 # the ranking); (3) the TRIPLE_SEEDS closest unconfirmed pairs, each extended by one of the TOP_SINGLES.
 # Every composed candidate asked is a rerun of the question; MAX_RERUNS bounds them per failing check,
@@ -224,6 +227,7 @@ TOP_SINGLES = 6
 ANCHORS = 2
 TRIPLE_SEEDS = 3
 MAX_RERUNS = 60
+PROFILE_SINGLE_PAIRS = 30  # pairs asked of the single bugs confirmed on the candidate: half the reruns at most
 
 
 def closest_singles(mine, papers, same, answers) -> list:
@@ -271,13 +275,18 @@ def combined_matches(second: _Second, problem, mine, answers) -> list[dict]:
     # confirmed on its encoder's output, with the mask bug its source-padding invariance adds).
     known = {bug.name for bug, _ in answers}  # the catalogue of this search: a left-out bug stays out
     profile = {names for names in _PROFILES.get(second.candidate, ()) if set(names) <= known}
+    combined, singles = {names for names in profile if len(names) > 1}, sorted(n for n in profile if len(n) == 1)
     # Single bugs that answer like the candidate here were refuted by the second problem: seeds for the stage
     # that adds what this problem cannot show.
     search.refuted += [(_distance(mine, theirs), (bug.name,)) for bug, theirs in answers
                        if theirs is not None and np.shape(theirs) == np.shape(mine) and second.same(mine, theirs)]
     stages = (
-        lambda: itertools.chain(profile, ((*names, name) for names in sorted(profile) for name in ranked
-                                          if name not in names)),
+        lambda: itertools.chain(combined, ((*names, name) for names in sorted(combined) for name in ranked
+                                           if name not in names)),
+        # A single bug confirmed elsewhere on this candidate, with one more that only this problem shows
+        # (Marian's sines-then-cosines, named on its logits, with the finite fill an empty source shows).
+        lambda: itertools.islice(((*names, name) for names in singles for name in ranked if name not in names),
+                                 PROFILE_SINGLE_PAIRS),
         lambda: itertools.combinations(top, 2),
         lambda: ((anchor, other) for anchor in ranked[:ANCHORS] for other in ranked if other != anchor),
         lambda: ((*combo.names, name) for combo in search.closest_misses(TRIPLE_SEEDS) for name in top
