@@ -336,6 +336,19 @@ def cross_attention_problem(sizes):
                                                                                      sizes.d_model), rng
 
 
+def fully_masked_row_problem(sizes):
+    """Cross-attention whose first query (batch 0, position 0) has every key masked: (weights, query, memory, keep)."""
+    weights, query, memory, rng = cross_attention_problem(sizes)
+    keep = keep_masks(rng, (sizes.B, sizes.T, sizes.S))
+    keep[0, 0, :] = False
+    return weights, query, memory, keep
+
+
+def fully_masked_row_weights(candidate, sizes):
+    weights, query, memory, keep = fully_masked_row_problem(sizes)
+    return candidate.multi_head_attention(query, memory, memory, weights, sizes.h, keep)[1]
+
+
 @claims.FULLY_MASKED_ROW
 @pytest.mark.requires("multi_head_attention")
 @fast_failure()
@@ -345,12 +358,12 @@ def test_fully_masked_row_gives_zero_weights_and_only_b_O(candidate, check, size
 
     The suite's convention for a row with no visible key (docs/claims.md): weights 0 and attention output
     0, before W_O and b_O. Only that row is judged here."""
-    weights, query, memory, rng = cross_attention_problem(sizes)
-    keep = keep_masks(rng, (sizes.B, sizes.T, sizes.S))
-    keep[0, 0, :] = False
+    weights, query, memory, keep = fully_masked_row_problem(sizes)
     out, attn = candidate.multi_head_attention(query, memory, memory, weights, sizes.h, keep)
+    # Diagnosed on every row's weights: a fill of 0 reads the hidden keys of the other rows too, a finite
+    # fill (-1e9, finfo.min) only those of the fully masked row.
     check.close(attn[0, :, 0], np.zeros((sizes.h, sizes.S)), for_candidate(ELEMENTWISE, candidate),
-                what="weights of the fully masked row")
+                what="weights of the fully masked row", ask=Question(fully_masked_row_weights, sizes))
     b_O = weights.get("b_O", np.zeros(sizes.d_model))  # 0 @ W_O + b_O; no bias: 0
     check.close(out[0, 0], b_O, for_candidate(LAYER, candidate),
                 what="output of the fully masked row (a finite fill gives"
