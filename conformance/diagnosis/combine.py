@@ -14,8 +14,8 @@ bug lives in a part of the implementation the other leaves alone:
 A NumPy and a torch mutant are two implementations, not two methods of one, and no class could take its
 formulas from both; one kind of NumPy mutant crosses over: a bug only in the positional table (the methods
 ``NumpyAdapter.sinusoids`` composes, the table its part returns and its model adds) becomes the torch
-reference's ``positional_encoding`` formula, so a PE bug composes with a torch one (Marian's and FSMT's
-sines-then-cosines with their finite fill of hidden scores). Every composed candidate is cached, keyed by its
+reference's ``positional_encoding`` formula, so a PE bug composes with a torch one (Marian's
+sines-then-cosines with its finite fill of hidden scores). Every composed candidate is cached, keyed by its
 sorted names.
 """
 
@@ -132,8 +132,8 @@ def _compose_across(adapters: list, name: str):
     if not tables or not others:
         return None
     table = tables[0] if len(tables) == 1 else _compose_numpy(tables)
-    if table is None or vars(table) or not 0 < len(_own_names(type(table), NumpyAdapter, set())) \
-            or not _own_names(type(table), NumpyAdapter, set()) <= TABLE_METHODS:
+    own = set() if table is None or vars(table) else _own_names(type(table), NumpyAdapter, set())
+    if not own or not own <= TABLE_METHODS:  # stateful, or a bug outside the table (the part's, the model's)
         return None
     return _compose_torch(others, name, carried={"positional_encoding": functools.partial(_table_in_torch, table)})
 

@@ -227,7 +227,7 @@ TOP_SINGLES = 6
 ANCHORS = 2
 TRIPLE_SEEDS = 3
 MAX_RERUNS = 60
-PROFILE_SINGLE_PAIRS = 30  # pairs asked of the single bugs confirmed on the candidate: half the reruns at most
+PROFILE_SINGLE_PAIRS = 30  # pairs tried for the single bugs confirmed on the candidate: half the reruns at most
 
 
 def closest_singles(mine, papers, same, answers) -> list:
