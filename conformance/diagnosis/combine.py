@@ -131,8 +131,8 @@ def _compose_across(adapters: list, name: str):
     others = [a for a in adapters if not isinstance(a, NumpyAdapter)]
     if not tables or not others:
         return None
-    table = tables[0] if len(tables) == 1 else _compose_numpy(tables)
-    own = set() if table is None or vars(table) else _own_names(type(table), NumpyAdapter, set())
+    table = _compose_numpy(tables)  # one, or several by multiple inheritance; None if stateful or overlapping
+    own = set() if table is None else _own_names(type(table), NumpyAdapter, set())
     if not own or not own <= TABLE_METHODS:  # stateful, or a bug outside the table (the part's, the model's)
         return None
     return _compose_torch(others, name, carried={"positional_encoding": functools.partial(_table_in_torch, table)})

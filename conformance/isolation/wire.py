@@ -121,7 +121,6 @@ def encode(value: Any, model_handle=None) -> tuple[bytes, list[memoryview]]:
 
 
 _to_json = json.JSONEncoder(allow_nan=True, separators=(",", ":")).encode  # made once: json.dumps makes one a call
-_JSON_TYPES = frozenset((type(None), bool, int, float, str))
 
 
 def _encode(value, buffers, model_handle, depth):
@@ -131,7 +130,7 @@ def _encode(value, buffers, model_handle, depth):
         return _foreign(value, note="nested too deeply")
     if kind is np.ndarray:
         return _encode_array(value, buffers)
-    if kind in _JSON_TYPES:
+    if value is None or kind in JSON_SCALARS:
         return ["v", value]
     if kind is dict:
         if not all(type(k) is str for k in value):
@@ -153,8 +152,9 @@ def _encode(value, buffers, model_handle, depth):
     return _foreign(value)
 
 
-# The dtypes an array is sent in as it is (numeric, native byte order), and their header text.
-_SENDABLE = {np.dtype(code): np.dtype(code).str for code in "?bhilqBHILQefdgFDG"}
+# The dtypes an array is sent in as it is (DTYPE_KINDS, native byte order), and their header text.
+_SENDABLE = {dtype: dtype.str for dtype in map(np.dtype, np.typecodes["All"])
+             if dtype.kind in DTYPE_KINDS and dtype.isnative}
 
 
 def _encode_array(value: np.ndarray, buffers) -> list:
