@@ -16,7 +16,7 @@ from typing import Any
 
 import numpy as np
 
-from conformance import supports
+from conformance import provenance, supports
 from conformance.adapter import ADAPTER_PARTS, MODEL_PARTS, Conventions
 from conformance.compare import shape_cause
 from conformance.errors import AdapterError, BadOutput, PartNotImplemented
@@ -131,6 +131,7 @@ class Candidate:
         self.name = name
         self.timeout_s = timeout_s
         self.hung_parts: set[str] = set()  # a part that hung once fails fast afterwards (no re-waiting)
+        self.ledger = Ledger()  # whose code answered the calls of the check running now (the plugin resets it)
 
     def __repr__(self) -> str:  # shown in pytest ids and hypothesis reproductions
         return f"Candidate({self.name!r})"
@@ -155,6 +156,10 @@ class Candidate:
         parts = [p for p in ADAPTER_PARTS if self.provides(p)]
         return parts + [f"model.{p}" for p in MODEL_PARTS if self.provides(f"model.{p}")]
 
+    def supplied_parts(self) -> dict[str, dict]:
+        """{part: provenance record} of the parts the suite's helpers supply, known before any call."""
+        return provenance.static_records(self.adapter, self.provided_parts())
+
     # -- calling ------------------------------------------------------------------------------
     def call(self, part: str, target: Any, *args, **kwargs) -> Any:
         """Call ``target.<method>`` for ``part``; translate what can go wrong into outcomes."""
@@ -169,8 +174,10 @@ class Candidate:
                 actual="no result",
             )
         try:
-            with time_limit(self.timeout_s, part):
-                return method(*args, **kwargs)
+            with time_limit(self.timeout_s, part), provenance.conversions() as converted:
+                value = method(*args, **kwargs)
+            self.ledger.note(part, method, target, converted)
+            return value
         except NotImplementedError as exc:
             reason = f": {exc}" if str(exc) else ""  # the adapter's own words reach the report
             raise PartNotImplemented(f"{self.name}.{part} raised NotImplementedError{reason}", part=part,
@@ -362,6 +369,30 @@ class Candidate:
                 actual=describe(result),
             )
         return result[0], result[1]
+
+
+class Ledger:
+    """Whose code answered one check's calls: the provenance record of each part the suite supplied, and the
+    conversions the adapter's helpers made (``conformance.provenance``)."""
+
+    def __init__(self):
+        self.records: dict[str, dict] = {}
+        self.converted: list[dict] = []
+
+    def note(self, part: str, method, target, converted: list[dict]) -> None:
+        account = getattr(method, "conformance_account", None)  # an isolated call: what the worker saw
+        if isinstance(account, dict):
+            record, converted = account.get("supplied"), account.get("converted") or []
+        else:
+            record = provenance.record_of(method, target, part)
+        if record is not None:
+            self.records.setdefault(part, record)
+        self.converted += [{**entry, "part": part} for entry in converted]
+
+    def as_dict(self) -> dict | None:
+        if not self.records and not self.converted:
+            return None
+        return {"supplied": dict(self.records), "converted": provenance.distinct(self.converted)}
 
 
 class CandidateModel:

@@ -20,7 +20,7 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from conformance import claims, deviations
+from conformance import claims, deviations, provenance
 from conformance.errors import Blocked, ConformanceOutcome, LoadError, PartNotImplemented
 from conformance.results import FAILING, CheckResult, plain
 
@@ -84,6 +84,9 @@ def pytest_addoption(parser):
 def pytest_configure(config):
     for line in (
         "requires(*parts): the adapter parts a check needs; missing parts make it not implemented",
+        "judges(*aspects): what the verdict is about, when it is not every required part beyond building and"
+        " loading a model (conformance.provenance): 'model.greedy_decode', 'model.train_step:loss'; a check whose"
+        " judged aspects the suite's helpers supplied is 'supplied', not passed",
         "depends_on(check_id): a prerequisite check in the same module; if it did not pass, this one is blocked",
         "section(text): the paper section a check certifies, when it differs from its module's SECTION",
         "superseded_by(*parts): a check of a coarse part (attention_sublayer) that runs only where the candidate"
@@ -368,6 +371,9 @@ def pytest_runtest_setup(item):
     candidate = _item_candidate(item)
     if candidate is None:
         return
+    from conformance.candidate import Ledger
+
+    candidate.ledger = Ledger()  # whose code answers this check's calls
     for marker in item.iter_markers("requires"):
         for part in marker.args:
             if not candidate.provides(part):
@@ -376,7 +382,7 @@ def pytest_runtest_setup(item):
     for marker in item.iter_markers("depends_on"):
         for prerequisite in marker.args:
             status = outcomes.get((candidate.name, prerequisite))
-            if status not in (None, "passed"):
+            if status not in (None, "passed", "supplied"):  # supplied: it held, on the suite's code
                 raise Blocked(f"blocked by {prerequisite} ({status})", blocked_by=prerequisite)
 
 
@@ -422,9 +428,10 @@ def pytest_runtest_makereport(item, call):
     if candidate is None or call.when == "teardown" or (call.when == "setup" and call.excinfo is None):
         return
     result = _classify(item, call, candidate)
+    credit(item, result, candidate.ledger.as_dict())
     item.config.stash.setdefault(_outcomes_key, {})[(candidate.name, check_id(item))] = result.status
     report.user_properties.append((RESULTS_KEY, result.as_dict()))
-    if result.status in ("not_implemented", "blocked", "advisory", "deviation"):
+    if result.status in ("not_implemented", "blocked", "advisory", "deviation", "supplied"):
         report.outcome = "skipped"
         report.longrepr = (
             str(item.path),
@@ -486,6 +493,48 @@ def _classify(item, call, candidate) -> CheckResult:
     return result
 
 
+def judged(item) -> list[str]:
+    """What the check's verdict is about (``conformance.provenance.judged_aspects``)."""
+    requires = [part for marker in item.iter_markers("requires") for part in marker.args]
+    judges = [aspect for marker in item.iter_markers("judges") for aspect in marker.args]
+    return provenance.judged_aspects(requires, judges)
+
+
+def credit(item, result: CheckResult, ledger: dict | None) -> None:
+    """Never credit the implementation with what the suite supplied, nor pass a convention a converter hid: a
+    pass that rests only on supplied code is *supplied*; a pass through a conversion that stands for a
+    deviation from the lessons is that *deviation*; a failure says what was supplied or converted."""
+    if ledger is None:
+        return
+    result.provenance = ledger
+    aspects = judged(item)
+    if result.status == "passed" and provenance.rests_on_supplied(aspects, ledger["supplied"]):
+        parts = sorted({provenance.split(a)[0] for a in aspects})
+        notes = "; ".join(f"{part}: {ledger['supplied'][part]['note']}" for part in parts)
+        result.status = "supplied"
+        result.message = (f"passed on code the suite supplied, not the implementation's ({notes}); not credited:"
+                          " give the implementation's own to certify it")
+        return
+    converted = provenance.judged_conversions(aspects, ledger["converted"])
+    if result.status == "passed" and converted:
+        names = list(dict.fromkeys(entry["deviation"] for entry in converted))
+        how = "; ".join(f"{e['part']}: {e['converter']} converted {e['what']}" for e in converted)
+        result.status = "deviation"
+        result.deviation = {"name": " + ".join(names), "names": names, "reason": f"declared by a conversion ({how})",
+                            "confirmed": True}
+        result.message = (f"passed only through the adapter's conversion ({how}): the implementation's own"
+                          f" convention is {' + '.join(names)}, not the lessons'")
+    elif result.status != "passed" and (ledger["supplied"] or ledger["converted"]):
+        result.message += "\n" + provenance_note(ledger)
+
+
+def provenance_note(ledger: dict) -> str:
+    """One line: what the suite supplied and what the adapter converted during the check."""
+    parts = [f"{part} supplied by the suite ({rec['note']})" for part, rec in ledger["supplied"].items()]
+    parts += [f"{e['part']} converted by {e['converter']} ({e['what']})" for e in ledger["converted"]]
+    return "  answered with help: " + "; ".join(parts)
+
+
 def _unwrap(exc: BaseException) -> BaseException:
     """Hypothesis raises an ExceptionGroup when several distinct bugs show; report the first."""
     while isinstance(exc, BaseExceptionGroup) and exc.exceptions:
@@ -536,6 +585,7 @@ class ResultCollector:
                     "name": spec,
                     "conventions": c.conventions.as_dict(),
                     "provided_parts": c.provided_parts(),
+                    "supplied_parts": c.supplied_parts(),
                     "load_warnings": getattr(c, "load_warnings", []),
                     "isolation": isolation_summary(c),
                 }

@@ -4,10 +4,12 @@ Schema ``transformer-conformance/report`` version 1 (docs/report-format.md; the 
 ``reports/report.schema.json``). Top level: schema, schema_version, suite {version, git_sha}, created (UTC,
 ISO 8601), fixtures_sha256, environment, the run's metadata (seed, profile, implementations, deviations,
 ...), summary {impl: {status: count}}, verdict {impl: "conformant" | "not conformant" | "nothing
-implemented"}, published_numbers {impl: {reproduced, reproducible, line}}, unsupported {impl: [...]}, facts
-{id: {document, section, quote, printed}} (the provenance of every published fact a check compared
-against), checks [CheckResult]. Built once per run (``build_report``); the terminal, the JSON file, HTML,
-JUnit, Markdown, the badge and Gradescope's results.json all render this dict.
+implemented"}, profile {impl: {failures, causes, unexplained, line}} (the deviations the run confirmed, each
+with the failures it explains), provenance {impl: {own, supplied, converted}} (whose code answered: the
+implementation's, or the suite's helpers'), published_numbers {impl: {reproduced, reproducible, line}},
+unsupported {impl: [...]}, facts {id: {document, section, quote, printed}} (the provenance of every published
+fact a check compared against), checks [CheckResult]. Built once per run (``build_report``); the terminal, the
+JSON file, HTML, JUnit, Markdown, the badge and Gradescope's results.json all render this dict.
 """
 
 from __future__ import annotations
@@ -54,6 +56,76 @@ def fact_sources(results: list[CheckResult]) -> dict[str, dict]:
     return {fact_id: {k: known[fact_id].get(k) for k in fields} for fact_id in used}
 
 
+PROFILED = (*FAILING, "deviation")
+"""The statuses a profile explains: what failed, counted or declared."""
+
+
+def cause_names(result: CheckResult) -> list[str]:
+    """The deviations that explain a non-passing check: its confirmed diagnosis (each part of a combination),
+    its structural patterns, and the deviation it was declared as (a file's entry, or a conversion's)."""
+    from conformance.deviations import named_by_diagnosis
+
+    declared = (result.deviation or {}).get("names", [])
+    return sorted(named_by_diagnosis(result) | set(declared))
+
+
+def cause_text(name: str, results: list[CheckResult]) -> str:
+    """A deviation in words: the catalogue's description of the bug, else the structural pattern's."""
+    from conformance.diagnosis import PATTERNS
+
+    for result in results:
+        for match in result.diagnosis or []:
+            if match.get("mutant") == name and match.get("bug"):
+                return match["bug"].rstrip(".")
+    return PATTERNS.get(name, name.replace("_", " "))
+
+
+def profile(results: list[CheckResult]) -> dict:
+    """The implementation's profile: every deviation the run confirmed with the failures it explains, most first,
+    and the failures nothing explains, so a report with 30 failures says in one line that it has two causes."""
+    failures = [r for r in results if r.status in PROFILED]
+    explained: dict[str, list[str]] = {}
+    for result in failures:
+        for name in cause_names(result):
+            explained.setdefault(name, []).append(result.id)
+    causes = [{"name": name, "text": cause_text(name, failures), "explains": len(ids), "checks": ids}
+              for name, ids in sorted(explained.items(), key=lambda item: (-len(item[1]), item[0]))]
+    unexplained = [r.id for r in failures if not cause_names(r)]
+    return {"failures": len(failures), "causes": causes, "unexplained": unexplained,
+            "line": profile_line(len(failures), causes, unexplained)}
+
+
+def profile_line(failures: int, causes: list[dict], unexplained: list[str]) -> str:
+    """"pre_norm: explains 13 of 13 failures"; "; nothing explains 2" when some stay unexplained."""
+    if not failures:
+        return "no failures"
+    named = [f"{cause['name']}: explains {cause['explains']} of {failures} failures" for cause in causes]
+    rest = [f"nothing known explains {len(unexplained)} of {failures}"] if unexplained else []
+    return "; ".join(named + rest)
+
+
+def provenance_summary(results: list[CheckResult], implementation: dict) -> dict:
+    """Whose code answered: each part supplied by the suite's helpers (known before the run, or seen in a call)
+    with who supplied it and how, each conversion the adapter's helpers made, and the parts that are the
+    implementation's own."""
+    from conformance.provenance import distinct
+
+    supplied = dict(implementation.get("supplied_parts") or {})
+    converted = []
+    for result in results:
+        ledger = result.provenance or {}
+        for part, rec in (ledger.get("supplied") or {}).items():
+            supplied.setdefault(part, rec)
+        converted += ledger.get("converted") or []
+    parts = implementation.get("provided_parts") or []
+    own = [part for part in parts if part not in supplied]
+    credited = sum(r.status == "passed" for r in results)
+    not_credited = sum(r.status == "supplied" for r in results)
+    return {"own": own, "supplied": supplied, "converted": distinct(converted),
+            "line": f"{len(own)} of {len(parts)} parts the implementation's own; {credited} checks credited to it,"
+                    f" {not_credited} passed on code the suite supplied (not credited)"}
+
+
 def build_report(results: list[CheckResult], metadata: dict) -> dict:
     """The report of ``results`` (every implementation of the run), with the run's ``metadata``."""
     impls = [impl["name"] for impl in metadata.get("implementations", [])]
@@ -68,6 +140,9 @@ def build_report(results: list[CheckResult], metadata: dict) -> dict:
         **metadata,
         "summary": {name: count_statuses(rs) for name, rs in by_impl.items()},
         "verdict": {name: verdict(rs) for name, rs in by_impl.items()},
+        "profile": {name: profile(rs) for name, rs in by_impl.items()},
+        "provenance": {impl["name"]: provenance_summary(by_impl[impl["name"]], impl)
+                       for impl in metadata.get("implementations", [])},
         "published_numbers": {name: published_line(rs, selected=bool(metadata.get("selection")))
                               for name, rs in by_impl.items()},
         "unsupported": {name: unsupported(rs) for name, rs in by_impl.items()},

@@ -10,7 +10,7 @@ from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Any
 
-STATUSES = ("passed", "failed", "error", "advisory", "deviation", "not_implemented", "blocked")
+STATUSES = ("passed", "failed", "error", "advisory", "deviation", "supplied", "not_implemented", "blocked")
 """What a check can end in (docs/report-format.md):
 
 - passed: the claim holds;
@@ -18,7 +18,10 @@ STATUSES = ("passed", "failed", "error", "advisory", "deviation", "not_implement
 - advisory: a convention the suite adds where the paper and the lessons are silent (a fully masked row) did
   not hold; printed apart, and the exit code ignores it unless ``--strict``;
 - deviation: failed or errored, but the maintainer declared it a known, intentional deviation
-  (``--deviations FILE``); the exit code ignores it;
+  (``--deviations FILE``), or passed only through a conversion that stands for one (a loss summed over tokens,
+  converted by ``mean_from_sum``); the exit code ignores it;
+- supplied: passed, but on code the suite's helpers supplied (``TorchModel``'s greedy loop, the paper's training
+  recipe, ``torch_layer_norm``): not credited to the implementation, and not counted against it;
 - not_implemented: the adapter does not provide a part, or no configuration, the check needs;
 - blocked: a prerequisite did not pass, so this check's verdict would say nothing new.
 """
@@ -58,6 +61,7 @@ class CheckResult:
     deviation: dict | None = None  # {name, reason, confirmed}: the declared deviation a non-passing check matches
     difference: dict | None = None  # a failing tensor's actual - expected around the worst index (compare.py)
     data: dict | None = None  # what a check recorded beyond comparisons (check.record): curves, tables
+    provenance: dict | None = None  # {supplied: {part: record}, converted: [...]}: whose code answered (provenance.py)
 
     def as_dict(self) -> dict:
         return asdict(self)

@@ -20,6 +20,9 @@ from conformance.reports.view import (
     impl_names,
     in_paper_order,
     is_failing,
+    listed,
+    profile_of,
+    provenance_of,
     sections,
     sources,
     style,
@@ -80,7 +83,7 @@ def pill(status: str, text: str | None = None, *, extra: str = "") -> str:
 def _implementation(report: dict, name: str, n: int) -> str:
     checks = checks_of(report, name)
     failing = [c for c in in_paper_order(checks) if is_failing(c)]
-    parts = [_header(report, name), _run(report, name)]
+    parts = [_header(report, name), _profile(report, name), _provenance(report, name), _run(report, name)]
     if failing:
         parts.append(f"<h2>Failures ({len(failing)})</h2>")
         parts += [_card(report, check, n) for check in failing]
@@ -100,6 +103,35 @@ def _header(report: dict, name: str) -> str:
             f'<p>{pill(status, verdict, extra=" verdict")} {counts.get("passed", 0)} of {counted_total(counts)}'
             f" counted checks passed</p>"
             f'<div class="counts">{chips}</div><p class="muted">{escape(published)}</p>')
+
+
+def _profile(report: dict, name: str) -> str:
+    """The implementation's profile under the counts: each confirmed deviation with the failures it explains."""
+    found = profile_of(report, name)
+    if found is None:
+        return ""
+    total = found["failures"]
+    rows = [f"<li><b>{escape(cause['name'])}</b>: explains {cause['explains']} of {total} failures"
+            f' <span class="muted">({escape(cause["text"])}: {escape(listed(cause["checks"]))})</span></li>'
+            for cause in found["causes"]]
+    if found["unexplained"]:
+        rows.append(f"<li><b>no known cause</b>: {len(found['unexplained'])} of {total} failures"
+                    f' <span class="muted">({escape(listed(found["unexplained"]))})</span></li>')
+    return f'<div class="profile"><p><b>Profile</b>: {escape(found["line"])}</p><ul>{"".join(rows)}</ul></div>'
+
+
+def _provenance(report: dict, name: str) -> str:
+    """Whose code answered: what the suite supplied (not credited to the implementation), what was converted."""
+    found = provenance_of(report, name)
+    if found is None:
+        return ""
+    rows = [f"<li>supplied by the suite: <code>{escape(part)}</code>: {escape(rec.get('note') or rec.get('by'))}</li>"
+            for part, rec in found["supplied"].items()]
+    rows += [f"<li>converted by the adapter: <code>{escape(e['part'])}</code>: {escape(e['converter'])}"
+             f" ({escape(e['what'])})" + (f"; its own convention: {escape(e['deviation'])}" if e.get("deviation")
+                                          else "") + "</li>" for e in found["converted"]]
+    return (f'<div class="provenance"><p><b>Whose code</b>: {escape(found["line"])}</p><ul>{"".join(rows)}</ul>'
+            "</div>")
 
 
 def _run(report: dict, name: str) -> str:

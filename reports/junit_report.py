@@ -13,7 +13,7 @@ from __future__ import annotations
 
 import xml.etree.ElementTree as ET
 
-from conformance.reports.view import checks_of, impl_names, in_paper_order, is_failing
+from conformance.reports.view import checks_of, impl_names, in_paper_order, is_failing, profile_of, provenance_of
 
 
 def render(report: dict) -> str:
@@ -46,9 +46,30 @@ def _properties(report: dict, name: str) -> ET.Element:
     values = {"verdict": report["verdict"].get(name, ""), "seed": report.get("seed"),
               "hypothesis_profile": report.get("hypothesis_profile"),
               **{f"conventions.{k}": v for k, v in impl.get("conventions", {}).items()}}
+    values.update(_profile_properties(report, name))
     for key, value in values.items():
-        ET.SubElement(properties, "property", name=key, value=str(value))
+        ET.SubElement(properties, "property", name=key, value=_xml_safe(str(value)))
     return properties
+
+
+def _profile_properties(report: dict, name: str) -> dict[str, str]:
+    """The profile (``profile``: its line; ``profile.<cause>``: what it explains) and whose code answered
+    (``supplied.<part>``, ``converted.<part>``), so a CI reader sees the causes before the testcases."""
+    values = {}
+    found = profile_of(report, name)
+    if found:
+        values["profile"] = found["line"]
+        values.update({f"profile.{cause['name']}": f"explains {cause['explains']} of {found['failures']}:"
+                       f" {', '.join(cause['checks'])}" for cause in found["causes"]})
+        if found["unexplained"]:
+            values["profile.unexplained"] = ", ".join(found["unexplained"])
+    supplied = provenance_of(report, name)
+    if supplied:
+        values["provenance"] = supplied["line"]
+        values.update({f"supplied.{part}": rec.get("note") or rec.get("by")
+                       for part, rec in supplied["supplied"].items()})
+        values.update({f"converted.{e['part']}": f"{e['converter']}: {e['what']}" for e in supplied["converted"]})
+    return values
 
 
 def _testcase(check: dict) -> ET.Element:

@@ -12,6 +12,8 @@ from conformance.reports.view import (
     impl_names,
     in_paper_order,
     is_failing,
+    profile_lines,
+    provenance_lines,
     sections,
     sources,
     style,
@@ -23,7 +25,7 @@ MESSAGE_CHARS = 3_000
 
 
 def render(report: dict, *, limit: int = LIMIT) -> str:
-    head = [_title(report), "", *_summary_table(report), ""]
+    head = [_title(report), "", *_summary_table(report), "", *_profiles(report)]
     tail = [*_section_tables(report), "", _footer(report)]
     budget = limit - _size(head) - _size(tail) - 200  # 200: the "left out" line
     failures = [(name, c) for name in impl_names(report) for c in in_paper_order(checks_of(report, name))
@@ -65,6 +67,20 @@ def _summary_table(report: dict) -> list[str]:
                      f" {counted_total(counts)} | " + " | ".join(str(counts.get(s, 0)) for s in statuses) + " |")
     published = [p["line"] for p in (report.get("published_numbers") or {}).values()]
     return lines + ([""] + [f"{line}" for line in dict.fromkeys(published)] if published else [])
+
+
+def _profiles(report: dict) -> list[str]:
+    """Per implementation: its profile (the deviations confirmed, each with the failures it explains) and whose
+    code answered (what the suite supplied, what the adapter converted), as lists under the summary."""
+    out = []
+    for name in impl_names(report):
+        lines = profile_lines(report, name) + provenance_lines(report, name)
+        if not lines:
+            continue
+        if len(impl_names(report)) > 1:
+            out.append(f"**`{name}`**")
+        out += [("  " if line.startswith("  ") else "") + f"- {_inline(line)}" for line in lines] + [""]
+    return out
 
 
 def _failure(report: dict, check: dict, impl: str | None) -> list[str]:

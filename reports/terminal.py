@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from conformance.reports.view import section_key, style
+from conformance.reports.view import profile_lines, provenance_lines, section_key, style
 from conformance.results import FAILING, CheckResult, count_statuses
 from conformance.supports import describe as describe_supports
 
@@ -16,7 +16,8 @@ def render(report: dict) -> str:
         name = impl["name"]
         mine = [r for r in checks if r.impl == name]
         lines += _header(impl, report.get("unsupported", {}).get(name, [])) + _by_section(mine) + _details(mine)
-        lines += _declared(report) + [_summary(mine, report.get("published_numbers", {}).get(name)), ""]
+        lines += _declared(report) + [_summary(mine, report.get("published_numbers", {}).get(name))]
+        lines += profile_lines(report, name) + provenance_lines(report, name) + [""]
     return "\n".join(lines) + "\n"
 
 

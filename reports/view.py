@@ -32,6 +32,7 @@ STYLES = {
     "error": Style("ERROR", "#8e24aa", True),
     "advisory": Style("ADVISORY", "#b26a00", False),
     "deviation": Style("DEVIANT", "#5d4037", False),
+    "supplied": Style("SUPPLIED", "#00695c", False),
     "not_implemented": Style("N/I", "#616161", False),
     "blocked": Style("BLOCKED", "#455a64", False),
 }
@@ -159,3 +160,54 @@ def sources(report: dict, check: dict) -> list[str]:
 
 def first_line(text: str) -> str:
     return text.strip().splitlines()[0] if text and text.strip() else ""
+
+
+# ------------------------------------------------------------------------------------------------
+# The implementation's profile, and whose code answered
+# ------------------------------------------------------------------------------------------------
+
+
+def profile_of(report: dict, impl: str) -> dict | None:
+    """The profile of ``impl`` (``conformance.report.profile``) when the run had failures, else None."""
+    found = (report.get("profile") or {}).get(impl)
+    return found if found and found.get("failures") else None
+
+
+def provenance_of(report: dict, impl: str) -> dict | None:
+    """Whose code answered for ``impl`` (``conformance.report.provenance_summary``), when the suite supplied or an
+    adapter's helper converted anything, else None."""
+    found = (report.get("provenance") or {}).get(impl)
+    return found if found and (found.get("supplied") or found.get("converted")) else None
+
+
+def listed(ids: list[str], shown: int = 4) -> str:
+    """"a, b, c and 5 more"."""
+    return ", ".join(ids[:shown]) + (f" and {len(ids) - shown} more" if len(ids) > shown else "")
+
+
+def profile_lines(report: dict, impl: str) -> list[str]:
+    """The profile as plain lines: the one-line summary, then each cause with what it explains."""
+    found = profile_of(report, impl)
+    if found is None:
+        return []
+    total = found["failures"]
+    lines = [f"profile: {found['line']}"]
+    lines += [f"  {cause['name']} ({cause['explains']} of {total}): {cause['text']}: {listed(cause['checks'])}"
+              for cause in found["causes"]]
+    if found["unexplained"]:
+        lines.append(f"  no known cause ({len(found['unexplained'])} of {total}): {listed(found['unexplained'])}")
+    return lines
+
+
+def provenance_lines(report: dict, impl: str) -> list[str]:
+    """Whose code answered, as plain lines: what the suite supplied and what the adapter converted."""
+    found = provenance_of(report, impl)
+    if found is None:
+        return []
+    lines = [f"whose code: {found['line']}"]
+    lines += [f"  supplied by the suite: {part}: {rec.get('note') or rec.get('by')}"
+              for part, rec in found["supplied"].items()]
+    for entry in found["converted"]:
+        own = f"; the implementation's own convention: {entry['deviation']}" if entry.get("deviation") else ""
+        lines.append(f"  converted by the adapter: {entry['part']}: {entry['converter']} ({entry['what']}){own}")
+    return lines

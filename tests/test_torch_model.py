@@ -144,7 +144,7 @@ class Scripted(nn.Module):
 def test_greedy_decoding_is_batched_pads_after_eos_and_follows_the_layout(batch_first):
     config = ModelConfig(src_vocab=10, tgt_vocab=10, d_model=4, h=1, d_ff=4, N=0)
     module = Scripted(batch_first)
-    model = TorchModel(module, config, names={}, batch_first=batch_first)
+    model = TorchModel(module, config, names={}, batch_first=batch_first, supplied=("greedy_decode",))
     src = np.array([[3, 4], [3, 0], [4, 4]])
     got = model.greedy_decode(src if batch_first else src.T, max_len=6)
     got = got if batch_first else got.T

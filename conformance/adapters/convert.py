@@ -9,6 +9,12 @@ tokens converts with the functions below; the conversion is exact, so a wrong lo
 The protocol counts steps from 1 (``lrate(1)`` is the first update's rate). ``LambdaLR`` calls its
 function with the number of scheduler steps already taken, from 0: the lesson writes
 ``LambdaLR(opt, lambda s: lrate(s + 1, 64, 400))``.
+
+A conversion is never silent: each converter notes what it converted (``conformance.provenance``), and the
+report shows it. A KL divergence or a sum over tokens is the implementation's own convention, not the lessons':
+a check of the loss that passes only through the conversion is reported as that declared deviation
+(``label_smoothing_as_kl_divergence``, ``label_smoothing_summed_over_tokens``), never as a plain pass. Reading
+a LambdaLR factor from 0 is LambdaLR's counting, which the lesson itself writes: noted, not a deviation.
 """
 
 from __future__ import annotations
@@ -17,6 +23,8 @@ import math
 from collections.abc import Callable
 
 import numpy as np
+
+from conformance.provenance import note_conversion
 
 
 def smoothed_target_entropy(vocab: int, epsilon: float) -> float:
@@ -31,7 +39,10 @@ def cross_entropy_from_kl(kl: float, vocab: int, epsilon: float) -> float:
     CE(q, p) = KL(q || p) + H(q), and H(q) is the same for every token. If the implementation's q is
     not PyTorch's (eps / (V - 2) with a zero padding column, say), the converted loss differs from the
     formula's and the suite says so: that is a deviation, not a conversion."""
-    return float(kl) + smoothed_target_entropy(vocab, epsilon)
+    entropy = smoothed_target_entropy(vocab, epsilon)
+    note_conversion("cross_entropy_from_kl", "reported_loss", f"a KL divergence, + H(q) = {entropy:.6g}",
+                    deviation="label_smoothing_as_kl_divergence")
+    return float(kl) + entropy
 
 
 def mean_from_sum(total: float, targets, pad_id: int) -> float:
@@ -39,6 +50,8 @@ def mean_from_sum(total: float, targets, pad_id: int) -> float:
     count = int((np.asarray(targets) != pad_id).sum())
     if count == 0:
         raise ValueError("every target is padding: the mean over none is undefined")
+    note_conversion("mean_from_sum", "reported_loss", f"a sum over {count} non-padding targets, divided by {count}",
+                    deviation="label_smoothing_summed_over_tokens")
     return float(total) / count
 
 
@@ -47,4 +60,6 @@ def rate_from_lambda_lr(factor: Callable[[int], float], step: int, base_lr: floa
     ``base_lr * factor(step - 1)``, since LambdaLR calls ``factor`` with 0 before the first update."""
     if step < 1:
         raise ValueError(f"the protocol counts steps from 1, got {step}")
+    note_conversion("rate_from_lambda_lr", "schedule", "a LambdaLR factor read at step - 1 (LambdaLR counts from 0)"
+                    + ("" if base_lr == 1.0 else f", times the base rate {base_lr:g}"))
     return base_lr * factor(step - 1)

@@ -9,10 +9,15 @@ Only adapters of torch code import this module (it imports torch); ``conformance
   copied into separate ones; parameters the map leaves out set to their identity values and listed by
   ``unmapped_parameters`` (docs/adapter-protocol.md, "A contract for real code");
 * evaluation: ``forward``, ``encode``, ``decode`` (your callables, numpy in and out, evaluation mode, no
-  gradients); ``greedy_decode`` from a single-step function, batched, with padding after ``</s>``;
-  ``attention_weights`` by forward hooks on the attention modules you name;
-* training: ``train_step`` with the paper's recipe (``PaperRecipe``: Adam, the schedule, the smoothed
-  loss), or your own optimiser and loss (``trainer=``).
+  gradients); ``greedy_decode``: your own translator (``greedy_decode=``); ``attention_weights`` by forward hooks
+  on the attention modules you name;
+* training: ``train_step`` with your own trainer (``trainer=``).
+
+What the suite can supply in place of your code, only when you ask for it in one visible line
+(``supplied=("greedy_decode", "train_step")``): the lesson's greedy loop over ``decode`` (or your
+``generate_step``), and the paper's recipe (``PaperRecipe``: Adam, the schedule, the smoothed loss). The report
+then says so, and a check whose verdict rests only on what the suite supplied is *supplied*, not passed: the
+implementation is not credited with it (``conformance.provenance``).
 
 Composition, not subclassing: give it callables. Each receives the module first, then tensors in your
 layout (``batch_first=False``: token ids (L, B)).
@@ -36,8 +41,9 @@ import torch
 from torch import Tensor, nn
 
 from conformance.adapters.names import NameMap, Slot, attention_modules, layer_names, sublayer_names
-from conformance.config import ModelConfig
+from conformance.config import ModelConfig, Recipe
 from conformance.formulas import lrate
+from conformance.provenance import copy_mark, marked, record
 from conformance.weights import check_names, model_shapes
 
 TABLES = ("E", "E_src", "E_tgt")  # rows are tokens: never transposed, whatever module holds them
@@ -207,6 +213,21 @@ def _multihead_weights(module: nn.MultiheadAttention, args: tuple, kwargs: dict)
 # --------------------------------------------------------------------------------------------------
 
 
+def recipe_record(recipe, *, own_loss: bool, rate: Callable) -> dict:
+    """What of train_step ``PaperRecipe`` supplies (``conformance.provenance``): always the optimiser; the
+    schedule unless the rate is the adapter's own; the loss unless the adapter gave its own."""
+    own_rate = rate is not lrate
+    supplies = ["optimizer"] + ["schedule"] * (not own_rate) + ["loss", "reported_loss"] * (not own_loss)
+    settings = {"optimizer": f"Adam(betas={tuple(recipe.adam_betas)}, eps={recipe.adam_eps:g})",
+                "schedule": f"the adapter's {getattr(rate, '__name__', 'rate')}" if own_rate
+                else "the paper's lrate (§5.3)",
+                "loss": "the adapter's loss" if own_loss else
+                f"nn.CrossEntropyLoss(label_smoothing={recipe.label_smoothing:g}, ignore_index=pad_id)"}
+    words = "; ".join(f"{k}: {v}" for k, v in settings.items())
+    return record("conformance.adapters.torch.PaperRecipe", f"the suite's training step ({words})",
+                  supplies=supplies, settings=settings)
+
+
 class PaperRecipe:
     """§5.3, §5.4: Adam(recipe betas and eps) at base rate 1 scaled by ``LambdaLR(lambda s: rate(s + 1))``
     (LambdaLR counts from 0, the paper from 1), the smoothed cross-entropy over non-padding targets
@@ -227,6 +248,7 @@ class PaperRecipe:
             self.optimizer, lambda s: rate(s + 1, config.d_model, recipe.warmup))
         self.loss = loss or nn.CrossEntropyLoss(ignore_index=config.pad_id, label_smoothing=recipe.label_smoothing)
         self.report = report or (lambda value, targets: value)
+        self.provenance = recipe_record(recipe, own_loss=loss is not None, rate=rate)
 
     def train_step(self, src: Tensor, tgt_in: Tensor, tgt_out: Tensor) -> dict:
         """One update; the loss of this batch before it, and the rate it used."""
@@ -250,26 +272,67 @@ class PaperRecipe:
 # The model
 # --------------------------------------------------------------------------------------------------
 
+GREEDY_LOOP = record("conformance.adapters.torch.TorchModel", "the suite's greedy loop (the lesson's, batched) over"
+                     " the implementation's decode")
+NOT_GIVEN = {
+    "greedy_decode": "the implementation has no greedy decoding of its own here: give TorchModel greedy_decode="
+                     " (your translator), or supplied=(\"greedy_decode\",) for the suite's loop (not credited to it)",
+    "train_step": "the implementation has no training step of its own here: give TorchModel trainer= (your"
+                  " trainer), or supplied=(\"train_step\",) for the paper's recipe (not credited to it)",
+}
+
+
+def check_supplied(supplied, own: dict[str, object]) -> tuple[str, ...]:
+    """The parts asked of the suite, refused when unknown or when the implementation gives its own too."""
+    supplied = (supplied,) if isinstance(supplied, str) else tuple(supplied)
+    unknown = [part for part in supplied if part not in NOT_GIVEN]
+    if unknown:
+        raise TypeError(f"supplied={supplied}: the suite can supply {', '.join(NOT_GIVEN)} only, not"
+                        f" {', '.join(unknown)}")
+    both = [part for part in supplied if own.get(part) is not None]
+    if both:
+        raise TypeError(f"supplied={supplied} and your own {', '.join(both)}: give one or the other")
+    return supplied
+
+
+def model_class_with(base: type, absent: list[str]) -> type:
+    """``base`` without the model parts in ``absent``, so the suite reads which parts exist off the class."""
+    if not absent:
+        return base
+    return type(base.__name__, (base,), dict.fromkeys(absent))
+
+
+def numpy_ids(t) -> np.ndarray:
+    """Token ids back across the boundary (a tensor or an array), as int64."""
+    return (t.detach().cpu().numpy() if isinstance(t, Tensor) else np.asarray(t)).astype(np.int64)
+
 
 class TorchModel:
     """A ``conformance.adapter.Model`` around any ``nn.Module`` encoder-decoder.
 
     names: the name map (``conformance.adapters.names``). encode(module, src) -> memory; decode(module,
     tgt_in, memory, src) -> logits (default: the module's own ``encode`` / ``decode``); forward(module,
-    src, tgt_in) -> logits (default: decode after encode); generate_step(module, ys, memory, src) -> (B, V)
-    scores of the next token (default: decode's last position; log-probabilities are fine).
+    src, tgt_in) -> logits (default: decode after encode). greedy_decode(module, src, max_len) -> (B, L) ids
+    after ``<s>``: your own translator (greedy, each row ending with ``</s>`` then padding). trainer(module) -> an
+    object with ``train_step(src, tgt_in, tgt_out)`` on tensors: your own training step.
     attention: a name map from the reported sublayers (``"*.{l}.self_attn"``, ``"decoder.{l}.cross_attn"``) to
-    module paths, read by ``read_attention`` (or ``read=``). trainer(module) -> an object with
-    ``train_step(src, tgt_in, tgt_out)`` on tensors (default: ``PaperRecipe``, following ``rate(step, d_model,
-    warmup)``, the paper's schedule unless you give yours). batch_first: False for
-    (L, B) token ids. dtype: the torch dtype the module computes in. seed: the dropout masks' seed.
+    module paths, read by ``read_attention`` (or ``read=``). batch_first: False for (L, B) token ids. dtype: the
+    torch dtype the module computes in. seed: the dropout masks' seed.
+
+    supplied: the parts the suite supplies because your code has none, each named on purpose and reported as the
+    suite's: ``"greedy_decode"`` (the lesson's loop, batched, over decode's last position, or over
+    ``generate_step(module, ys, memory, src) -> (B, V)`` scores of the next token), ``"train_step"``
+    (``PaperRecipe`` following ``rate(step, d_model, warmup)``, the paper's schedule unless you give yours).
+    A part neither given nor supplied is not implemented.
     """
 
     def __init__(self, module: nn.Module, config, *, names: dict, encode: Callable | None = None,
                  decode: Callable | None = None, forward: Callable | None = None,
                  generate_step: Callable | None = None, attention: dict | None = None,
                  read: Callable = read_attention, trainer: Callable | None = None, batch_first: bool = True,
-                 dtype: torch.dtype = torch.float32, seed: int = 0, rate: Callable = lrate):
+                 dtype: torch.dtype = torch.float32, seed: int = 0, rate: Callable = lrate,
+                 greedy_decode: Callable | None = None, supplied: tuple[str, ...] = ()):
+        self.supplied = check_supplied(supplied, {"greedy_decode": greedy_decode, "train_step": trainer})
         self.module = module
         self.config = config if isinstance(config, ModelConfig) else ModelConfig.from_dict(config)
         self.names, self.attention = NameMap(names), (None if attention is None else NameMap(attention))
@@ -278,9 +341,24 @@ class TorchModel:
         self._decode = decode or (lambda m, tgt_in, memory, src: m.decode(tgt_in, memory, src))
         self._forward = forward or (lambda m, src, tgt_in: self._decode(m, tgt_in, self._encode(m, src), src))
         self._step = generate_step or self._last_position
-        self._make_trainer = trainer or (lambda m: PaperRecipe(m, self.config, forward=self._forward, seed=seed,
-                                                               rate=rate))
+        self._translate, self._rate = greedy_decode, rate
+        self._make_trainer = trainer if trainer is not None else (
+            (lambda m: PaperRecipe(m, self.config, forward=self._forward, seed=seed, rate=rate))
+            if "train_step" in self.supplied else None)
         self._trainer = None  # built at the first train_step, on the module as it is then
+
+    @property
+    def __conformance_supplied__(self) -> dict[str, dict]:
+        """What the suite supplies of this model (``conformance.provenance``): the greedy loop when asked for, the
+        training step's recipe when the trainer is a ``PaperRecipe`` (asked for, or built by your trainer)."""
+        found = {}
+        if "greedy_decode" in self.supplied:
+            found["model.greedy_decode"] = GREEDY_LOOP
+        if self._trainer is not None and isinstance(getattr(self._trainer, "provenance", None), dict):
+            found["model.train_step"] = self._trainer.provenance  # a PaperRecipe, perhaps built by your trainer
+        elif self._trainer is None and "train_step" in self.supplied:
+            found["model.train_step"] = recipe_record(self.config.recipe, own_loss=False, rate=self._rate)
+        return found
 
     # -- weights ------------------------------------------------------------------------------------
     def slots(self) -> dict[str, tuple[Slot, ...]]:
@@ -331,6 +409,14 @@ class TorchModel:
 
     @torch.no_grad()
     def greedy_decode(self, src, max_len: int) -> np.ndarray:
+        """Your translator (``greedy_decode=``), or, when supplied, the lesson's loop."""
+        if self._translate is not None:
+            return numpy_ids(self._translate(self.module.eval(), ids(src), int(max_len)))
+        if "greedy_decode" not in self.supplied:
+            raise NotImplementedError(NOT_GIVEN["greedy_decode"])
+        return self._greedy_loop(src, max_len)
+
+    def _greedy_loop(self, src, max_len: int) -> np.ndarray:
         """The lesson's loop, batched: encode once, start from <s>, append each row's argmax; a row that
         emitted </s> continues with padding; stop when every row has, or after ``max_len`` tokens."""
         cfg, module, src = self.config, self.module.eval(), ids(src)
@@ -374,6 +460,8 @@ class TorchModel:
 
     # -- training -----------------------------------------------------------------------------------
     def train_step(self, src, tgt_in, tgt_out) -> dict:
+        if self._make_trainer is None:
+            raise NotImplementedError(NOT_GIVEN["train_step"])
         if self._trainer is None:
             self._trainer = self._make_trainer(self.module)
         return self._trainer.train_step(ids(src), ids(tgt_in), ids(tgt_out))
@@ -398,7 +486,7 @@ def on_tensors(fn: Callable, dtype: torch.dtype = torch.float32) -> Callable:
 
     part.__name__ = part.__qualname__ = getattr(fn, "__name__", "part")
     part.__doc__ = fn.__doc__
-    return part
+    return copy_mark(fn, part)
 
 
 def _in(a, dtype: torch.dtype):
@@ -419,16 +507,21 @@ def _out(value, dtype: torch.dtype):
     return float(value) if isinstance(value, int | float | np.floating) else value
 
 
+@marked("conformance.adapters.torch.torch_layer_norm", "torch.nn.functional.layer_norm")
 def torch_layer_norm(x: Tensor, gamma: Tensor, beta: Tensor, eps: float) -> Tensor:
     """§3.1 as ``torch.nn.functional.layer_norm`` computes it (biased variance, eps inside the root)."""
     return torch.nn.functional.layer_norm(x, x.shape[-1:], gamma, beta, float(eps))
 
 
+@marked("conformance.adapters.torch.torch_smoothed_loss",
+        "nn.CrossEntropyLoss(ignore_index=pad_id, label_smoothing=eps)")
 def torch_smoothed_loss(logits: Tensor, targets: Tensor, epsilon: float, pad_id: int) -> Tensor:
     """§5.4 as ``nn.CrossEntropyLoss(ignore_index=pad_id, label_smoothing=epsilon)`` computes it."""
     return nn.CrossEntropyLoss(ignore_index=int(pad_id), label_smoothing=float(epsilon))(logits, targets)
 
 
+@marked("conformance.adapters.torch.torch_scaled_dot_product_attention",
+        "torch.nn.functional.scaled_dot_product_attention (its weights written out)")
 def torch_scaled_dot_product_attention(q: Tensor, k: Tensor, v: Tensor, blocked: Tensor | None):
     """§3.2.1 as torch computes it, mask in torch.nn's polarity (True = blocked; declare ``mask="blocked"``): the
     output from ``F.scaled_dot_product_attention``, the weights written out (it returns none) with the softmax its
@@ -517,8 +610,11 @@ class TorchAdapter:
     * ``names``: the name map (``conformance.adapters.names``); the maps of one layer or sublayer built alone and the
       attention modules read by hooks are derived from it (``layer_names``, ``sublayer_names``,
       ``attention_modules``).
-    * ``model``: keyword arguments for ``TorchModel`` (encode=, decode=, forward=, generate_step=, trainer=,
-      attention=), kept as ``model_options`` and read at each ``build_model``.
+    * ``model``: keyword arguments for ``TorchModel`` (encode=, decode=, forward=, greedy_decode=, trainer=,
+      generate_step=, attention=), kept as ``model_options`` and read at each ``build_model``.
+    * ``supplied``: the model's parts the suite supplies because your code has none, in one visible line
+      (``supplied=("greedy_decode", "train_step")``: the lesson's greedy loop, the paper's training recipe). The
+      report names them, and a check that judges only what the suite supplied is not credited to your code.
     * Function parts (positional_encoding, layer_norm, scaled_dot_product_attention, learning_rate,
       label_smoothed_loss): plain functions on tensors (``on_tensors``); ``learning_rate`` is also the schedule
       ``train_step`` follows. Component parts (multi_head_attention, feed_forward, encoder_layer, decoder_layer,
@@ -535,7 +631,7 @@ class TorchAdapter:
     def __init__(self, module: Callable | None = None, *, names: dict, conventions, init: Callable | None = None,
                  model: dict | None = None, make_model: Callable | None = None, model_class: type = TorchModel,
                  parameter_count: Callable | None = None, count_on: str = "meta", name: str | None = None,
-                 **parts):
+                 supplied: tuple[str, ...] = (), **parts):
         unknown = set(parts) - set(self.FUNCTIONS) - set(self.COMPONENTS)
         if unknown:
             raise TypeError(f"TorchAdapter: no part named {', '.join(sorted(unknown))} (parts: "
@@ -544,6 +640,14 @@ class TorchAdapter:
         self.dtype = DTYPES[conventions.dtype]
         self._module, self._init, self._make_model, self._count_on = module, init, make_model, count_on
         self.model_options = {"attention": attention_modules(names) or None, **(model or {})}
+        if supplied:
+            self.model_options["supplied"] = supplied
+        options = self.model_options
+        own = {"greedy_decode": options.get("greedy_decode"), "train_step": options.get("trainer")}
+        self._supplied = check_supplied(self.model_options.get("supplied", ()), own)
+        if model_class is TorchModel and make_model is None:  # the parts its models will have, exactly
+            self.model_class = model_class_with(TorchModel, [p for p in own if own[p] is None
+                                                             and p not in self._supplied])
         self._functions = {part: fn for part, fn in parts.items() if part in self.FUNCTIONS and fn is not None}
         for part, fn in parts.items():
             if fn is not None:
@@ -556,6 +660,15 @@ class TorchAdapter:
 
     def __repr__(self) -> str:
         return f"TorchAdapter({self.name!r})" if self.name else super().__repr__()
+
+    @property
+    def __conformance_supplied__(self) -> dict[str, dict]:
+        """The model's parts the suite supplies (``conformance.provenance``), known before a model is built."""
+        found = {"model.greedy_decode": GREEDY_LOOP} if "greedy_decode" in self._supplied else {}
+        if "train_step" in self._supplied:
+            found["model.train_step"] = recipe_record(Recipe(), own_loss=False,
+                                                      rate=self._functions.get("learning_rate", lrate))
+        return found
 
     def _build_model(self, config: dict, seed: int):
         config, seed = ModelConfig.from_dict(config), int(seed)

@@ -114,6 +114,7 @@ def decoded_ids(candidate, src) -> np.ndarray:
 
 @claims.TRAINED_EXAMPLE
 @pytest.mark.requires(*LOADED_MODEL, "model.greedy_decode")
+@pytest.mark.judges("model.greedy_decode")
 def test_trained_checkpoint_decodes_like_the_reference(candidate, check):
     """Greedy decoding with the trained weights: "c a b e d" gives "d e b a c </s>" (as in the lesson),
     and every sequence of the stored batch gives the reference's tokens."""

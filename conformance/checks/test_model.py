@@ -166,6 +166,7 @@ def greedy_question(request) -> Question:
 
 @claims.GREEDY_DECODING
 @pytest.mark.requires(*LOADED_MODEL, "model.greedy_decode", "model.forward")
+@pytest.mark.judges("model.greedy_decode")
 def test_greedy_decoding_picks_the_argmax_at_every_step(candidate, check, request):
     """Every generated token is the most likely next token given <s> and the tokens before it.
 
@@ -190,6 +191,7 @@ def test_greedy_decoding_picks_the_argmax_at_every_step(candidate, check, reques
 
 @claims.GREEDY_DECODING
 @pytest.mark.requires(*LOADED_MODEL, "model.greedy_decode")
+@pytest.mark.judges("model.greedy_decode")
 def test_greedy_decoding_stops_at_the_end_token_then_pads(candidate, check, request):
     """A row ends at its first </s> and holds only padding after it; a row without </s> runs to max_len."""
     weights, src = greedy_problem(request.config.getoption("conformance_seed"))

@@ -87,6 +87,7 @@ def rates_used(candidate, problem: int) -> np.ndarray:
 
 @claims.LEARNING_RATE
 @pytest.mark.requires(*TRAINS)
+@pytest.mark.judges("model.train_step:schedule")
 def test_rate_used_at_each_step_is_lrate(candidate, check, rng, seed):
     """§5.3: each update uses lrate(step) = d_model^-0.5 min(step^-0.5, step warmup^-1.5), steps from 1."""
     problem = int(rng.integers(2**31))
@@ -148,6 +149,7 @@ def reported_loss(candidate, problem: int, fitted_by=None) -> np.ndarray:
 
 @claims.LABEL_SMOOTHING
 @pytest.mark.requires(*TRAINS, "model.forward", "model.load_weights")
+@pytest.mark.judges("model.train_step:reported_loss")
 def test_reported_loss_is_label_smoothed_cross_entropy(candidate, check, rng, seed):
     """§5.4: train_step's loss is the eps = 0.1 smoothed cross-entropy (eps/V on every token), padding ignored."""
     problem = int(rng.integers(2**31))
@@ -198,6 +200,7 @@ def same_update(a: np.ndarray, b: np.ndarray) -> bool:
 
 @claims.ADAM
 @pytest.mark.requires(*TRAINS, "model.load_weights", "model.dump_weights")
+@pytest.mark.judges("model.train_step:optimizer", "model.train_step:gradients")
 def test_adam_steps_match_reference(candidate, check, rng, seed):
     """§5.3: three Adam updates (0.9, 0.98, 1e-9) from the same weights land where the reference's land."""
     from conformance.diagnosis.catalogue import paper
@@ -227,6 +230,7 @@ def test_adam_steps_match_reference(candidate, check, rng, seed):
 
 @claims.DROPOUT_IN_TRAINING_ONLY
 @pytest.mark.requires(*TRAINS, "model.forward", "model.dump_weights", "model.load_weights")
+@pytest.mark.judges("model.forward")
 def test_evaluation_mode_has_no_dropout(candidate, check, rng, seed):
     """§5.4: dropout acts in training only: forward is deterministic and equals a dropout-0 model's."""
     config = candidate.fit(toy_config())  # dropout 0.1
@@ -261,6 +265,7 @@ def test_evaluation_mode_has_no_dropout(candidate, check, rng, seed):
 
 @claims.TOY_RUN
 @pytest.mark.requires(*TRAINS, "model.greedy_decode")
+@pytest.mark.judges("model.train_step:gradients")
 def test_reversal_task_is_learned(candidate, check, seed):
     """The toy run: with the paper's recipe the model learns to reverse 3-8 letters as the lesson's did."""
     run = training.cached_run(candidate, seed)
@@ -306,6 +311,7 @@ def _trained(candidate, seed) -> training.TrainingRun:
 @pytest.mark.section(LEARNED)
 @pytest.mark.depends_on("reversal_task_is_learned")
 @pytest.mark.requires(*TRAINS, "model.greedy_decode")
+@pytest.mark.judges("model.train_step:reported_loss")
 def test_smoothed_loss_approaches_its_floor_from_above(candidate, check, seed):
     """§5.4: the smoothed loss nears the entropy of the target, 0.537, and never goes below it."""
     run = _trained(candidate, seed)
@@ -339,6 +345,7 @@ def test_smoothed_loss_approaches_its_floor_from_above(candidate, check, seed):
 @pytest.mark.section(LEARNED)
 @pytest.mark.depends_on("reversal_task_is_learned")
 @pytest.mark.requires(*TRAINS, "model.greedy_decode", "model.forward")
+@pytest.mark.judges("model.train_step:gradients", "model.greedy_decode")
 def test_greedy_decoding_reverses_cabed(candidate, check, seed):
     """Greedy decoding of "c a b e d" gives "d e b a c </s>", as in the lesson."""
     run = _trained(candidate, seed)
@@ -360,6 +367,7 @@ def test_greedy_decoding_reverses_cabed(candidate, check, seed):
 @pytest.mark.section(LEARNED)
 @pytest.mark.depends_on("reversal_task_is_learned", "greedy_decoding_reverses_cabed")
 @pytest.mark.requires(*TRAINS, "model.greedy_decode", "model.forward", "model.attention_weights")
+@pytest.mark.judges("model.train_step:gradients", "model.attention_weights")
 def test_last_layer_cross_attention_reads_mirrored_positions(candidate, check, seed):
     """In the last decoder layer, each letter's row of cross-attention peaks on the mirrored source letter."""
     run = _trained(candidate, seed)
@@ -392,6 +400,7 @@ def test_last_layer_cross_attention_reads_mirrored_positions(candidate, check, s
 @pytest.mark.section(LEARNED)
 @pytest.mark.depends_on("reversal_task_is_learned", "greedy_decoding_reverses_cabed")
 @pytest.mark.requires(*TRAINS, "model.greedy_decode", "model.forward")
+@pytest.mark.judges("model.train_step:loss")
 def test_top_probabilities_stay_near_the_smoothed_target(candidate, check, seed):
     """§5.4: along the greedy path of "c a b e d" the top probabilities sit near 0.92, not near 0.99."""
     run = _trained(candidate, seed)

@@ -33,7 +33,7 @@ from dataclasses import asdict, dataclass
 from pathlib import Path
 from typing import Any
 
-from conformance.adapter import ADAPTER_PARTS, MODEL_PARTS, Conventions
+from conformance.adapter import ADAPTER_PARTS, MODEL_PARTS, PARTS, Conventions
 from conformance.candidate import Candidate
 from conformance.errors import AdapterError, LoadError
 from conformance.isolation import WORKER_MEMORY_MIB, WORKER_TOTAL_S, peer
@@ -290,6 +290,7 @@ class ProxyAdapter:
         self._outputs: list[dict] = []
         self.load_error: str | None = None
         self._hello: dict | None = None
+        self.last_account: dict | None = None  # what the worker said of the last call (whose code answered)
         self._worker, self._generation = Worker(self._start, limits, threads), 1  # it imports while we go on
         if wait:
             self.wait()
@@ -311,6 +312,7 @@ class ProxyAdapter:
             self.load_warnings: list[str] = hello["warnings"]
             self.landlock: int = hello["landlock"]
             self._parts = [part for part in hello["parts"] if part in ADAPTER_PARTS]
+            self.__conformance_supplied__ = hello["supplied"]  # conformance.provenance, checked by check_hello
             if hello["model_class_parts"] is not None:
                 self.model_class = model_class_with(hello["model_class_parts"])
         return self._hello
@@ -456,6 +458,10 @@ class ProxyAdapter:
         return self.timeout_s + 5.0 if self.timeout_s else self.limits.total_s
 
     def _unpack(self, reply: Any, label: str, target: int) -> Any:
+        if isinstance(reply, dict) and set(reply) == {"ok", "account"}:
+            self.last_account = checked_account(reply["account"])
+            return reply["ok"]
+        self.last_account = None
         if isinstance(reply, dict) and len(reply) == 1:
             (kind, value), = reply.items()
             if kind == "ok":
@@ -501,7 +507,10 @@ class _Forward:
         self.__name__ = part
 
     def __call__(self, *args, **kwargs):
-        return self.proxy.call(self.target, self.part, self.generation, args, kwargs)
+        self.conformance_account = None
+        value = self.proxy.call(self.target, self.part, self.generation, args, kwargs)
+        self.conformance_account = self.proxy.last_account  # whose code answered, as the worker saw it (Ledger)
+        return value
 
 
 class ProxyModel:
@@ -535,7 +544,37 @@ def check_hello(hello: Any) -> dict:
         raise LoadError("the worker's hello is malformed (the import wrote to its pipe?)")
     hello.setdefault("landlock", 0)
     hello.setdefault("model_class_parts", None)
+    supplied = hello.get("supplied")
+    hello["supplied"] = {part: rec for part, rec in (supplied.items() if isinstance(supplied, dict) else ())
+                         if part in PARTS and checked_record(rec) is not None}
     return hello
+
+
+def _text(value, limit: int = 400) -> str | None:
+    return value[:limit] if isinstance(value, str) else None
+
+
+def checked_record(rec: Any) -> dict | None:
+    """A provenance record from the worker, as plain short strings, or None when it is not one."""
+    if not isinstance(rec, dict) or _text(rec.get("by")) is None:
+        return None
+    supplies = rec.get("supplies") if isinstance(rec.get("supplies"), list) else []
+    settings = rec.get("settings") if isinstance(rec.get("settings"), dict) else {}
+    return {"by": _text(rec["by"]), "supplies": [s for s in map(_text, supplies[:10]) if s],
+            "settings": {k[:80]: _text(v) for k, v in list(settings.items())[:10] if isinstance(k, str) and _text(v)},
+            "note": _text(rec.get("note")) or ""}
+
+
+def checked_account(account: Any) -> dict | None:
+    """What the worker says of one call (supplied, converted): validated, shortened; never trusted further, since
+    a record only ever withholds credit."""
+    if not isinstance(account, dict):
+        return None
+    converted = account.get("converted") if isinstance(account.get("converted"), list) else []
+    fields = ("converter", "aspect", "what", "deviation")
+    entries = [{k: _text(entry.get(k)) for k in fields} for entry in converted[:20] if isinstance(entry, dict)]
+    return {"supplied": checked_record(account.get("supplied")),
+            "converted": [e for e in entries if e["converter"] and e["aspect"]]}
 
 
 def fmt_exit(report: dict, limits: Limits) -> str:

@@ -194,11 +194,14 @@ def load(start: dict):
 
 def describe_adapter(adapter, warnings: list[str], landlock: int) -> dict:
     from conformance.adapter import ADAPTER_PARTS, MODEL_PARTS
+    from conformance.provenance import static_records
 
     model_class = getattr(adapter, "model_class", None)
+    parts = [part for part in ADAPTER_PARTS if callable(getattr(adapter, part, None))]
     return {
         "conventions": adapter.conventions.as_dict(),
-        "parts": [part for part in ADAPTER_PARTS if callable(getattr(adapter, part, None))],
+        "parts": parts,
+        "supplied": static_records(adapter, parts),
         "model_class_parts": None if model_class is None
         else [part for part in MODEL_PARTS if callable(getattr(model_class, part, None))],
         "warnings": list(warnings),
@@ -261,15 +264,23 @@ class Server:
         target = self.adapter if request["target"] == 0 else self.models.get(request["target"])
         if target is None:
             return {"raised": {"type": "LookupError", "message": "the model this call names is gone"}}
+        from conformance.provenance import conversions, record_of
+
+        part = request["part"] if request["target"] == 0 else f"model.{request['part']}"
         try:
-            result = getattr(target, request["part"])(*request["args"], **request["kwargs"])
+            method = getattr(target, request["part"])
+            with conversions() as converted:
+                result = method(*request["args"], **request["kwargs"])
+            supplied = record_of(method, target, part)
         except NotImplementedError as exc:
             return {"not_implemented": str(exc)}
         except BaseException as exc:  # noqa: BLE001 - SystemExit and KeyboardInterrupt are answers too
             return {"raised": self.describe_exception(exc)}
         if request["part"] == "build_model" and request["target"] == 0:
             self.pending_model = result
-        return {"ok": result}
+        if supplied is None and not converted:
+            return {"ok": result}
+        return {"ok": result, "account": {"supplied": supplied, "converted": converted}}
 
     def model_handle(self, value):
         if value is not getattr(self, "pending_model", None):

@@ -34,6 +34,7 @@ adapter = TorchAdapter(
                  "share_embeddings": "one vocabulary and one table",
                  "tie_output": "one vocabulary and one table"}),
     positional_encoding=positional_encoding, learning_rate=rate,
+    supplied=("greedy_decode", "train_step"),  # my_transformer has no decoding loop and no trainer: the suite's
     # Each part: how to build your module from the weights' sizes, how to call it (masks: (B, L) keep -> yours).
     attention_sublayer=Component(lambda s: MultiHeadBlock(s.d_model, s.h, 0.0, cross=s.cross),
                                  lambda block, x, memory, keep: block(x, keep[:, None], memory)),

@@ -85,6 +85,7 @@ def attend(attn, query, key, value, keep):  # the mask (B, 1, Lq, Lk) is added t
 
 adapter = TorchAdapter(
     build, names=NAMES, model={"encode": encode, "decode": decode},  # parameter_count: the sinusoid tables are buffers
+    supplied=("greedy_decode", "train_step"),  # generate() and a Trainer live outside the model: the suite's
     conventions=Conventions(
         mask="keep", batch_first=True, framework="torch (transformers FSMTForConditionalGeneration)",
         supports={"eps": (1e-05,), "attention_bias": (True,)},

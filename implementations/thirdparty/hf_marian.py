@@ -59,6 +59,7 @@ adapter = TorchAdapter(
     lambda c: freeze_as_buffers(marian.MarianMTModel(config_of(c.d_model, c.h, c.d_ff, c.N, c.src_vocab, c.dropout,
                                                                c.pad_id, c.bos_id, c.eos_id))),
     names=NAMES, model={"encode": encode, "decode": decode},  # parameter_count: the sinusoid tables are buffers
+    supplied=("greedy_decode", "train_step"),  # generate() and a Trainer live outside the model: the suite's
     conventions=Conventions(
         mask="keep", batch_first=True, framework="torch (transformers MarianMTModel)",
         supports={"eps": (1e-05,), "attention_bias": (True,), "share_embeddings": (True,), "tie_output": (True,)},

@@ -90,6 +90,7 @@ def decode(m, tgt_in, memory, src):
 adapter = TorchAdapter(
     lambda c: build(c.as_dict()), names=NAMES, model={"encode": encode, "decode": decode},
     count_on="cpu",  # build_base_model moves the model, which the meta device cannot
+    supplied=("greedy_decode", "train_step"),  # OpenNMT-py's translator and trainer need its data pipeline: the suite's
     conventions=Conventions(mask="keep", batch_first=True, framework="torch (OpenNMT-py)", supports={"eps": (1e-06,)},
                             reasons={"eps": "every LayerNorm is nn.LayerNorm(d_model, eps=1e-6)"}),
     positional_encoding=lambda n, d_model: PositionalEncoding(d_model, "SinusoidalInterleaved", max_len=n).pe[:, 0],

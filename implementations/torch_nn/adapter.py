@@ -91,6 +91,7 @@ def torch_nn(*, final_norms: bool, nested_tensor: bool, name: str) -> TorchAdapt
         lambda config: TorchNNSeq2Seq(config, final_norms=final_norms, nested_tensor=nested_tensor), names=NAMES,
         conventions=Conventions(mask="blocked", batch_first=True, dtype="float32", framework="torch"), name=name,
         init=lambda model, seed: model.module.initialise(seed), model={"forward": lambda m, src, tgt: m(src, tgt)},
+        supplied=("greedy_decode", "train_step"),  # nn.Transformer has no decoding loop and no trainer: the suite's
         positional_encoding=sinusoids, layer_norm=torch_layer_norm,
         scaled_dot_product_attention=torch_scaled_dot_product_attention,
         learning_rate=lrate, label_smoothed_loss=torch_smoothed_loss,

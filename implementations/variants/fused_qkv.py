@@ -33,6 +33,7 @@ adapter = TorchAdapter(
     Seq2SeqTransformer, names=NAMES, name="torch-fused-qkv",
     conventions=Conventions(mask="blocked", batch_first=False, dtype="float32", framework="torch"),
     init=lambda model, seed: initialise(model.views(), model.config.d_model, seed),
+    supplied=("greedy_decode", "train_step"),  # the model has no decoding loop and no trainer: the suite's
     positional_encoding=sinusoid_table, layer_norm=torch_layer_norm, scaled_dot_product_attention=attend,
     learning_rate=lrate, label_smoothed_loss=torch_smoothed_loss,
     # mask (B, Lq, Lk) True = blocked -> (B, 1, Lq, Lk), every head; the weights are the module's last_weights

@@ -1,0 +1,139 @@
+"""Whose code answered: a report never credits an implementation with what the suite's helpers supplied, and a
+converter never turns the implementation's own convention into a silent pass (conformance.provenance)."""
+
+import numpy as np
+import pytest
+
+from conformance import provenance
+from conformance.candidate import Candidate
+from conformance.cli import EXIT_NOTHING_RAN
+from conformance.config import toy_config
+from conformance.loading import load
+from tests.conftest import adapter_path
+
+HELPERS = adapter_path("with_helpers")
+GREEDY = ("greedy_decoding_picks_the_argmax_at_every_step", "greedy_decoding_stops_at_the_end_token_then_pads",
+          "trained_checkpoint_decodes_like_the_reference")
+GREEDY_K = " or ".join(GREEDY)
+LAYER_NORM_K = "layer_norm_matches_formula or layer_norm_matches_published_example"
+
+
+def in_process(name: str) -> tuple[str, ...]:
+    return (f"{HELPERS}:{name}", "--no-isolate", "--no-training", "--progress", "off")
+
+
+def test_a_helper_supplies_no_part_unless_asked(certify):
+    """Without ``supplied=``, a TorchAdapter's model has no greedy decoding and no training step: not implemented,
+    with the way to ask for the suite's, never the suite's loop passed as the implementation's."""
+    adapter = load(f"{HELPERS}:bare", isolate=False).adapter
+    candidate = Candidate(adapter, name="bare")
+    assert "model.greedy_decode" not in candidate.provided_parts()
+    assert "model.train_step" not in candidate.provided_parts()
+    run = certify(*in_process("bare"), "-k", GREEDY_K)
+    assert run.statuses() == dict.fromkeys(GREEDY, "not_implemented")
+    assert run.report["provenance"][f"{HELPERS}:bare"]["supplied"] == {}
+    model = adapter.build_model(toy_config(N=1).as_dict(), 0)
+    with pytest.raises(NotImplementedError, match=r'supplied=\("greedy_decode",\)'):
+        model.greedy_decode(np.ones((1, 3), dtype=np.int64), 4)
+
+
+def test_checks_resting_only_on_supplied_code_are_supplied_not_passed(certify):
+    """The suite's greedy loop and torch's LayerNorm, asked for: their checks pass, but are reported as supplied, in
+    every rendering; the report lists what was supplied, by whom, with which settings."""
+    name = f"{HELPERS}:supplied"
+    run = certify(*in_process("supplied"), "-k", f"{GREEDY_K} or {LAYER_NORM_K}")
+    statuses = run.statuses()
+    assert set(statuses.values()) == {"supplied"}, statuses
+    assert run.report["verdict"][name] == "nothing implemented"  # nothing failed; nothing is credited either
+    assert run.code == EXIT_NOTHING_RAN
+    greedy = next(c for c in run.report["checks"] if c["id"] == GREEDY[0])
+    assert "the suite's greedy loop" in greedy["message"] and "not credited" in greedy["message"]
+    assert greedy["provenance"]["supplied"]["model.greedy_decode"]["by"] == "conformance.adapters.torch.TorchModel"
+    supplied = run.report["provenance"][name]["supplied"]
+    assert {"layer_norm", "model.greedy_decode", "model.train_step"} <= set(supplied)
+    assert supplied["model.train_step"]["supplies"] == ["optimizer", "schedule", "loss", "reported_loss"]
+    assert "Adam(betas=(0.9, 0.98), eps=1e-09)" in supplied["model.train_step"]["settings"]["optimizer"]
+    assert "SUPPLIED" in run.out and "supplied by the suite: model.greedy_decode" in run.out
+
+
+def test_an_implementations_own_greedy_loop_is_credited(certify):
+    run = certify(*in_process("own"), "-k", GREEDY_K)
+    assert run.statuses() == dict.fromkeys(GREEDY, "passed")
+    assert run.report["provenance"][f"{HELPERS}:own"]["supplied"] == {}
+
+
+def test_a_converted_sum_is_a_declared_deviation_and_the_raw_sum_a_named_failure(certify):
+    """``mean_from_sum`` makes the numbers right, but the implementation's loss is a sum over tokens: the checks of
+    the loss report that deviation (the catalogue's name), never a pass; without the conversion they fail and the
+    diagnosis names the same entry."""
+    k = ("-k", "smoothed_loss_matches_formula_with_padding")
+    converted = certify(*in_process("loss_summed_converted"), *k)
+    check = converted.report["checks"][0]
+    assert check["status"] == "deviation", check["message"]
+    assert check["deviation"]["names"] == ["label_smoothing_summed_over_tokens"]
+    assert "mean_from_sum" in check["message"] and "mean_from_sum" in check["deviation"]["reason"]
+    profile = converted.report["profile"][f"{HELPERS}:loss_summed_converted"]
+    assert profile["causes"][0]["name"] == "label_smoothing_summed_over_tokens"
+    raw = certify(*in_process("loss_summed"), *k)
+    failed = raw.report["checks"][0]
+    assert failed["status"] == "failed"
+    assert "label_smoothing_summed_over_tokens" in {d["mutant"] for d in failed["diagnosis"]}
+
+
+def test_a_converted_kl_loss_is_a_declared_deviation(certify):
+    run = certify(*in_process("loss_kl_converted"), "-k", "smoothed_loss_matches_formula_with_padding")
+    check = run.report["checks"][0]
+    assert check["status"] == "deviation" and check["deviation"]["names"] == ["label_smoothing_as_kl_divergence"]
+
+
+def test_reading_lambda_lr_from_zero_is_noted_not_a_deviation(certify):
+    """LambdaLR counts from 0, as the lesson writes it: the conversion is reported, the check passes."""
+    run = certify(*in_process("rate_lambda_lr_converted"), "-k", "lrate_matches_formula")
+    assert set(run.statuses().values()) == {"passed"}, run.statuses()
+    converted = run.report["provenance"][f"{HELPERS}:rate_lambda_lr_converted"]["converted"]
+    assert [(e["converter"], e["part"], e["deviation"]) for e in converted] == [
+        ("rate_from_lambda_lr", "learning_rate", None)]
+
+
+def test_the_isolated_worker_reports_whose_code_answered(certify):
+    """Through the sandboxed worker the grader learns the same: supplied parts, and conversions per call."""
+    supplied = certify(f"{HELPERS}:supplied", "--isolate", "--no-training", "-k", f"{GREEDY[0]} or {LAYER_NORM_K}")
+    assert set(supplied.statuses().values()) == {"supplied"}, supplied.out
+    converted = certify(f"{HELPERS}:loss_summed_converted", "--isolate", "-k",
+                        "smoothed_loss_matches_formula_with_padding")
+    assert converted.report["checks"][0]["status"] == "deviation", converted.out
+
+
+def test_a_profile_names_each_cause_with_the_failures_it_explains(certify):
+    """The verdict opens with the profile: one line that says how many failures each confirmed deviation explains,
+    and which failures nothing known explains; in every rendering."""
+    run = certify("torch-nn-transformer", "--no-training", "-k",
+                  "logits_match_reference or parameter_count_matches_published_value")
+    profile = run.report["profile"]["torch-nn-transformer"]
+    assert profile["failures"] == 6
+    causes = {cause["name"]: cause for cause in profile["causes"]}
+    assert causes["extra_final_layer_norm"]["explains"] == 2
+    assert set(profile["unexplained"]) == {c for c in run.with_status("failed") if c.startswith("parameter_count")}
+    assert profile["line"].startswith("extra_final_layer_norm: explains 2 of 6 failures")
+    assert "profile: extra_final_layer_norm: explains 2 of 6 failures" in run.out
+
+
+@pytest.mark.parametrize(("judged", "supplies", "expected"), [
+    (["model.greedy_decode"], {"model.greedy_decode": ["*"]}, True),
+    (["model.train_step:loss"], {"model.train_step": ["optimizer", "loss"]}, True),
+    (["model.train_step:gradients"], {"model.train_step": ["optimizer", "schedule", "loss"]}, False),
+    (["model.train_step:loss", "model.forward"], {"model.train_step": ["loss"]}, False),
+    (["model.train_step"], {"model.train_step": ["optimizer", "schedule", "loss"]}, False),
+    ([], {}, False),
+])
+def test_a_verdict_rests_on_supplied_code_only_when_every_judged_aspect_was_supplied(judged, supplies, expected):
+    records = {part: provenance.record("helper", "note", supplies=s) for part, s in supplies.items()}
+    assert provenance.rests_on_supplied(judged, records) is expected
+
+
+def test_a_conversion_declares_a_deviation_only_to_the_checks_that_judge_its_aspect():
+    entries = [{"converter": "mean_from_sum", "part": "model.train_step", "aspect": "reported_loss", "what": "a sum",
+                "deviation": "label_smoothing_summed_over_tokens"}]
+    assert provenance.judged_conversions(["model.train_step:reported_loss"], entries) == entries
+    assert provenance.judged_conversions(["model.train_step:gradients"], entries) == []
+    assert provenance.judged_conversions(["model.train_step"], entries) == entries
