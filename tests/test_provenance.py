@@ -3,8 +3,11 @@ converter never turns the implementation's own convention into a silent pass (co
 
 import numpy as np
 import pytest
+import torch
+from torch import nn
 
-from conformance import provenance
+from conformance import formulas, provenance
+from conformance.adapters.torch import on_tensors
 from conformance.candidate import Candidate
 from conformance.cli import EXIT_NOTHING_RAN
 from conformance.config import toy_config
@@ -137,3 +140,25 @@ def test_a_conversion_declares_a_deviation_only_to_the_checks_that_judge_its_asp
     assert provenance.judged_conversions(["model.train_step:reported_loss"], entries) == entries
     assert provenance.judged_conversions(["model.train_step:gradients"], entries) == []
     assert provenance.judged_conversions(["model.train_step"], entries) == entries
+
+
+class DroppedOutPositions(nn.Module):
+    """The annotated transformer's PositionalEncoding: the table added to x, then dropout."""
+
+    def __init__(self, d_model: int, dropout: float, max_len: int = 64):
+        super().__init__()
+        self.dropout = nn.Dropout(dropout)
+        self.register_buffer("pe", torch.tensor(formulas.positional_encoding(max_len, d_model), dtype=torch.float32))
+
+    def forward(self, x):
+        return self.dropout(x + self.pe[: x.shape[1]])
+
+
+def test_a_function_part_runs_the_modules_it_calls_in_evaluation_mode():
+    """A part built from a module starts in training mode (nn.Module's default): it must not drop out when the
+    suite asks it, and a module of the model it calls gets its own mode back."""
+    part = on_tensors(lambda n, d: DroppedOutPositions(d, 0.5)(torch.zeros(1, n, d))[0])
+    np.testing.assert_allclose(part(6, 8), formulas.positional_encoding(6, 8), atol=1e-6)
+    models = DroppedOutPositions(8, 0.5)
+    on_tensors(lambda n, d: models(torch.zeros(1, n, d))[0])(6, 8)
+    assert models.training and models.dropout.training

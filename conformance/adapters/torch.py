@@ -478,15 +478,37 @@ def on_tensors(fn: Callable, dtype: torch.dtype = torch.float32) -> Callable:
     """``fn`` (on tensors) as a part (on numpy): float arrays in as ``dtype`` tensors, boolean as boolean, integer
     as int64, scalars as they are; out a tensor as an array in ``dtype`` (a 0-d one as a float), a tuple item by
     item, a number as a float. ``on_tensors(my_layer_norm)(x, gamma, beta, 1e-6)`` is
-    ``numpy(my_layer_norm(floats(x), floats(gamma), floats(beta), 1e-6))``."""
+    ``numpy(my_layer_norm(floats(x), floats(gamma), floats(beta), 1e-6))``. Every module ``fn`` calls runs in
+    evaluation mode (``evaluation_mode``), as a part is asked outside training."""
 
     def part(*args):
-        with torch.no_grad():
+        with torch.no_grad(), evaluation_mode():
             return _out(fn(*(_in(a, dtype) for a in args)), dtype)
 
     part.__name__ = part.__qualname__ = getattr(fn, "__name__", "part")
     part.__doc__ = fn.__doc__
     return copy_mark(fn, part)
+
+
+@contextlib.contextmanager
+def evaluation_mode():
+    """Every module called inside the block runs in evaluation mode, and gets its own mode back afterwards: a part
+    that builds a module (``PositionalEncoding(d_model, dropout=0.1)``, in training mode as nn.Module starts) or
+    calls one of the model's must not drop out, nor leave the model's modules switched."""
+    switched: list[tuple[nn.Module, bool]] = []
+
+    def to_evaluation(module, args):
+        if module.training:
+            switched.append((module, True))
+            module.training = False
+
+    handle = torch.nn.modules.module.register_module_forward_pre_hook(to_evaluation)
+    try:
+        yield
+    finally:
+        handle.remove()
+        for module, training in switched:
+            module.training = training
 
 
 def _in(a, dtype: torch.dtype):

@@ -28,6 +28,16 @@ def freeze_as_buffers(net: nn.Module) -> nn.Module:
     return net
 
 
+@torch.no_grad()
+def generate(m, src: Tensor, max_len: int) -> Tensor:
+    """The model's own translator as greedy decoding: ``generate`` with one beam and no sampling, no ``</s>`` forced
+    at the length limit (the lesson's loop has none), at most ``max_len`` new tokens; HF pads the rows that ended.
+    Its first column, the decoder's start token, is not part of the protocol's answer."""
+    out = m.generate(input_ids=src, attention_mask=src != m.config.pad_token_id, max_new_tokens=max_len,
+                     num_beams=1, do_sample=False, forced_eos_token_id=None, max_length=None)
+    return out[:, 1:]
+
+
 def additive(keep: Tensor | None, dtype: torch.dtype = torch.float32) -> Tensor | None:
     """A keep mask (..., Lq, Lk) as HF's eager attention adds it: 0 where kept, the dtype's minimum where not."""
     if keep is None:

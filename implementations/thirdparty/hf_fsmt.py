@@ -18,7 +18,7 @@ import torch
 
 from conformance import Conventions
 from conformance.adapters.torch import Component, TorchAdapter
-from conformance.implementations.thirdparty._hf import additive, freeze_as_buffers, require
+from conformance.implementations.thirdparty._hf import additive, freeze_as_buffers, generate, require
 
 fsmt = require("transformers.models.fsmt.modeling_fsmt", "hf", "hf-fsmt")
 
@@ -84,8 +84,8 @@ def attend(attn, query, key, value, keep):  # the mask (B, 1, Lq, Lk) is added t
 
 
 adapter = TorchAdapter(
-    build, names=NAMES, model={"encode": encode, "decode": decode},  # parameter_count: the sinusoid tables are buffers
-    supplied=("greedy_decode", "train_step"),  # generate() and a Trainer live outside the model: the suite's
+    build, names=NAMES, model={"encode": encode, "decode": decode, "greedy_decode": generate},  # its own generate()
+    supplied=("train_step",),  # HF trains with a Trainer outside the model: the suite's recipe
     conventions=Conventions(
         mask="keep", batch_first=True, framework="torch (transformers FSMTForConditionalGeneration)",
         supports={"eps": (1e-05,), "attention_bias": (True,)},

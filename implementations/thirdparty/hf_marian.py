@@ -13,7 +13,7 @@ import torch
 
 from conformance import Conventions
 from conformance.adapters.torch import Component, TorchAdapter
-from conformance.implementations.thirdparty._hf import additive, freeze_as_buffers, require
+from conformance.implementations.thirdparty._hf import additive, freeze_as_buffers, generate, require
 
 marian = require("transformers.models.marian.modeling_marian", "hf", "hf-marian")
 
@@ -58,8 +58,8 @@ def decode(m, tgt_in, memory, src):
 adapter = TorchAdapter(
     lambda c: freeze_as_buffers(marian.MarianMTModel(config_of(c.d_model, c.h, c.d_ff, c.N, c.src_vocab, c.dropout,
                                                                c.pad_id, c.bos_id, c.eos_id))),
-    names=NAMES, model={"encode": encode, "decode": decode},  # parameter_count: the sinusoid tables are buffers
-    supplied=("greedy_decode", "train_step"),  # generate() and a Trainer live outside the model: the suite's
+    names=NAMES, model={"encode": encode, "decode": decode, "greedy_decode": generate},  # its own generate()
+    supplied=("train_step",),  # HF trains with a Trainer outside the model: the suite's recipe
     conventions=Conventions(
         mask="keep", batch_first=True, framework="torch (transformers MarianMTModel)",
         supports={"eps": (1e-05,), "attention_bias": (True,), "share_embeddings": (True,), "tie_output": (True,)},
