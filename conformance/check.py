@@ -98,7 +98,7 @@ class Check:
     def explain(self, failure: CheckFailure, tol: Tolerance | None, *, ask=None, locate=None, structure=None) -> None:
         """Append the diagnosis to ``failure``: confirmed known bug, first divergence, structure."""
         from conformance.diagnosis import confirmed_matches
-        from conformance.diagnosis.matching import answers_vary
+        from conformance.diagnosis.matching import answers_vary, offered
         from conformance.diagnosis.message import RANDOM_AT_EVALUATION, named, tail
 
         if not (reporting() and self.diagnose) or self.candidate is None:
@@ -107,7 +107,8 @@ class Check:
         matches = _quietly(lambda: confirmed_matches(self.candidate, ask, tol)) if ask is not None else []
         where = _safely(locate) if locate else None
         patterns = (_quietly(structure) or []) if structure else []
-        lines = tail(matches or [], where, patterns)
+        shown = (_quietly(lambda: offered(self.candidate, ask, tol, matches)) or matches) if matches else []
+        lines = tail(shown, where, patterns)
         failure.fields.update(diagnosis=matches or [], patterns=patterns)
         if matches:
             failure.fields["likely_cause"] = named(matches[0]) if matches[0].get("mutants") else \

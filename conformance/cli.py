@@ -139,7 +139,8 @@ def grade(args) -> int:
 
 
 def add_isolation_arguments(parser, *, default: bool | None = None) -> None:
-    from conformance.isolation import WORKER_MEMORY_MIB, WORKER_TOTAL_S  # Limits' defaults, without the proxy
+    # Limits' defaults and --pass-env's check, without the proxy
+    from conformance.isolation import WORKER_MEMORY_MIB, WORKER_TOTAL_S, variable_set_here
 
     group = parser.add_mutually_exclusive_group()
     group.add_argument("--isolate", dest="isolate", action="store_const", const=True, default=default,
@@ -151,6 +152,10 @@ def add_isolation_arguments(parser, *, default: bool | None = None) -> None:
     parser.add_argument("--worker-total-timeout", type=float, default=WORKER_TOTAL_S, metavar="S",
                         help="wall-clock seconds the isolated implementation may use in all"
                              f" (default {WORKER_TOTAL_S:g})")
+    parser.add_argument("--pass-env", action="append", default=[], metavar="NAME", type=variable_set_here,
+                        help="give the isolated worker this variable of this environment, with its value (repeatable;"
+                             " the worker's environment is otherwise minimal). Passing a secret to a submission"
+                             " hands it to its author")
 
 
 def add_report_flags(parser) -> None:

@@ -36,10 +36,11 @@ class UnloadableAdapter:
 
     conventions = _NotLoadedConventions()
 
-    def __init__(self, reason: str):
+    def __init__(self, reason: str, isolation: dict | None = None):
         from conformance.adapter import MODEL_PARTS
 
         self.reason = reason
+        self.isolation = isolation or {"isolated": False}  # how it was to run: the report's record
         self.load_warnings = [f"could not be loaded: {reason}"]
         self.model_class = type("NotLoadedModel", (), {part: self._fail for part in MODEL_PARTS})
 
@@ -74,14 +75,21 @@ def checks_dir() -> Path:
 def isolation_args(args) -> list[str]:
     flags = {True: ["--isolate"], False: ["--no-isolate"], None: []}[args.isolate]
     return flags + ["--worker-memory", str(args.worker_memory),
-                    "--worker-total-timeout", str(args.worker_total_timeout)]
+                    "--worker-total-timeout", str(args.worker_total_timeout),
+                    *(arg for name in pass_env(args) for arg in ("--pass-env", name))]
+
+
+def pass_env(args) -> tuple[str, ...]:
+    """The variables named by --pass-env, once each, in the order given."""
+    return tuple(dict.fromkeys(getattr(args, "pass_env", None) or ()))
 
 
 def load_options(args, *, hide_suite_code: bool = False) -> dict:
     from conformance.isolation.proxy import Limits
 
     total = args.worker_total_timeout
-    limits = Limits(memory_mib=args.worker_memory, total_s=total, cpu_s=int(total), hide_suite_code=hide_suite_code)
+    limits = Limits(memory_mib=args.worker_memory, total_s=total, cpu_s=int(total), hide_suite_code=hide_suite_code,
+                    pass_env=pass_env(args))
     return {"timeout_s": args.timeout, "isolate": args.isolate, "limits": limits, "threads": args.threads}
 
 
@@ -168,7 +176,9 @@ class AwaitWorker:
         try:
             wait()
         except LoadError as exc:
-            self.candidate.adapter = UnloadableAdapter(str(exc))  # the session's reports need an adapter
+            # the session's reports need an adapter, and the record of the worker it was to run in
+            isolation = {"isolated": True, "limits": self.candidate.adapter.limits.as_dict()}
+            self.candidate.adapter = UnloadableAdapter(str(exc), isolation)
             if self.on_failure == "exit":
                 pytest.exit(f"cannot load the implementation: {exc}", returncode=pytest.ExitCode.USAGE_ERROR)
 
@@ -187,8 +197,18 @@ def write_load_error_report(args, message: str) -> None:
     conventions = UnloadableAdapter.conventions.as_dict()  # the defaults, framework "(not loaded)"
     metadata = {"seed": args.seed, "implementations": [{"name": args.impl, "conventions": conventions,
                                                          "provided_parts": [], "load_warnings": [message],
-                                                         "isolation": {"isolated": bool(args.isolate)}}]}
+                                                         "isolation": load_error_isolation(args)}]}
     Path(args.json).write_text(render(build_report([result], metadata)))
+
+
+def load_error_isolation(args) -> dict:
+    """How the implementation that could not be loaded was to run: isolated (the default for a path), with
+    the limits of the run, the variables passed among them, or in-process."""
+    from conformance.loading import should_isolate
+
+    if not should_isolate(args.impl, args.isolate):
+        return {"isolated": False}
+    return {"isolated": True, "limits": load_options(args)["limits"].as_dict()}
 
 
 class FreezeCollected:

@@ -105,6 +105,34 @@ def test_only_positional_table_bugs_cross_over():
     assert combine("pe_positions_from_one", "pe_halves_concatenated", fill) is not None
 
 
+ANNOTATED = adapter_path("pre_norm_annotated_layer_norm")
+
+
+@pytest.mark.parametrize("answer", [questions.encoder_layer_output, questions.decoder_layer_output])
+def test_pre_norm_behind_the_annotated_transformers_layer_norm_is_named_at_the_layer(answer):
+    """The annotated transformer's pre-norm layers with its own LayerNorm (unbiased std, eps added to it): no
+    single bug answers like them, and pre_norm (torch) could not compose with a LayerNorm formula (NumPy). The
+    LayerNorm's variance and denominator now cross into the reference as its layer_norm formula, so the layer
+    names pre-norm with the LayerNorm's formula. Eps outside or inside the root does not show at a layer (a
+    variance near 1 against eps 1e-5): the unbiased variance is the part of the formula named there."""
+    candidate = load(ANNOTATED, isolate=False)
+    matches = diagnose(candidate, answer)
+    assert named(matches) == [f"{UNBIASED}+pre_norm"], f"got {named(matches)}"
+
+
+def test_a_layer_norm_formula_bug_crosses_into_the_torch_reference_and_composes_there():
+    triple = composed("pre_norm", "layer_norm_eps_outside_root", UNBIASED)
+    x, gamma, beta = np.random.default_rng(0).normal(size=(3, 2, 5)).astype(np.float32)
+    np.testing.assert_allclose(triple.layer_norm(x, gamma, beta, 1e-5),
+                               composed(UNBIASED, "layer_norm_eps_outside_root").layer_norm(x, gamma, beta, 1e-5),
+                               rtol=1e-6, atol=1e-6)  # the NumPy formula, in the reference's float32
+    annotated = load(ANNOTATED, isolate=False)  # the same two deviations, written in torch
+    np.testing.assert_allclose(questions.encoder_layer_output(triple, LAYER_PROBLEM),
+                               questions.encoder_layer_output(annotated, LAYER_PROBLEM), rtol=1e-5, atol=1e-5)
+    assert combine("pre_norm", "layer_norm_gamma_beta_swapped") is None  # the whole part overridden: not carried
+    assert combine("pre_norm", "layer_norm_over_wrong_axis") is None
+
+
 def test_certify_names_the_pair_in_the_failure_message(certify):
     run = certify(f"{adapter_path('two_bugs')}:adapter", "-k", "encoder_layer_matches_reference_at_base_size",
                   "--no-training")

@@ -31,3 +31,64 @@ def test_the_structural_probe_also_looks_at_bias_free_implementations(certify):
     check = run.report["checks"][0]
     assert check["status"] == "failed" and check["examples"]["ran"] >= 1
     assert "extra_final_layer_norm" in check["patterns"]
+
+
+def balanced(text: str) -> bool:
+    depth = 0
+    for char in text:
+        depth += {"(": 1, ")": -1}.get(char, 0)
+        if depth < 0:
+            return False
+    return depth == 0
+
+
+EXTRA_NORM_MATCH = {"mutant": "extra_final_layer_norm", "bug": "An extra LayerNorm after the stacks.", "max_abs": 0.0,
+                    "probe_max_abs": 0.0}
+
+
+def test_a_localisation_line_stays_well_formed_when_the_extra_norm_clause_is_left_out():
+    """The localisation's "after encoder.1: an extra LayerNorm ... (...; the post-norm paper has none)" clause was cut
+    out by a pattern that stopped at its inner "; ": "... (every layer); the post-norm paper has none)" was left."""
+    from test_localise_stack import candidate, locate
+
+    from conformance.diagnosis.message import tail
+
+    for name in (adapter_path("pre_norm_final_norm"), "mutant:extra_final_layer_norm"):
+        where = locate("encode", candidate(name))
+        assert "extra LayerNorm" in where and balanced(where), where
+        for matches, patterns in [([EXTRA_NORM_MATCH], []), ([], ["extra_final_layer_norm"])]:
+            lines = tail(matches, where, patterns)
+            text = "\n".join(lines)
+            assert all(balanced(line) for line in lines), text
+            located = [line for line in lines if "divergence" in line or "agrees" in line]
+            assert located and "paper has none" not in located[0], text  # the clause left whole, not its end
+            assert text.count("extra LayerNorm") == 1, text
+
+
+def test_an_alternative_identical_to_the_cause_wherever_the_question_looks_is_not_offered():
+    """padding_mask_ignored (no padding mask built) and attention_mask_ignored (no mask applied at all) answer an
+    encoder's call the same way: the encoder has no causal mask, the one place they differ. Both match, the message
+    offers the first alone; on the decoder's call, where they differ, the other stays an alternative."""
+    from conformance import questions
+    from conformance.check import Check
+    from conformance.config import ModelConfig
+    from conformance.diagnosis import Question
+    from conformance.errors import CheckFailure
+    from conformance.loading import load
+    from conformance.scenarios import ModelSizes
+    from conformance.tolerances import MODEL, for_dtype
+
+    tol = for_dtype(MODEL, "float32")
+    candidate = load("mutant:padding_mask_ignored")
+    sizes = ModelSizes(ModelConfig(src_vocab=11, tgt_vocab=11, d_model=8, h=2, d_ff=16, N=2), B=2, S=5, T=4, seed=3)
+    assert (questions.model_problem(sizes)[1] == sizes.config.pad_id).any()  # a padded source: the bug shows
+    failure = CheckFailure("memory differs")
+    Check(candidate).explain(failure, tol, ask=Question(questions.memory, sizes))
+    assert [match["mutant"] for match in failure.fields["diagnosis"]] == ["padding_mask_ignored",
+                                                                          "attention_mask_ignored"]
+    assert "mutant:padding_mask_ignored" in failure.message, failure.message
+    assert "attention_mask_ignored" not in failure.message and "one of" not in failure.message, failure.message
+    from conformance.diagnosis.matching import offered
+
+    both = failure.fields["diagnosis"]
+    assert offered(candidate, Question(questions.decoded, sizes), tol, both) == both  # the causal mask shows there

@@ -12,11 +12,17 @@ bug lives in a part of the implementation the other leaves alone:
   other the decoder layer; a ``ModelSwap`` and a ``LayerSwap`` both define ``build_model``: they do not).
 
 A NumPy and a torch mutant are two implementations, not two methods of one, and no class could take its
-formulas from both; one kind of NumPy mutant crosses over: a bug only in the positional table (the methods
-``NumpyAdapter.sinusoids`` composes, the table its part returns and its model adds) becomes the torch
-reference's ``positional_encoding`` formula, so a PE bug composes with a torch one (Marian's
-sines-then-cosines with its finite fill of hidden scores). Every composed candidate is cached, keyed by its
-sorted names.
+formulas from both; two kinds of NumPy mutant cross over, each becoming one formula of the torch reference:
+
+* a bug only in the positional table (the methods ``NumpyAdapter.sinusoids`` composes, the table its part
+  returns and its model adds) becomes its ``positional_encoding``, so a PE bug composes with a torch one
+  (Marian's sines-then-cosines with its finite fill of hidden scores);
+* a bug only in the LayerNorm's variance or denominator (the pieces ``NumpyAdapter.layer_norm`` composes)
+  becomes its ``layer_norm``, so a LayerNorm formula composes with a torch bug in where the norms sit (the
+  annotated transformer's unbiased std with eps added to it, in pre-norm layers). That formula is computed in
+  NumPy: a combination with it answers no question that needs a gradient through it (a training step).
+
+Every composed candidate is cached, keyed by its sorted names.
 """
 
 from __future__ import annotations
@@ -117,25 +123,31 @@ def _compose_torch(adapters: list, name: str, carried: dict | None = None):
     return cls(formulas=dataclasses.replace(REFERENCE, **merged), name=name, dtype=adapters[0].dtype)
 
 
-# -- NumPy positional-table mutants carried into the torch reference ----------------------------------
+# -- NumPy positional-table and LayerNorm-formula mutants carried into the torch reference -------------
 
 TABLE_METHODS = {"pe_positions", "pe_frequencies", "pe_interleave"}  # what NumpyAdapter.sinusoids composes
+LAYER_NORM_METHODS = {"layer_norm_variance", "layer_norm_denominator"}  # what NumpyAdapter.layer_norm composes
 
 
 def _compose_across(adapters: list, name: str):
-    """NumPy mutants whose bugs are all in the positional table, composed with torch mutants: the table
-    becomes the reference's ``positional_encoding`` formula. None unless every NumPy mutant is of that kind."""
+    """NumPy mutants whose bugs all lie in the positional table or the LayerNorm formula, composed with torch
+    mutants: each becomes the reference's formula of that name. None unless every NumPy mutant is of that kind."""
     from conformance.implementations.numpy_impl.adapter import NumpyAdapter
 
-    tables = [a for a in adapters if isinstance(a, NumpyAdapter)]
+    formulas = [a for a in adapters if isinstance(a, NumpyAdapter)]
     others = [a for a in adapters if not isinstance(a, NumpyAdapter)]
-    if not tables or not others:
+    if not formulas or not others:
         return None
-    table = _compose_numpy(tables)  # one, or several by multiple inheritance; None if stateful or overlapping
-    own = set() if table is None else _own_names(type(table), NumpyAdapter, set())
-    if not own or not own <= TABLE_METHODS:  # stateful, or a bug outside the table (the part's, the model's)
+    numpy = _compose_numpy(formulas)  # one, or several by multiple inheritance; None if stateful or overlapping
+    own = set() if numpy is None else _own_names(type(numpy), NumpyAdapter, set())
+    if not own or not own <= TABLE_METHODS | LAYER_NORM_METHODS:  # stateful, or a bug elsewhere (a part's, the model's)
         return None
-    return _compose_torch(others, name, carried={"positional_encoding": functools.partial(_table_in_torch, table)})
+    carried = {}
+    if own & TABLE_METHODS:
+        carried["positional_encoding"] = functools.partial(_table_in_torch, numpy)
+    if own & LAYER_NORM_METHODS:
+        carried["layer_norm"] = functools.partial(_layer_norm_in_torch, numpy)
+    return _compose_torch(others, name, carried=carried)
 
 
 def _table_in_torch(adapter, n: int, d_model: int):
@@ -144,6 +156,18 @@ def _table_in_torch(adapter, n: int, d_model: int):
     import torch
 
     return torch.from_numpy(np.array(adapter.sinusoids(int(n), int(d_model)), dtype=np.float64))
+
+
+def _layer_norm_in_torch(adapter, x, gamma, beta, eps: float):
+    """The NumPy mutant's LayerNorm as the reference's formula gives it: computed in float64, returned in ``x``'s
+    dtype. It carries no gradient, so it refuses a tensor that needs one (the combination then answers nothing)."""
+    import numpy as np
+    import torch
+
+    if torch.is_grad_enabled() and any(t.requires_grad for t in (x, gamma, beta)):
+        raise NotImplementedError("a LayerNorm carried from a NumPy mutant has no gradient")
+    arrays = (t.detach().cpu().numpy().astype(np.float64) for t in (x, gamma, beta))
+    return torch.from_numpy(np.asarray(adapter.layer_norm(*arrays, float(eps)), np.float64)).to(x.dtype)
 
 
 # -- the catalogue's combinations ----------------------------------------------------------------------

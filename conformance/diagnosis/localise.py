@@ -24,7 +24,7 @@ from conformance import formulas, oracle
 from conformance.diagnosis import composite
 from conformance.diagnosis.ablation import AblationFailed, ablate
 from conformance.diagnosis.matching import agrees
-from conformance.diagnosis.message import fmt_layers
+from conformance.diagnosis.message import Location, fmt_layers
 from conformance.diagnosis.structure import EXTRA_NORM_FOUND
 from conformance.scenarios import LOADED_MODEL, key_padding, loaded_model
 from conformance.tolerances import LAYER, MODEL, Tolerance, for_dtype
@@ -170,16 +170,16 @@ def extra_norm_after(stack: Stack, answer: np.ndarray | None, eps: float, tol: T
 
 def locate_stack(candidate, stack: Stack, answer, config, agreed: str) -> str:
     """Every divergent layer, then an extra LayerNorm after the last one when the model's ``answer`` shows
-    it; ``agreed`` when every layer agrees and nothing is found after them."""
+    it (a ``Location`` of the two parts); ``agreed`` when every layer agrees and nothing is found after them."""
     found = divergent_layers(stack, _layer_tol(candidate))
     model_tol = for_dtype(MODEL, candidate.conventions.dtype)
     extra = _or_none(lambda: extra_norm_after(stack, _or_none(answer), config.eps, model_tol))
     if found:
-        text = fmt_divergence(stack.name, found, config.N)
-        return text + ("; " + EXTRA_NORM_FOUND.format(last=stack.last, verdict="suspected") if extra else "")
+        after = EXTRA_NORM_FOUND.format(last=stack.last, verdict="suspected") if extra else ""
+        return Location(fmt_divergence(stack.name, found, config.N), after)
     if extra:
-        return (f"every {stack.name} layer agrees with the oracle when fed the oracle's inputs and masks; "
-                + EXTRA_NORM_FOUND.format(last=stack.last, verdict="found"))
+        return Location(f"every {stack.name} layer agrees with the oracle when fed the oracle's inputs and masks",
+                        EXTRA_NORM_FOUND.format(last=stack.last, verdict="found"))
     return agreed
 
 
@@ -248,8 +248,8 @@ def locate_forward(candidate, cmodel, config, weights, src, tgt_in) -> str:
     memory = model.encode(src)
     if candidate.provides("model.encode"):
         if not agrees(cmodel.encode(src), memory, for_dtype(MODEL, candidate.conventions.dtype)):
-            return "the memory (model.encode) already differs; " + locate_encode(
-                candidate, config, weights, src, answer=lambda: cmodel.encode(src))
+            return _prefixed("the memory (model.encode) already differs; ", locate_encode(
+                candidate, config, weights, src, answer=lambda: cmodel.encode(src)))
     else:
         found = encoder_divergence(candidate, config, weights, src, model)
         if found:
@@ -257,6 +257,11 @@ def locate_forward(candidate, cmodel, config, weights, src, tgt_in) -> str:
     if not candidate.provides("decoder_layer"):  # forward itself: a model-only adapter may have no decode
         return model_only(candidate, "forward", "decoder_layer", config, weights, src, tgt_in)
     return locate_decode(candidate, config, weights, tgt_in, memory, src, answer=lambda: cmodel.forward(src, tgt_in))
+
+
+def _prefixed(prefix: str, line: str) -> str:
+    """``prefix`` + ``line``, a ``Location`` kept one (its parts intact)."""
+    return line.after(prefix) if isinstance(line, Location) else prefix + line
 
 
 def model_only(candidate, method: str, layer_part: str, config, weights, src, tgt_in=None, memory=None) -> str:

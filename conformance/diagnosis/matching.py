@@ -139,6 +139,46 @@ def confirmed_matches(candidate, question: Question, tol: Tolerance, *, actual=N
     return combined_matches(second, problem, mine, answers)
 
 
+def offered(candidate, question: Question, tol: Tolerance, matches: list[dict]) -> list[dict]:
+    """The matches a failure's message offers: the confirmed cause (the closest match), then each alternative
+    whose answer differs from the cause's somewhere this question can show it (the failing problem, the second
+    one, or a third drawn as the second is). An alternative that answers as the cause wherever this question
+    looks differs from it only where this call cannot show: a causal mask on an encoder's call (attention_mask_ignored
+    beside padding_mask_ignored), padded query rows on a call without them. Offered, it would name a bug the call
+    gives no evidence of. ``matches`` itself (the report's diagnosis) is left whole: each still matches."""
+    if len(matches) < 2:
+        return matches
+    same = _same(question, tol)
+    cause = _catalogue_member(matches[0])
+    problems = [candidate.fit(problem) for problem in _problems_of(question)]
+    if cause is None or not problems:
+        return matches
+
+    def shows_a_difference(match: dict) -> bool:
+        other = _catalogue_member(match)
+        return other is None or any(not same(known_answer(question, cause.candidate, problem),
+                                             known_answer(question, other.candidate, problem)) for problem in problems)
+
+    return [matches[0], *(match for match in matches[1:] if shows_a_difference(match))]
+
+
+def _problems_of(question: Question) -> list:
+    """The problems a question is asked on: the failing one, the second, and a third drawn as the second is."""
+    from conformance.diagnosis.question import probe_of
+
+    second = question.second()
+    return [problem for problem in (question.problem, second, probe_of(second)) if problem is not None]
+
+
+def _catalogue_member(match: dict):
+    """The known bug (or combination of known bugs) a diagnosis match names; None when it is gone."""
+    from conformance.diagnosis.combine import combination
+
+    if match.get("mutants"):
+        return combination(tuple(sorted(match["mutants"])))
+    return next((bug for bug in known_bugs() if bug.name == match["mutant"]), None)
+
+
 class _Second:
     """The second problem, and the candidate's and the paper's answers there, computed once when first needed."""
 

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from conformance.diagnosis.structure import PATTERNS, without_extra_norm_clause
+from conformance.diagnosis.structure import PATTERNS
 
 
 def named(match: dict) -> str:
@@ -34,12 +34,34 @@ RANDOM_AT_EVALUATION = ("two identical calls give different outputs: dropout (or
                         " suspected (model.eval() not called?)")
 
 
+class Location(str):
+    """A localisation line built from two parts: where the layers diverge (``layers``), and what was found after
+    the stack (``after_stack``: an extra LayerNorm), joined by "; ". ``tail`` leaves the second part out where a
+    confirmed match or a structural pattern already names that bug: the line is composed again from its parts,
+    never cut by pattern, so it stays well formed whichever parts it has."""
+
+    layers: str
+    after_stack: str
+
+    def __new__(cls, layers: str, after_stack: str = "") -> Location:
+        line = super().__new__(cls, "; ".join(part for part in (layers, after_stack) if part))
+        line.layers, line.after_stack = layers, after_stack
+        return line
+
+    def after(self, prefix: str) -> Location:
+        """The same parts, ``prefix`` before the layers' part ("the memory (model.encode) already differs; ")."""
+        return Location(prefix + self.layers, self.after_stack)
+
+    def without_after_stack(self) -> str:
+        return self.layers
+
+
 def tail(matches: list[dict], where: str | None, patterns: list[str]) -> list[str]:
     """The lines after a failure's own: each bug named once (a pattern a confirmed match already names is
     not repeated, nor the localisation's extra LayerNorm after a stack that either names)."""
     names = {name for m in matches for name in m.get("mutants") or [m["mutant"]]}
-    if where and "extra_final_layer_norm" in names | set(patterns):  # the likely cause says it, with its advice
-        where = without_extra_norm_clause(where)
+    if isinstance(where, Location) and "extra_final_layer_norm" in names | set(patterns):
+        where = where.without_after_stack()  # the likely cause says it, with its advice
     lines = [fmt_matches(matches), where, fmt_structure([p for p in patterns if p not in names])]
     return [f"  {line}" for line in lines if line]
 

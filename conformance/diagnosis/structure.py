@@ -8,8 +8,6 @@ more on a fixed padded probe batch where both show, and compares it with the pap
 
 from __future__ import annotations
 
-import re
-
 import numpy as np
 
 from conformance.compare import measure
@@ -54,17 +52,12 @@ PATTERNS = {
                                  " path; set encoder.use_nested_tensor = False)",
 }
 
-# The same fact found by chaining the candidate's own layers (``localise``): a clause of the localisation
-# line, which ``message.tail`` drops where a confirmed match or the pattern above already names the bug.
+# The same fact found by chaining the candidate's own layers (``localise``): the second part of the localisation
+# line (``message.Location``), which ``message.tail`` leaves out where a confirmed match or the pattern above
+# already names the bug.
 EXTRA_NORM_FOUND = ("after {last}: an extra LayerNorm (gamma 1, beta 0) {verdict}: the model's output is its own"
                     " layers', normalised once more (a final norm like torch.nn's encoder.norm / decoder.norm or"
                     " OpenNMT-py's; the post-norm paper has none)")
-_EXTRA_NORM_CLAUSE = re.compile(r"; after (encoder|decoder)\.\d+: an extra LayerNorm \(gamma 1, beta 0\)[^;]*")
-
-
-def without_extra_norm_clause(line: str) -> str:
-    """``line`` without the localisation's extra-LayerNorm clause."""
-    return _EXTRA_NORM_CLAUSE.sub("", line)
 
 
 def structural_patterns(actual, expected, keep, tol: Tolerance) -> list[str]:

@@ -60,6 +60,8 @@ def grade_command(folder: Path, out: Path, seed: int, args) -> list[str]:
         command.append("--no-training")
     if args.keyword:
         command += ["-k", args.keyword]
+    for name in args.pass_env:
+        command += ["--pass-env", name]
     return command
 
 

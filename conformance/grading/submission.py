@@ -43,6 +43,7 @@ def certify_args(args, spec: str, seed: int, report: Path) -> argparse.Namespace
         impl=spec, json=str(report), workers=1, seed=seed, keyword=args.keyword, profile="grade",
         no_training=args.no_training, timeout=args.timeout, threads=args.threads, verbose=False,
         isolate=args.isolate, worker_memory=args.worker_memory, worker_total_timeout=args.worker_total_timeout,
+        pass_env=args.pass_env,  # only what the grader named: a submission sees no other variable of the grader's
         # No answers kept on disk: the submission runs on this machine during grading, and could write entries
         # that name a bug it does not have (or hide one). The diagnosis never trusts files another process
         # could have written meanwhile; it recomputes every catalogue answer.

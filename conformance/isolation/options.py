@@ -1,13 +1,15 @@
 """The isolation's command-line options and its few hooks into the pytest plugin.
 
 ``--isolate`` / ``--no-isolate`` (default: isolated for an implementation named by a path, in-process
-for the built-ins and ``module:attribute``), ``--worker-memory MIB``, ``--worker-total-timeout S``.
+for the built-ins and ``module:attribute``), ``--worker-memory MIB``, ``--worker-total-timeout S``,
+``--pass-env NAME`` (repeatable): the same names as the CLI's.
 """
 
 from __future__ import annotations
 
 from typing import Any
 
+from conformance.isolation import variable_set_here
 from conformance.isolation.proxy import Limits, ProxyAdapter
 
 
@@ -20,12 +22,17 @@ def add_options(group) -> None:
                     help=f"address-space limit of an isolated worker (default {Limits.memory_mib})")
     group.addoption("--worker-total-timeout", type=float, default=Limits.total_s, metavar="S",
                     help=f"wall-clock seconds an isolated implementation may use in all (default {Limits.total_s:g})")
+    group.addoption("--pass-env", dest="conformance_pass_env", action="append", default=[], metavar="NAME",
+                    type=variable_set_here,
+                    help="give an isolated worker this variable of this environment, with its value (repeatable;"
+                         " the worker's environment is otherwise minimal)")
 
 
 def load_options(config) -> dict[str, Any]:
     """``loading.load`` keyword arguments from the pytest options."""
     total = config.getoption("worker_total_timeout")
-    limits = Limits(memory_mib=config.getoption("worker_memory"), total_s=total, cpu_s=int(total))
+    limits = Limits(memory_mib=config.getoption("worker_memory"), total_s=total, cpu_s=int(total),
+                    pass_env=tuple(dict.fromkeys(config.getoption("conformance_pass_env"))))
     return {"isolate": config.getoption("conformance_isolate"), "limits": limits,
             "threads": config.getoption("conformance_threads")}
 
@@ -39,7 +46,9 @@ def seed_worker(candidate, seed: int) -> None:
 
 def summary(candidate) -> dict:
     adapter = getattr(candidate, "adapter", None)
-    return adapter.summary() if isinstance(adapter, ProxyAdapter) else {"isolated": False}
+    if isinstance(adapter, ProxyAdapter):
+        return adapter.summary()
+    return getattr(adapter, "isolation", None) or {"isolated": False}  # an UnloadableAdapter's record
 
 
 def close(candidates) -> None:

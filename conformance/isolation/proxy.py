@@ -36,7 +36,7 @@ from typing import Any
 from conformance.adapter import ADAPTER_PARTS, MODEL_PARTS, PARTS, Conventions
 from conformance.candidate import Candidate
 from conformance.errors import AdapterError, LoadError
-from conformance.isolation import WORKER_MEMORY_MIB, WORKER_TOTAL_S, peer
+from conformance.isolation import WORKER_MEMORY_MIB, WORKER_TOTAL_S, environment, peer
 from conformance.isolation.wire import Channel, ChannelClosed, ChannelTimeout, WireError
 
 
@@ -55,9 +55,10 @@ class Limits:
     max_restarts: int = 20
     landlock: bool = True
     hide_suite_code: bool = False  # grade: a submission may not read the suite's implementations and oracle
+    pass_env: tuple[str, ...] = ()  # the grader's variables the worker gets (--pass-env): names, never values
 
     def as_dict(self) -> dict:
-        return asdict(self)
+        return {**asdict(self), "pass_env": list(self.pass_env)}
 
 
 SIGNAL_CAUSES = {
@@ -102,7 +103,8 @@ class Worker:
                 [sys.executable, "-I", "-B", "-u", "-c", BOOTSTRAP, str(request_r), str(response_w), str(control_r),
                  str(status_w), str(limits.total_s)],
                 stdin=subprocess.DEVNULL, stdout=log, stderr=subprocess.STDOUT, cwd=work,
-                env=minimal_env(work, self.temp_dir, threads), pass_fds=(request_r, response_w, control_r, status_w),
+                env=environment.worker_environment(work, self.temp_dir, threads, limits.pass_env),
+                pass_fds=(request_r, response_w, control_r, status_w),
                 start_new_session=True,
             )
         for fd in (request_r, response_w, control_r, status_w):
@@ -231,22 +233,6 @@ BOOTSTRAP = (
 )
 
 
-def minimal_env(home: Path, temp_dir: Path, threads: int) -> dict[str, str]:
-    n = str(threads) if threads > 0 else "1"
-    grader_path = [os.path.abspath(p or os.curdir) for p in sys.path]
-    return {
-        "PATH": "/usr/local/bin:/usr/bin:/bin",
-        "HOME": str(home),
-        "TMPDIR": str(temp_dir),
-        "LANG": "C.UTF-8",
-        "LC_ALL": "C.UTF-8",
-        "OMP_NUM_THREADS": n,
-        "MKL_NUM_THREADS": n,
-        "OPENBLAS_NUM_THREADS": n,
-        "CONFORMANCE_SYS_PATH": json.dumps(grader_path),
-    }
-
-
 _LIVE: set[Worker] = set()
 
 
@@ -354,13 +340,14 @@ class ProxyAdapter:
             worker.cleanup()
             raise LoadError(f"the implementation {fmt_exit(report, self.limits)} while being imported"
                             + fmt_output(output)) from None
-        if not isinstance(reply, dict) or not ({"hello"} == set(reply) or {"load_error"} == set(reply)):
+        if not isinstance(reply, dict) or not ({"hello"} == set(reply) or "load_error" in reply
+                                               and set(reply) <= {"load_error", "import_raised", "missing_variable"}):
             worker.cleanup()
             raise LoadError("the worker answered something that is not a hello (the import wrote to its pipe?)")
         if "load_error" in reply:
             output = worker.output()
             worker.cleanup()
-            raise LoadError(str(reply["load_error"]) + fmt_output(output))
+            raise LoadError(self._load_error(reply) + fmt_output(output))
         try:
             hello = check_hello(reply["hello"])
         except LoadError:
@@ -368,6 +355,15 @@ class ProxyAdapter:
             raise
         worker.said_hello(hello)
         return hello
+
+    def _load_error(self, reply: dict) -> str:
+        """The worker's load error, and what the environment has to do with it when the implementation's own
+        code raised (``environment.load_note``)."""
+        message = str(reply["load_error"])
+        if not reply.get("import_raised"):
+            return message
+        note = environment.load_note(self.limits.pass_env, variable_name(reply.get("missing_variable")))
+        return f"{message}. {note}" if note else message
 
     def _ensure_worker(self, label: str) -> Worker:
         if self._worker is not None:
@@ -469,7 +465,8 @@ class ProxyAdapter:
             if kind == "not_implemented":
                 raise NotImplementedError(str(value))
             if kind == "raised" and isinstance(value, dict):
-                raise remote_exception(value.get("type"), str(value.get("message", "")))
+                note = environment.call_note(self.limits.pass_env, variable_name(value.get("missing_variable")))
+                raise remote_exception(value.get("type"), str(value.get("message", "")) + note)
         self._retire()
         raise AdapterError(f"{label}: the worker's answer is not a result ({str(reply)[:100]})", part=label,
                            expected="a result", actual="garbage")
@@ -575,6 +572,11 @@ def checked_account(account: Any) -> dict | None:
     entries = [{k: _text(entry.get(k)) for k in fields} for entry in converted[:20] if isinstance(entry, dict)]
     return {"supplied": checked_record(account.get("supplied")),
             "converted": [e for e in entries if e["converter"] and e["aspect"]]}
+
+
+def variable_name(value: Any) -> str | None:
+    """The name of a missing variable as the worker reported it; None for anything that cannot be one."""
+    return value if isinstance(value, str) and 0 < len(value) <= 256 and "=" not in value else None
 
 
 def fmt_exit(report: dict, limits: Limits) -> str:

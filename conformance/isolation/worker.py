@@ -146,7 +146,7 @@ def serve(request_fd: int, response_fd: int) -> None:
     try:
         adapter, hello = load(start)
     except BaseException as exc:  # noqa: BLE001 - whatever the import does, the grader hears of it
-        channel.send({"load_error": load_error_message(exc, start["spec"])})
+        channel.send(load_error(exc, start["spec"]))
         return
     channel.send({"hello": hello})
     # What the import made (torch, the candidate) lives as long as the worker: frozen, a full collection walks
@@ -210,9 +210,25 @@ def describe_adapter(adapter, warnings: list[str], landlock: int) -> dict:
     }
 
 
-def load_error_message(exc: BaseException, spec: str) -> str:
+def load_error(exc: BaseException, spec: str) -> dict:
+    """The reply to a failed load: its message, whether the implementation's own code raised or exited (not
+    a check of the adapter), and the variable whose lookup failed, if one did (``environment``)."""
+    from conformance.errors import LoadError
+    from conformance.isolation.environment import missing_variable
+
+    raised = not isinstance(exc, LoadError) or exc.__cause__ is not None or exc.__context__ is not None
+    missing = missing_variable(exc)
+    return {"load_error": load_error_message(exc, spec, missing), "import_raised": raised, "missing_variable": missing}
+
+
+def load_error_message(exc: BaseException, spec: str, missing: str | None = None) -> str:
+    """The load error's text. When a variable's lookup failed, without a fix: the grader, which knows what the
+    sandbox removed, adds it."""
     from conformance.errors import LoadError
 
+    raised = exc.__cause__ if isinstance(exc, LoadError) and exc.__cause__ is not None else exc
+    if missing is not None and not isinstance(raised, (LoadError, SystemExit)):
+        return f"importing {spec} raised {type(raised).__name__}: {raised}"
     if isinstance(exc, LoadError):
         return str(exc)
     if isinstance(exc, SystemExit):
@@ -300,7 +316,9 @@ class Server:
             message = (message + " " if message else "") + "(the worker ran into its memory limit)"
         elif isinstance(exc, OSError) and exc.errno == errno.EFBIG:
             message += " (the worker's file-size limit: its stdout and stderr count; it wrote too much)"
-        return {"type": type(exc).__name__, "message": message}
+        from conformance.isolation.environment import missing_variable
+
+        return {"type": type(exc).__name__, "message": message, "missing_variable": missing_variable(exc)}
 
 
 if __name__ == "__main__":
