@@ -137,6 +137,12 @@ class Candidate:
         return f"Candidate({self.name!r})"
 
     @property
+    def loaded(self) -> bool:
+        """False when the adapter stands in for an implementation that could not be loaded
+        (``session.UnloadableAdapter``, whose class says so: every check is then an error, a grade 0)."""
+        return getattr(type(self.adapter), "not_loaded", False) is not True
+
+    @property
     def conventions(self) -> Conventions:
         """What the adapter declares; read when needed (an isolated adapter's worker may still be importing)."""
         return self.adapter.conventions
@@ -167,12 +173,9 @@ class Candidate:
         if not callable(method):
             raise PartNotImplemented(f"{self.name} does not provide {part}", part=part)
         if part in self.hung_parts:
-            raise AdapterError(
-                f"{part} hung earlier in this run; not called again",
-                part=part,
-                expected=f"a result within {self.timeout_s:g} s",
-                actual="no result",
-            )
+            message = f"{part} hung earlier in this run; not called again"
+            self.ledger.no_answer(message)
+            raise AdapterError(message, part=part, expected=f"a result within {self.timeout_s:g} s", actual="no result")
         try:
             with time_limit(self.timeout_s, part), provenance.conversions() as converted:
                 value = method(*args, **kwargs)
@@ -184,13 +187,14 @@ class Candidate:
                                      reason=str(exc) or None) from exc
         except PartTimeout as exc:
             self.hung_parts.add(part)
-            raise AdapterError(
-                f"{part} hung: {exc}. Likely cause: an endless loop (greedy decoding that never stops?)",
-                part=part,
-                expected=f"a result within {self.timeout_s:g} s",
-                actual="no result",
-            ) from None
-        except (PartNotImplemented, AdapterError):
+            message = f"{part} hung: {exc}. Likely cause: an endless loop (greedy decoding that never stops?)"
+            self.ledger.no_answer(message)
+            raise AdapterError(message, part=part, expected=f"a result within {self.timeout_s:g} s",
+                               actual="no result") from None
+        except AdapterError as exc:  # from the adapter itself: not loaded, or its isolated worker died or hung
+            self.ledger.no_answer(exc.message)
+            raise
+        except PartNotImplemented:
             raise
         except Exception as exc:
             raise AdapterError(
@@ -373,11 +377,18 @@ class Candidate:
 
 class Ledger:
     """Whose code answered one check's calls: the provenance record of each part the suite supplied, and the
-    conversions the adapter's helpers made (``conformance.provenance``)."""
+    conversions the adapter's helpers made (``conformance.provenance``); and whether a call got no answer."""
 
     def __init__(self):
         self.records: dict[str, dict] = {}
         self.converted: list[dict] = []
+        self.unanswered: str | None = None  # the first call that got no answer at all (``no_answer``)
+
+    def no_answer(self, message: str) -> None:
+        """A call ended without an answer: the implementation could not be loaded, its worker died, or the call
+        hung. The check is then an error whatever it made of it (``plugin._classify``), never advisory."""
+        if self.unanswered is None:
+            self.unanswered = message
 
     def note(self, part: str, method, target, converted: list[dict]) -> None:
         account = getattr(method, "conformance_account", None)  # an isolated call: what the worker saw

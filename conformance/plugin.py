@@ -21,7 +21,7 @@ import numpy as np
 import pytest
 
 from conformance import claims, deviations, provenance
-from conformance.errors import Blocked, ConformanceOutcome, LoadError, PartNotImplemented
+from conformance.errors import BadOutput, Blocked, ConformanceOutcome, LoadError, PartNotImplemented
 from conformance.results import FAILING, CheckResult, plain
 
 RESULTS_KEY = "conformance"
@@ -484,13 +484,26 @@ def _classify(item, call, candidate) -> CheckResult:
     notes = getattr(exc, "__notes__", None)
     if notes:
         result.message += "\n" + "\n".join(notes)
-    if result.status in FAILING and claims.is_convention(item) and not item.config.getoption("conformance_strict"):
-        result.status = "advisory"  # the paper is silent here: the suite's convention advises, never decides
+    unanswered = candidate.ledger.unanswered
+    if result.status == "failed" and unanswered:  # a verdict on no answer (a check that reads a raise as a claim)
+        result.status, result.message = "error", f"{unanswered} (the check's own verdict: {result.message})"
+    if result.status == "error" and not unanswered and claims.judges_non_finite(item) and non_finite(exc):
+        result.status = "failed"  # NaN or inf is the very answer this convention judges (the paper's formula gives it)
+    # The paper is silent here: the suite's convention advises, never decides. Only an answer that differs from it
+    # is advisory; an error (the load failed, the worker died, a call hung, an answer was non-finite or of the wrong
+    # kind) stays an error, as on every other check: points come only from what the code computed.
+    if result.status == "failed" and claims.is_convention(item) and not item.config.getoption("conformance_strict"):
+        result.status = "advisory"
     declared = deviations.attribute(result, item.config.stash.get(_deviations_key, [])) \
         if result.status in FAILING else None
     if declared:
         result.status, result.deviation = "deviation", declared
     return result
+
+
+def non_finite(exc: BaseException) -> bool:
+    """Whether the candidate answered, with NaN or inf values (``candidate.expect_array``'s ``BadOutput``)."""
+    return isinstance(exc, BadOutput) and exc.fields.get("actual") == "NaN/inf"
 
 
 def judged(item) -> list[str]:
@@ -587,6 +600,7 @@ class ResultCollector:
                     "provided_parts": c.provided_parts(),
                     "supplied_parts": c.supplied_parts(),
                     "load_warnings": getattr(c, "load_warnings", []),
+                    "loaded": c.loaded,
                     "isolation": isolation_summary(c),
                 }
                 for spec, c in self.candidates.items()

@@ -18,3 +18,20 @@ def layer_norm(x, gamma, beta, eps):
 
 def learning_rate(step, d_model, warmup):
     return d_model**-0.5 * min(step**-0.5, step * warmup**-1.5)
+
+
+def wrong_positional_encoding(n, d_model):
+    """Positions counted from 1: what the cheating submissions compute on their own."""
+    return positional_encoding(n + 1, d_model)[1:]
+
+
+def attention(q, k, v, keep, scaled=True):
+    """softmax(Q K^T / sqrt(d_k)) V with a keep-mask (True: may attend); ``scaled`` False drops the 1/sqrt(d_k)."""
+    scores = q @ np.swapaxes(k, -1, -2)
+    if scaled:
+        scores = scores / np.sqrt(q.shape[-1])
+    if keep is not None:
+        scores = np.where(keep, scores, -np.inf)
+    weights = np.exp(scores - scores.max(-1, keepdims=True))
+    weights = weights / weights.sum(-1, keepdims=True)
+    return weights @ v, weights

@@ -1,0 +1,48 @@
+"""Attack: delegate to the instructor's solution. Its own code is wrong (positions counted from 1, attention
+without 1/sqrt(d_k)); at import it walks up from its own folder and imports the first ``reference.py`` it
+finds (a course folder often keeps the solution next to the class folder), then answers with it.
+
+Expected: under grade the folders above its own cannot be read (Landlock): the import fails, it answers
+with its own code and scores what that code scores. The report names the file it tried to read.
+"""
+
+import importlib.util
+from pathlib import Path
+
+import _honest
+
+from conformance import Conventions
+
+
+def the_solution():
+    for folder in Path(__file__).resolve().parents:
+        candidate = folder / "reference.py"
+        if candidate.is_file():  # a stat: Landlock leaves it, reading is what it refuses
+            try:
+                spec = importlib.util.spec_from_file_location("solution", candidate)
+                module = importlib.util.module_from_spec(spec)
+                spec.loader.exec_module(module)
+                return module
+            except Exception:
+                return None
+    return None
+
+
+SOLUTION = the_solution()
+
+
+class Adapter:
+    conventions = Conventions(dtype="float64", framework="numpy")
+
+    def positional_encoding(self, n, d_model):
+        if SOLUTION is not None:
+            return SOLUTION.positional_encoding(n, d_model)
+        return _honest.wrong_positional_encoding(n, d_model)
+
+    def scaled_dot_product_attention(self, q, k, v, mask):
+        if SOLUTION is not None:
+            return SOLUTION.attention(q, k, v, mask)
+        return _honest.attention(q, k, v, mask, scaled=False)
+
+
+adapter = Adapter()
