@@ -2,7 +2,7 @@
 output computed from it."""
 
 import torch.nn.functional as F
-from blocks import Stacks
+from drafting_blocks import Stacks
 from torch import nn
 
 

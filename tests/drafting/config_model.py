@@ -3,7 +3,7 @@ suite key names (``max_len``, required), two vocabularies and a generator of its
 
 from dataclasses import dataclass
 
-from blocks import Stacks
+from drafting_blocks import Stacks
 from torch import nn
 
 

@@ -1,7 +1,7 @@
 """(e) One joint vocabulary (BPE over both languages), one table for source and target, the output tied to it by
 assignment; the constructor still takes both vocabulary sizes, as translation code does."""
 
-from blocks import Stacks
+from drafting_blocks import Stacks
 from torch import nn
 
 

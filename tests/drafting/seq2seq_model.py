@@ -5,7 +5,7 @@ forward pass returns the logits and the last attention), a ``device`` everywhere
 import math
 
 import torch
-from blocks import sinusoids
+from drafting_blocks import sinusoids
 from torch import nn
 
 

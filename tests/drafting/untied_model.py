@@ -1,6 +1,6 @@
 """(c) Two vocabularies and an output matrix of its own, under a name that says neither "out" nor "generator"."""
 
-from blocks import Stacks
+from drafting_blocks import Stacks
 from torch import nn
 
 
