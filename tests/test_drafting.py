@@ -68,7 +68,7 @@ def load_random_weights(adapter, config: ModelConfig):
     return model, weights
 
 
-# -- (a) a config dataclass, and a factory function -------------------------------------------------------------------
+# -- (a) a config dataclass, and a factory function ----------------------------------------------------------------
 
 
 def test_a_config_dataclass_with_a_field_no_key_names_is_built_with_that_field_to_check(tmp_path):
@@ -93,7 +93,7 @@ def test_a_factory_function_is_drafted_like_a_class():
     assert names_of(text)["W_out"] == "generator.weight" and todos(text) == []
 
 
-# -- (b) a composition constructor --------------------------------------------------------------------------------------
+# -- (b) a composition constructor ---------------------------------------------------------------------------------
 
 
 def test_a_composition_constructor_builds_its_modules_first_from_their_own_sizes(tmp_path):
@@ -140,7 +140,7 @@ def test_a_class_that_cannot_be_built_gets_the_skeleton_and_says_so_at_the_top(t
         load(text, tmp_path).build_model(toy_config().as_dict(), 0)
 
 
-# -- (c), (d), (e): what the draft declares is what the model does ----------------------------------------------------
+# -- (c), (d), (e): what the draft declares is what the model does -------------------------------------------------
 
 
 def test_an_output_matrix_of_its_own_is_w_out_and_never_declared_tied():
@@ -163,7 +163,7 @@ def test_one_table_for_both_sides_tied_by_assignment_is_e():
         assert supports_of(text)["share_embeddings"] == supports_of(text)["tie_output"] == (True,), name
 
 
-# -- the finished adapters certify --------------------------------------------------------------------------------------
+# -- the finished adapters certify ---------------------------------------------------------------------------------
 
 # Checks that load the weights of their own configuration whatever the adapter declares (supports share_embeddings,
 # tie_output or attention_bias of a single value): an error of the check, in load_weights, not of the adapter.

@@ -287,7 +287,7 @@ def imports(module_name: str, built: Plan) -> list[str]:
         name = callee.__name__
         beside = getattr(sys.modules.get(module_name), name, None) is callee  # importable with the target
         names.setdefault(module_name if beside else callee.__module__, []).append(name)
-    return lines + [f"from {home} import {', '.join(dict.fromkeys(found))}" for home, found in names.items()]
+    return lines + [""] + [f"from {home} import {', '.join(dict.fromkeys(found))}" for home, found in names.items()]
 
 
 def attention_derived(proposal: Proposal) -> bool:

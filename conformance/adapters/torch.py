@@ -185,7 +185,8 @@ def _unmapped_matrix(module: nn.Module, path: str, placed: dict, shapes: dict, a
                      f' "{value}"]' + (" with Conventions(ties_embeddings=False)" if name == "E" else ""))
     if not hints:
         return f"{said}; no canonical name has its shape: map it by hand, or leave it out of the module"
-    return f"{said}. {'; or, '.join(hints)}"
+    joined = "; or, ".join(hints)
+    return f"{said}. {joined[:1].upper()}{joined[1:]}"
 
 
 def _absent_because(name: str) -> str:

@@ -1,5 +1,7 @@
 """Adapter draft for seq2seq_model.Seq2Seq.
 
+Finished: encode and decode written from Seq2Seq.forward; the two LayerNorm guesses checked and deleted.
+
 Written by `transformer-conformance template --from seq2seq_model:Seq2Seq` from the parameters' names
 and shapes. Resolve each TODO (docs/walkthrough.md says how), then certify it:
     transformer-conformance certify my_adapter.py --json report.json --html report.html
@@ -8,6 +10,7 @@ Add the parts your code has (positional_encoding=, encoder_layer=Component(...),
 
 from conformance import Conventions
 from conformance.adapters.torch import TorchAdapter
+
 from seq2seq_model import Encoder, Decoder, Seq2Seq
 
 NAMES = {

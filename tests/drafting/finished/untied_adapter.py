@@ -8,6 +8,7 @@ Add the parts your code has (positional_encoding=, encoder_layer=Component(...),
 
 from conformance import Conventions
 from conformance.adapters.torch import TorchAdapter
+
 from untied_model import UntiedTransformer
 
 NAMES = {
