@@ -53,7 +53,18 @@ def names_of(text: str) -> dict:
 
 
 def todos(text: str) -> list[str]:
-    return [line.strip() for line in text.splitlines() if re.match(r"\s*#\s*TODO", line)]
+    """Every TODO comment, its wrapped lines (``#`` and four spaces or more) joined."""
+    found: list[str] = []
+    in_todo = False
+    for line in text.splitlines():
+        if re.match(r"\s*#\s*TODO", line):
+            found.append(line.strip().lstrip("# "))
+            in_todo = True
+        elif in_todo and re.match(r"\s*#\s{4,}\S", line):
+            found[-1] += " " + line.strip().lstrip("# ")
+        else:
+            in_todo = False
+    return found
 
 
 def load(text: str, tmp_path: Path, name: str = "drafted_adapter.py"):
@@ -75,8 +86,8 @@ def test_a_config_dataclass_with_a_field_no_key_names_is_built_with_that_field_t
     text = drafted("config_model", "ConfiguredTransformer")
     assert "model_config = TranslationConfig(src_vocab_size=c.src_vocab, tgt_vocab_size=c.tgt_vocab, max_len=1024," \
            in text and "return ConfiguredTransformer(model_config)" in text
-    assert todos(text) == ["# TODO TranslationConfig(max_len): no config key has this name; 1024 is assumed, the"
-                           " longest sequence it accepts"], todos(text)
+    assert todos(text) == ["TODO TranslationConfig(max_len): no config key has this name; 1024 is assumed, the"
+                           " longest sequence it accepts (the suite's are shorter)"], todos(text)
     assert "NotImplementedError" not in text  # nothing blocks building
     assert {k: names_of(text)[k] for k in ("E_src", "E_tgt", "W_out")} == {
         "E_src": "src_embed.weight", "E_tgt": "tgt_embed.weight", "W_out": "generator.weight"}
@@ -112,16 +123,17 @@ def test_a_composition_constructor_builds_its_modules_first_from_their_own_sizes
     with pytest.raises(NotImplementedError, match="TODO Seq2Seq has no encode"):
         model.forward(np.array([[3, 4, 0]]), np.array([[1, 5, 6]]))
     unannotated = drafted("seq2seq_model", "UnannotatedSeq2Seq")
-    assert "    encoder = Encoder(" in unannotated and any(
-        "UnannotatedSeq2Seq(encoder) has no annotation: built as Encoder" in line for line in todos(unannotated))
+    assert "    encoder = Encoder(" in unannotated and "TODO UnannotatedSeq2Seq(encoder) has no annotation: built as" \
+        " Encoder, the class of that name in seq2seq_model; check it is the one" in todos(unannotated)
 
 
 def test_a_todo_that_blocks_building_raises_it_when_the_model_is_built(tmp_path):
     """The draft imports; building the model raises NotImplementedError with the TODO, which certify reports as the
     reason the model's checks are not implemented; the name map was read off a model built with None for it."""
     text = drafted("blocked_model", "NeedsTokenizer")
-    todo = "TODO NeedsTokenizer(tokenizer) matches no config key by name: give its value in module(c)"
-    assert f"# {todo}" in text and names_of(text)["E"] == "embedding.weight"
+    todo = ("TODO NeedsTokenizer(tokenizer): no config key has this name, and no annotation or class of that name says"
+            " what to build: give its value in module(c)")
+    assert todo in todos(text) and names_of(text)["E"] == "embedding.weight"
     adapter = load(text, tmp_path)
     with pytest.raises(NotImplementedError, match=re.escape(todo)):
         adapter.build_model(toy_config().as_dict(), 0)

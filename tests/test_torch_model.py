@@ -114,9 +114,9 @@ def test_a_weight_matrix_without_a_canonical_name_is_refused_with_the_names_that
     layer.encoder = nn.ModuleList([nn.ModuleDict({"attn": nn.ModuleDict({"q": nn.Linear(4, 4), "k": nn.Linear(4, 4),
                                                                          "v": nn.Linear(4, 4), "o": nn.Linear(4, 4)}),
                                                   "gate": nn.Linear(4, 4)})])
-    with pytest.raises(UnmappedMatrixError, match=r'encoder.0.gate.weight \(4, 4\) is a weight matrix .*\. If it holds a'
-                                                  r' copy of W_[QKVO] \(4, 4\), list it beside the map\'s: "W_[QKVO]":'
-                                                  r' \["encoder.0.attn.[qkvo]", "encoder.0.gate"\]'):
+    with pytest.raises(UnmappedMatrixError, match=r'encoder.0.gate.weight \(4, 4\) is a weight matrix .*\. If it holds'
+                                                  r' a copy of W_[QKVO] \(4, 4\), list it beside the map\'s:'
+                                                  r' "W_[QKVO]": \["encoder.0.attn.[qkvo]", "encoder.0.gate"\]'):
         load_component(layer, random_weights(attention_shapes(4), np.random.default_rng(2)),
                        {f"W_{r}": f"encoder.0.attn.{r.lower()}" for r in "QKVO"})
 

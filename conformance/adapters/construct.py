@@ -252,8 +252,9 @@ class Planner:
         if name.lower() in LENGTH_NAMES:
             return Argument(name, str(LONGEST), f"{_name(callee)}({name}): no config key has this name; {LONGEST} is"
                                                 " assumed, the longest sequence it accepts (the suite's are shorter)")
-        return Argument(name, "None", f"{_name(callee)}({name}) matches no config key by name: give its value in"
-                                      " module(c)", blocking=True)
+        return Argument(name, "None", f"{_name(callee)}({name}): no config key has this name, and no annotation or"
+                                      " class of that name says what to build: give its value in module(c)",
+                        blocking=True)
 
     def built_argument(self, parameter, callee, required, depth: int) -> Argument | None:
         """A config object or a module, built by a step of its own before the call."""

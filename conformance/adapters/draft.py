@@ -18,6 +18,7 @@ from __future__ import annotations
 import importlib
 import inspect
 import json
+import re
 import sys
 import textwrap
 from pathlib import Path
@@ -161,22 +162,43 @@ def draft(spec: str) -> str:
     built = plan(target)
     net, config, failure = probe(built)
     if net is None:
-        return render(module_name, target, built, Proposal(), {}, {}, model_calls(target), failure=failure)
+        return render(module_name, target, built, Proposal(), {}, {}, model_calls(target, None), failure=failure)
     config = tying(net, built, config)
     proposal = propose(parameters_of(net), config)
     supports, reasons = limits(net, built, proposal, config)
-    return render(module_name, target, built, proposal, supports, reasons, model_calls(type(net)))
+    proposal.guesses += position_guesses(net, proposal)
+    return render(module_name, target, built, proposal, supports, reasons, model_calls(type(net), net))
 
 
-def model_calls(cls) -> tuple[list[str], dict[str, str]]:
+def position_guesses(net, proposal: Proposal) -> list[str]:
+    """What load_weights will do to positional tables without a canonical name: set them to 0, which removes a
+    sinusoid table kept as a frozen parameter (make it a buffer), and learned positions (the report lists them)."""
+    from conformance.adapters.torch import has_identity
+
+    guesses = []
+    for path in proposal.unmapped:
+        p = net.get_parameter(path)
+        if p.dim() != 2 or not has_identity(net, path):
+            continue
+        if not p.requires_grad:
+            guesses.append(f"{path} is a frozen table (requires_grad=False), fixed positions kept as a parameter:"
+                           " load_weights sets it to 0, which removes them; make it a buffer in module(c)")
+        else:
+            guesses.append(f"{path}: learned positions; load_weights sets them to 0 (no positional encoding) and the"
+                           " report lists them")
+    return guesses
+
+
+def model_calls(cls, net) -> tuple[list[str], dict[str, str]]:
     """(functions the draft defines, TorchModel's keyword arguments ``{"encode": source}``) for the class's encode and
     decode: nothing where they fit TorchModel's defaults, a reordering lambda where decode takes its three in another
-    order, else a function that raises NotImplementedError with a TODO saying what to write."""
+    order, else a function that raises NotImplementedError with a TODO saying what to write (naming the built
+    model's encoder and decoder modules, ``net``, where it has them)."""
     functions, keywords = [], {}
     encode, decode = _method(cls, "encode"), _method(cls, "decode")
     if encode is None or len(_required(encode)) != 1:
-        functions += _stub(cls, "encode", "src", encode, "the encoder's output (B, S, d_model) for the token ids"
-                                                         " src (B, S)")
+        returns = "the encoder's output (B, S, d_model) for the token ids src (B, S)"
+        functions += _stub(cls, net, "encode", "src", encode, returns)
         keywords["encode"] = "encode"
     order = [_role(name) for name in _required(decode)] if decode is not None else []
     if order != ["tgt", "memory", "src"]:
@@ -184,8 +206,8 @@ def model_calls(cls) -> tuple[list[str], dict[str, str]]:
             args = ", ".join({"tgt": "tgt_in", "memory": "memory", "src": "src"}[role] for role in order)
             keywords["decode"] = f"lambda m, tgt_in, memory, src: m.decode({args})"
         else:
-            functions += _stub(cls, "decode", "tgt_in, memory, src", decode, "the logits (B, T, V) for tgt_in (B, T),"
-                                                                            " memory (B, S, d_model) and src (B, S)")
+            returns = "the logits (B, T, V) for tgt_in (B, T), memory (B, S, d_model) and src (B, S)"
+            functions += _stub(cls, net, "decode", "tgt_in, memory, src", decode, returns)
             keywords["decode"] = "decode"
     return functions, keywords
 
@@ -195,11 +217,11 @@ def _method(cls, name: str):
     return method if callable(method) else None
 
 
-def _stub(cls, name: str, arguments: str, method, returns: str) -> list[str]:
+def _stub(cls, net, name: str, arguments: str, method, returns: str) -> list[str]:
     owner = getattr(cls, "__name__", "the model")
     has = (f"{owner}.{name}{inspect.signature(method)} needs more than {arguments}" if method is not None
            else f"{owner} has no {name}({arguments})")
-    modules = _submodules(cls)
+    modules = _submodules(net)
     hint = f" (its modules: {modules})" if modules else ""
     todo = f"TODO {has}: return {returns}, as its forward computes it{hint}"
     raised = f"TODO {has}: write {name}(m, {arguments}) in the adapter"
@@ -207,15 +229,13 @@ def _stub(cls, name: str, arguments: str, method, returns: str) -> list[str]:
             *_raise(raised, "    "), "", ""]
 
 
-def _submodules(cls) -> str:
-    """The encoder and decoder modules a class's constructor assigns, from its source (no instance needed)."""
-    try:
-        source = inspect.getsource(cls.__init__)
-    except (OSError, TypeError):
+def _submodules(net) -> str:
+    """The built model's encoder and decoder modules (outside the layers), as the stub's hint."""
+    if net is None:
         return ""
-    names = [word.split(".")[1].split("=")[0].strip() for word in source.replace(",", " ").split()
-             if word.startswith("self.") and any(w in word.lower() for w in ("enc", "dec"))]
-    return ", ".join(dict.fromkeys(name for name in names if name.isidentifier()))
+    found = [path for path, _ in net.named_modules() if path and path.count(".") < 2 and not re.search(r"\d", path)
+             and any(word in path.rpartition(".")[2].lower() for word in ("enc", "dec"))]
+    return ", ".join(f"m.{path}" for path in found[:4])
 
 
 def _required(method) -> list[str]:

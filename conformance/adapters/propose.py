@@ -29,6 +29,7 @@ from __future__ import annotations
 
 import json
 import re
+import textwrap
 from dataclasses import dataclass, field
 
 from conformance.config import ModelConfig
@@ -104,8 +105,14 @@ class Proposal:
             lines += [f"#   {path}" for path in self.unmapped]
         if self.guesses:
             lines.append("# Check these guesses:")
-            lines += [f"#   TODO {guess}" for guess in self.guesses]
+            lines += [line for guess in self.guesses for line in _wrapped_comment(f"TODO {guess}")]
         return "\n".join(lines)
+
+
+def _wrapped_comment(text: str, width: int = 116) -> list[str]:
+    lines = textwrap.wrap(text, width - 4, break_on_hyphens=False)
+    return [f"#   {lines[0]}", *(f"#        {line}" for line in textwrap.wrap(" ".join(lines[1:]), width - 9,
+                                                                         break_on_hyphens=False))]
 
 
 def parameters_of(module) -> list[Parameter]:
