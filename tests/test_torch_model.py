@@ -424,6 +424,30 @@ def test_nested_embedding_tables_and_the_annotated_transformers_norms_are_found(
     assert "encoder.{l}.self_attn.W_Q" in proposal.names
 
 
+def test_tables_are_placed_by_what_they_are_a_tied_output_is_the_table_and_an_untied_one_w_out():
+    """An nn.Embedding is a table, an nn.Linear from d_model to the target vocabulary (or a raw (d, V) matrix) an
+    output; a weight tied by assignment is one tensor, the table's; E_src and E_tgt by their number of rows."""
+    config = PROBE.replace(tgt_vocab=29, share_embeddings=False, tie_output=False)
+
+    def net(tied: bool, raw: bool):
+        module = nn.Module()
+        module.source, module.target = nn.Embedding(23, 16), nn.Embedding(29, 16)  # no name says which side
+        if raw:
+            module.W = nn.Parameter(torch.zeros(16, 29))  # x @ W, no name saying output
+        else:
+            module.readout = nn.Linear(16, 29, bias=False)
+            if tied:
+                module.readout.weight = module.target.weight
+        return module
+
+    untied = propose_mapping(net(tied=False, raw=False), config, echo=False)
+    assert {k: untied.names.get(k) for k in ("E_src", "E_tgt", "W_out")} == {
+        "E_src": "source.weight", "E_tgt": "target.weight", "W_out": "readout.weight"}
+    assert propose_mapping(net(tied=False, raw=True), config, echo=False).names["W_out"] == "W"
+    tied = propose_mapping(net(tied=True, raw=False), config.replace(tie_output=True), echo=False)
+    assert "W_out" not in tied.names and tied.names["E_tgt"] == "target.weight" and tied.unmapped == []
+
+
 # -- TorchAdapter: an adapter declared ---------------------------------------------------------------
 
 

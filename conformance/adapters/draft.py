@@ -97,23 +97,21 @@ def tying(net, built: Plan, config: ModelConfig) -> ModelConfig:
     return config.replace(share_embeddings=False, tie_output=not outputs)
 
 
-def attention_biases(net, proposal: Proposal) -> bool | None:
-    """Whether the attention's own projections (the W_Q, W_K, W_V, W_O the proposal mapped, fused or not) carry biases:
-    True, False, or None when some do and some do not, or none was found."""
+def attention_biases(net, proposal: Proposal) -> list[bool]:
+    """Whether each of the attention's own projections (the W_Q, W_K, W_V, W_O the proposal mapped in the first
+    layers, fused or not) carries a bias: read off the module, never off the FFN."""
     from conformance.adapters.names import NameMapError
 
     names, paths = NameMap(proposal.names), [path for path, _ in net.named_parameters(remove_duplicate=False)]
     found = []
     for sublayer in ("encoder.0.self_attn", "decoder.0.self_attn", "decoder.0.cross_attn"):
-        for role in "QKVO":
-            if names.entry(f"{sublayer}.W_{role}") is None:
-                continue
+        for role in (role for role in "QKVO" if names.entry(f"{sublayer}.W_{role}") is not None):
             try:
                 names.resolve([f"{sublayer}.b_{role}"], paths)
                 found.append(True)
             except NameMapError:
                 found.append(False)
-    return found[0] if found and len(set(found)) == 1 else None
+    return found
 
 
 def limits(net, built: Plan, proposal: Proposal, config: ModelConfig) -> tuple[dict, dict]:
@@ -122,15 +120,15 @@ def limits(net, built: Plan, proposal: Proposal, config: ModelConfig) -> tuple[d
     eps = {float(m.eps) for m in net.modules() if type(m).__name__ == "LayerNorm"}
     if len(eps) == 1 and ("eps" not in keys or eps != {PROBE.eps}):  # not given, or given and ignored
         supports["eps"], reasons["eps"] = (eps.pop(),), "the LayerNorms' eps is fixed in the implementation"
-    biased = attention_biases(net, proposal) if "attention_bias" not in keys else True
-    if "attention_bias" not in keys and biased is not None:
-        supports["attention_bias"] = (biased,)
-        reasons["attention_bias"] = f"the attention projections {'always' if biased else 'never'} carry biases"
-    elif "attention_bias" not in keys:
-        supports["attention_bias"], reasons["attention_bias"] = (False,), (
-            "some attention projections carry biases, others not: they are set to 0 (and listed)")
+    biases = attention_biases(net, proposal) if "attention_bias" not in keys else []
+    if biases:
+        supports["attention_bias"] = (all(biases),)
+        reasons["attention_bias"] = (f"the attention projections {'always' if all(biases) else 'never'} carry biases"
+                                     if len(set(biases)) == 1 else "some attention projections carry biases, others"
+                                     " not: those are set to 0 (and listed)")
+    if len(set(biases)) > 1:
         proposal.guesses.append("attention biases on some projections only: declared attention_bias=(False,), the"
-                                " biases set to 0; check")
+                                " biases there set to 0; check")
     supports["share_embeddings"], supports["tie_output"] = (config.share_embeddings,), (config.tie_output,)
     reasons.update(_table_reasons(net, config))
     return supports, reasons

@@ -329,9 +329,12 @@ def words_of(path: str) -> set[str]:
 
 
 def is_output(p: Parameter, config: ModelConfig) -> bool:
-    """An output projection: an nn.Linear from d_model to the target vocabulary, or a table named like one."""
-    return any(("Linear" in owner and path.endswith(".weight") and p.shape == (config.tgt_vocab, config.d_model))
-               or words_of(path) & set(OUTPUT_WORDS) for path, owner in p.names)
+    """An output projection: an nn.Linear from d_model to the target vocabulary, a raw (d_model, tgt_vocab) matrix
+    (x @ W: its columns are the vocabulary), or a table named like one."""
+    d, vocab = config.d_model, config.tgt_vocab
+    return (p.oriented == (d, vocab) and p.oriented != (vocab, d)) or any(
+        ("Linear" in owner and path.endswith(".weight") and p.shape == (vocab, d)) or words_of(path) & set(OUTPUT_WORDS)
+        for path, owner in p.names)
 
 
 def is_embedding(p: Parameter) -> bool:
