@@ -22,6 +22,9 @@ from types import SimpleNamespace
 
 from conformance.config import ModelConfig
 
+# Sizes that differ from each other (d_ff is none of 2, 3, 4 x d_model), so shapes say which parameter is which.
+PROBE = ModelConfig(src_vocab=23, tgt_vocab=29, d_model=16, h=2, d_ff=40, N=2, dropout=0.0, share_embeddings=False,
+                    tie_output=False)
 SYNONYMS = {
     "src_vocab": ("src_vocab", "src_vocab_size", "vocab_size", "vocab", "n_vocab", "ntoken", "num_tokens",
                   "input_vocab_size", "n_src_vocab", "input_dim", "enc_voc_size", "source_vocab_size",
@@ -314,8 +317,6 @@ def read_attributes(cls, probe: ModelConfig | None = None) -> tuple[dict[str, st
     """({attribute: config key} of the attributes ``cls`` reads from its config object while it is built, the first
     attribute it reads that no key names, else None)."""
     import torch
-
-    from conformance.adapters.draft import PROBE
 
     recording = _Recording(probe or PROBE)
     unknown = None

@@ -24,14 +24,11 @@ import textwrap
 from pathlib import Path
 from types import SimpleNamespace
 
-from conformance.adapters.construct import Plan, is_module_class, plan
+from conformance.adapters.construct import PROBE, Plan, is_module_class, plan
 from conformance.adapters.names import NameMap, attention_modules, substitute
 from conformance.adapters.propose import Proposal, literal, parameters_of, propose, split_tables, tables_of
 from conformance.config import ModelConfig
 
-# Sizes that differ from each other (d_ff is none of 2, 3, 4 x d_model), so shapes say which parameter is which.
-PROBE = ModelConfig(src_vocab=23, tgt_vocab=29, d_model=16, h=2, d_ff=40, N=2, dropout=0.0, share_embeddings=False,
-                    tie_output=False)
 WIDTH = 116
 
 
