@@ -338,6 +338,13 @@ def header(module_name: str, target, built: Plan, failure: str) -> list[str]:
     return [*lines, '"""']
 
 
+# What a draft cannot know: whether the code has a translator and a trainer of its own (the suite supplies the
+# lesson's loop and the paper's recipe only when asked, and never credits them to the implementation).
+SUPPLIED_HINT = ['# greedy decoding and a training step: your own (model={"greedy_decode": ..., "trainer": ...}), or',
+                 '# the suite\'s, reported as the suite\'s and never credited to your code:',
+                 '# supplied=("greedy_decode", "train_step"),']
+
+
 def render(module_name: str, target, built: Plan, proposal: Proposal, supports, reasons,
            calls: tuple[list[str], dict[str, str]], failure: str = "") -> str:
     conventions = ['mask="keep", batch_first=True, framework="torch",']
@@ -355,6 +362,7 @@ def render(module_name: str, target, built: Plan, proposal: Proposal, supports, 
     arguments += [f"    {line}" for line in "\n".join(conventions).splitlines()]
     if keywords:
         arguments.append("model={" + ", ".join(f"{literal(k)}: {v}" for k, v in keywords.items()) + "},")
+    arguments += SUPPLIED_HINT
     names = proposal.render(attention=listed) if not failure else "\n".join([
         "NAMES = {}  # TODO map the paper's weights to the module's parameters once it builds (see the top)"])
     return "\n".join([
