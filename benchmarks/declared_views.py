@@ -55,7 +55,8 @@ def main() -> None:
                         help="run the training checks too for this view")
     parser.add_argument("--list", action="store_true", help="list the checks not implemented or in error")
     args = parser.parse_args()
-    print("| view | adapter | checks | passed | not implemented (no such part) | not implemented (else) | error | failed |")
+    print("| view | adapter | checks | passed | not implemented (no such part) | not implemented (else) | error"
+          " | failed |")
     print("| --- | --- | --- | --- | --- | --- | --- | --- |")
     for name in NAMES:
         for shape, attribute in (("every part", f"declared_{name}"), ("model-only", f"declared_{name}_model_only")):

@@ -279,3 +279,34 @@ declared_max_len_100_model_only = declared("max_len_100", model_only=True)
 declared_loss_eps_01 = declared("loss_eps_01")
 declared_loss_eps_01_model_only = declared("loss_eps_01", model_only=True)
 declared_all, declared_all_model_only = declared("all"), declared("all", model_only=True)
+# Three positions at most: shorter than most problems the checks draw (tests/test_declared_views.py)
+declared_max_len_3 = Declared(builtin("reference"), {"max_len": 3}, {"max_len": "three positions"})
+# A parameter count with a separate output matrix although tied, building d_ff = 4 d_model only: its count's
+# second size must be one it builds, or the untied table stays unnamed.
+separate_output_count_ffn_4x = Declared(builtin("mutant:parameter_count_separate_output_matrix"), *FFN_4X)
+
+
+class UnpaddedTarget(ModelOnly):
+    """The reference's model, whose forward takes no padding in the decoder input (it raises NotImplementedError),
+    as code that decodes each sentence on its own; its greedy loop still returns padding after each row's </s>."""
+
+    def build_model(self, config, seed):
+        return UnpaddedTargetModel(self.inner.build_model(config, seed), config["pad_id"])
+
+
+class UnpaddedTargetModel:
+    def __init__(self, inner, pad_id: int):
+        self.inner, self.pad_id = inner, pad_id
+
+    def __getattr__(self, method):
+        if method.startswith("_"):
+            raise AttributeError(method)
+        return getattr(self.inner, method)
+
+    def forward(self, src, tgt_in):
+        if (np.asarray(tgt_in) == self.pad_id).any():
+            raise NotImplementedError("the decoder input holds no padding: each sentence is decoded on its own")
+        return self.inner.forward(src, tgt_in)
+
+
+unpadded_target_reference = UnpaddedTarget(builtin("reference"))
