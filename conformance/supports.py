@@ -52,9 +52,9 @@ def validate(supports: dict) -> list[str]:
     for feature, values in supports.items():
         if feature not in FEATURES:
             problems.append(f"unknown feature {feature!r} (known: {', '.join(FEATURES)})")
-        elif feature in LIMITS:
-            if not isinstance(values, numbers.Integral) or isinstance(values, bool) or values < 1:
-                problems.append(f"{feature}: give one positive integer, the most allowed, not {values!r}")
+        elif feature in LIMITS:  # at least <s> and one token: a decoder input the checks can shift and compare
+            if not isinstance(values, numbers.Integral) or isinstance(values, bool) or values < 2:
+                problems.append(f"{feature}: give one integer, the most allowed, at least 2, not {values!r}")
         elif not isinstance(values, tuple | list) or not values:
             problems.append(f"{feature}: give a non-empty tuple of the supported values, not {values!r}")
         else:

@@ -157,14 +157,17 @@ def test_a_loss_with_its_eps_fixed_is_asked_that_eps_only(certify):
 
 
 def test_greedy_argmax_is_judged_on_what_the_loop_read(certify):
-    """A correct loop that returns padding after each row's </s>, of a model whose forward takes no padding in the
-    decoder input: each row's forward is given its own tokens up to its </s>, and the check passes. A loop that
-    does not feed its output back still fails it."""
-    run = certify(f"{VIEWS}:unpadded_target_reference", "--no-training", "--no-isolate", "-k", "greedy_decoding_picks")
-    assert run.statuses() == {"greedy_decoding_picks_the_argmax_at_every_step": "passed"}, run.out
-    for mutant in ("greedy_does_not_feed_back", "greedy_reads_first_position"):
-        run = certify(f"mutant:{mutant}", "--no-training", "--no-diagnosis", "-k", "greedy_decoding_picks")
-        assert run.statuses() == {"greedy_decoding_picks_the_argmax_at_every_step": "failed"}, run.out
+    """The loop's argmax is judged on the batch's tokens up to each row's </s>, without the padding the loop returned
+    after it: a right loop in a model whose forward reads trailing padding fails the padding claim only, the
+    reference's passes, and a loop that does not feed its output back still fails."""
+    run = certify(f"{VIEWS}:reads_trailing_padding_reference", "--no-training", "--no-isolate", "--no-diagnosis",
+                  "-k", "greedy_decoding_picks or appending_target_padding")
+    assert run.statuses() == {"greedy_decoding_picks_the_argmax_at_every_step": "passed",
+                              "appending_target_padding_leaves_real_logits_unchanged": "failed"}, run.out
+    for impl, verdict in (("reference", "passed"), ("mutant:greedy_does_not_feed_back", "failed"),
+                          ("mutant:greedy_reads_first_position", "failed")):
+        run = certify(impl, "--no-training", "--no-diagnosis", "-k", "greedy_decoding_picks")
+        assert run.statuses() == {"greedy_decoding_picks_the_argmax_at_every_step": verdict}, run.out
 
 
 # -- supports: the two new features ---------------------------------------------------------------------------------
@@ -173,8 +176,8 @@ def test_greedy_argmax_is_judged_on_what_the_loop_read(certify):
 def test_max_len_and_the_losss_eps_are_declarable_and_validated():
     assert supports.validate({"max_len": 100, "label_smoothing": (0.1,)}) == []
     assert supports.validate({"max_len": (100,)}) == [
-        "max_len: give one positive integer, the most allowed, not (100,)"]
-    assert supports.validate({"max_len": 0})
+        "max_len: give one integer, the most allowed, at least 2, not (100,)"]
+    assert supports.validate({"max_len": 1})
     assert supports.validate({"max_len": True})
     assert supports.validate({"label_smoothing": (1.0,)}) == [
         "label_smoothing: [1.0] must lie in [0, 1) (eps of q = (1 - eps) one_hot + eps / V)"]

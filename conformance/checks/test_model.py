@@ -190,27 +190,26 @@ def test_greedy_decoding_picks_the_argmax_at_every_step(candidate, check, reques
     """Every generated token is the most likely next token given <s> and the tokens before it.
 
     "Most likely" by the candidate's own forward(), so that this isolates the decoding loop; whether the
-    logits themselves are right is logits_match_reference's claim. Each row's forward is given exactly what
-    the loop read before its </s>: its source and its own tokens, no padding after them."""
+    logits themselves are right is logits_match_reference's claim. The forward is given what the loop read: the
+    batch's tokens up to the judged row's </s>, not the padding the loop returned after it."""
     sizes = fitted_greedy_sizes(candidate, request)
     weights, src = greedy_problem(sizes)
     model = loaded_model(candidate, sizes.config, weights)
     got = model.greedy_decode(src, sizes.T)
     tgt_in = np.concatenate([np.full((len(src), 1), GREEDY.bos_id), got[:, :-1]], axis=1)
-    for b, row in enumerate(got):
-        end = end_of_row(row)
-        if end == 0:
-            continue
-        logits = model.forward(src[b:b + 1], tgt_in[b:b + 1, :end])[0].astype(np.float64)  # causal: every step
+    ends = [end_of_row(row) for row in got]
+    for end in sorted(set(ends) - {0}):
+        logits = model.forward(src, tgt_in[:, :end]).astype(np.float64)  # causal: one pass scores every step
         allowed = for_candidate(MODEL, candidate).allowed(np.abs(logits).max(-1))
-        for t in range(end):
-            best, chosen = int(logits[t].argmax()), int(row[t])
-            gap = float(logits[t, best] - logits[t, chosen])
-            check.claim(gap <= allowed[t],
-                        f"row {b}, step {t}: generated token {chosen}, but the most likely next token is {best}"
-                        f" (logit {logits[t, best]:.4g} vs {logits[t, chosen]:.4g}) by the model's own"
-                        " forward pass on the row's tokens up to its </s>, which scores every step at once (causal)",
-                        ask=greedy_question(sizes), expected=f"token {best} at step {t}", actual=f"token {chosen}")
+        for b in (b for b, row_end in enumerate(ends) if row_end == end):
+            for t in range(end):
+                best, chosen = int(logits[b, t].argmax()), int(got[b, t])
+                gap = float(logits[b, t, best] - logits[b, t, chosen])
+                check.claim(gap <= allowed[b, t],
+                            f"row {b}, step {t}: generated token {chosen}, but the most likely next token is {best}"
+                            f" (logit {logits[b, t, best]:.4g} vs {logits[b, t, chosen]:.4g}) by the model's own"
+                            " forward pass, which scores every step at once (causal)", ask=greedy_question(sizes),
+                            expected=f"token {best} at step {t}", actual=f"token {chosen}")
 
 
 @claims.GREEDY_DECODING

@@ -286,15 +286,16 @@ declared_max_len_3 = Declared(builtin("reference"), {"max_len": 3}, {"max_len": 
 separate_output_count_ffn_4x = Declared(builtin("mutant:parameter_count_separate_output_matrix"), *FFN_4X)
 
 
-class UnpaddedTarget(ModelOnly):
-    """The reference's model, whose forward takes no padding in the decoder input (it raises NotImplementedError),
-    as code that decodes each sentence on its own; its greedy loop still returns padding after each row's </s>."""
+class ReadsTrailingPadding(ModelOnly):
+    """The reference's model, whose forward raises the last token's logit at every position of a row by 100 per
+    padding token in that row's decoder input: a padding bug (appending_target_padding_leaves_real_logits_unchanged
+    is its claim), with the reference's greedy loop (right: the argmax at every step, padding after </s>)."""
 
     def build_model(self, config, seed):
-        return UnpaddedTargetModel(self.inner.build_model(config, seed), config["pad_id"])
+        return ReadsTrailingPaddingModel(self.inner.build_model(config, seed), config["pad_id"])
 
 
-class UnpaddedTargetModel:
+class ReadsTrailingPaddingModel:
     def __init__(self, inner, pad_id: int):
         self.inner, self.pad_id = inner, pad_id
 
@@ -304,9 +305,9 @@ class UnpaddedTargetModel:
         return getattr(self.inner, method)
 
     def forward(self, src, tgt_in):
-        if (np.asarray(tgt_in) == self.pad_id).any():
-            raise NotImplementedError("the decoder input holds no padding: each sentence is decoded on its own")
-        return self.inner.forward(src, tgt_in)
+        logits = self.inner.forward(src, tgt_in)
+        logits[..., -1] += 100.0 * (np.asarray(tgt_in) == self.pad_id).sum(1)[:, None]  # (B, T): batch-first
+        return logits
 
 
-unpadded_target_reference = UnpaddedTarget(builtin("reference"))
+reads_trailing_padding_reference = ReadsTrailingPadding(builtin("reference"))
