@@ -3,9 +3,11 @@
 The reference, declaring one limit of real code (``tests/adapters/views.py``: ``Declared``) and raising an error for
 any call outside it: projections without biases, eps 1e-6 in the layers, d_ff = 4 d_model, learned positions for 100
 positions, label smoothing fixed at 0.1 inside the loss; each alone and all together, with every part and model-only.
-A check that calls outside the declaration ends *error* (never a skipped example): so 0 errors says every check, and
-every diagnosis probe a failure would run, asked only what was declared. What each declaration excludes is
-``EXCLUDED``: the checks whose claim is about a fixed configuration the declaration rules out.
+A check that calls outside the declaration ends *error* (never a skipped example): so 0 errors says every check asked
+only what was declared. What each declaration excludes is ``EXCLUDED``: the checks whose claim is about a fixed
+configuration the declaration rules out. The reference fails nothing, so its runs start no diagnosis: mutants under
+every declaration at once do (``FAILING``), with every call outside the declaration logged, since a diagnosis never
+lets an error through.
 """
 
 import pytest
@@ -206,3 +208,45 @@ def test_a_sequence_longer_than_max_len_is_not_implemented_with_the_declared_rea
     why = supports.violation({"max_len": 100}, {"max_len": "learned positions"}, max_len=1100)
     assert why == "declares max_len 100 (asked for 1100): learned positions"
     assert supports.violation({"max_len": 100}, {}, max_len=100) is None
+
+
+# -- The diagnosis of a failure asks within the declaration too -----------------------------------------------------
+
+FAILING = {  # a view of a mutant under every declaration at once -> the mutant its diagnosis must name somewhere
+    "declared_pre_norm": "pre_norm", "declared_pre_norm_model_only": "pre_norm",
+    "declared_greedy_does_not_feed_back": "greedy_does_not_feed_back",
+    "declared_label_smoothing_over_wrong_tokens": "label_smoothing_over_wrong_tokens",
+    "declared_separate_output_count": "parameter_count_separate_output_matrix",
+}
+
+
+def diagnosed_within_the_declaration(certify, monkeypatch, tmp_path, view: str, *selection: str):
+    """certify the view in-process with every call outside its declaration logged (a diagnosis swallows errors):
+    nothing logged, no error, and the failures' diagnoses name the mutant."""
+    log = tmp_path / "outside.log"
+    monkeypatch.setenv(import_target(f"{VIEWS}:OUTSIDE_LOG"), str(log))
+    run = certify(f"{VIEWS}:{view}", "--no-training", "--no-isolate", *selection)
+    assert not log.exists(), log.read_text()
+    assert run.with_status("failed") and not run.with_status("error"), run.out
+    causes = [c.get("likely_cause") or "" for c in run.report["checks"] if c["status"] == "failed"]
+    assert any(f"mutant:{FAILING[view]}" in cause for cause in causes), causes
+    return run
+
+
+def test_a_diagnosis_asks_its_second_problem_and_localises_within_the_declaration(certify, monkeypatch, tmp_path):
+    """pre_norm under every declaration: the catalogue's second problem, the layer-by-layer localisation (every
+    part) and the ablation through load_weights (model-only) run in the declared configurations, and name it."""
+    for view in ("declared_pre_norm", "declared_pre_norm_model_only"):
+        run = diagnosed_within_the_declaration(certify, monkeypatch, tmp_path, view, "-k",
+                                               "logits_match_reference and not base_size")
+        message = run.report["checks"][0]["message"]
+        assert ("first divergence: encoder.0" if view == "declared_pre_norm" else "model-only localisation") \
+            in message, message
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("view", list(FAILING))
+def test_every_diagnosis_of_a_failing_catalogue_asks_within_the_declaration(certify, monkeypatch, tmp_path, view):
+    """The whole catalogue (--no-training) of a mutant under every declaration: no call outside it, checks and
+    diagnoses alike (a second problem, the catalogue, localisation, ablation, the count decomposition)."""
+    diagnosed_within_the_declaration(certify, monkeypatch, tmp_path, view)

@@ -9,6 +9,7 @@ drawn configuration was out of reach.
 """
 
 import dataclasses
+import os
 
 import numpy as np
 
@@ -145,10 +146,20 @@ bias_free_extra_final_norm = BiasFree(builtin("mutant:extra_final_layer_norm"))
 # --------------------------------------------------------------------------------------------------
 
 
+OUTSIDE_LOG = "CONFORMANCE_TEST_OUTSIDE_LOG"  # a file every call outside a declaration is also written to
+
+
 class OutsideTheDeclaration(RuntimeError):
     """A call the adapter declared it cannot take: real code built for the declared configurations only would
     crash there, or compute something else. Raised as an error (never ``NotImplementedError``), so a check that
-    calls outside the declaration ends *error*, and no example is quietly skipped."""
+    calls outside the declaration ends *error*, and no example is quietly skipped; and written to the file
+    ``$CONFORMANCE_TEST_OUTSIDE_LOG`` names, where a diagnosis (which never lets an error through) leaves it."""
+
+    def __init__(self, message: str):
+        super().__init__(message)
+        if os.environ.get(OUTSIDE_LOG):
+            with open(os.environ[OUTSIDE_LOG], "a") as log:
+                log.write(message + "\n")
 
 
 class Held:
@@ -234,7 +245,8 @@ class Declared:
 
 
 class DeclaredModel:
-    """The model of a ``Declared`` adapter: every sequence it is given no longer than the declared max_len."""
+    """The model of a ``Declared`` adapter: the weights it loads of the declared kind, every sequence it is given no
+    longer than the declared max_len."""
 
     def __init__(self, inner, held: Held):
         self.inner, self.held = inner, held
@@ -245,6 +257,8 @@ class DeclaredModel:
         call = getattr(self.inner, method)
 
         def held(*args):
+            if method == "load_weights":
+                self.held.weights(args[0])
             ids = [a for a in args if isinstance(a, np.ndarray) and a.dtype.kind in "iu"]
             for a in ids:
                 self.held.length(f"model.{method}: a sequence", a.shape[1])  # batch-first, as the reference
@@ -311,3 +325,14 @@ class ReadsTrailingPaddingModel:
 
 
 reads_trailing_padding_reference = ReadsTrailingPadding(builtin("reference"))
+# Failing implementations under every declaration at once: their diagnoses (a second problem, the catalogue,
+# localisation, ablation, the count decomposition) must ask within the declaration too.
+def declared_mutant(name: str, *, model_only: bool = False) -> Declared:
+    return Declared(builtin(f"mutant:{name}"), *DECLARATIONS["all"], model_only=model_only)
+
+
+declared_pre_norm = declared_mutant("pre_norm")
+declared_pre_norm_model_only = declared_mutant("pre_norm", model_only=True)
+declared_greedy_does_not_feed_back = declared_mutant("greedy_does_not_feed_back", model_only=True)
+declared_label_smoothing_over_wrong_tokens = declared_mutant("label_smoothing_over_wrong_tokens")
+declared_separate_output_count = declared_mutant("parameter_count_separate_output_matrix")
