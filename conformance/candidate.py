@@ -132,6 +132,7 @@ class Candidate:
         self.timeout_s = timeout_s
         self.hung_parts: set[str] = set()  # a part that hung once fails fast afterwards (no re-waiting)
         self.ledger = Ledger()  # whose code answered the calls of the check running now (the plugin resets it)
+        self.history = Ledger()  # and every call of the run so far, for checks that judge what another check ran
 
     def __repr__(self) -> str:  # shown in pytest ids and hypothesis reproductions
         return f"Candidate({self.name!r})"
@@ -177,6 +178,7 @@ class Candidate:
             with time_limit(self.timeout_s, part), provenance.conversions() as converted:
                 value = method(*args, **kwargs)
             self.ledger.note(part, method, target, converted)
+            self.history.note(part, method, target, converted)
             return value
         except NotImplementedError as exc:
             reason = f": {exc}" if str(exc) else ""  # the adapter's own words reach the report
@@ -385,7 +387,7 @@ class Ledger:
 
     def __init__(self):
         self.records: dict[str, dict] = {}
-        self.converted: list[dict] = []
+        self.converted: dict[tuple, dict] = {}  # one entry per kind of conversion, however many calls made it
 
     def note(self, part: str, method, target, converted: list[dict]) -> None:
         account = getattr(method, "conformance_account", None)  # an isolated call: what the worker saw
@@ -395,12 +397,14 @@ class Ledger:
             record = provenance.record_of(method, target, part)
         if record is not None:
             self.records.setdefault(part, record)
-        self.converted += [{**entry, "part": part} for entry in converted]
+        for entry in provenance.distinct({**entry, "part": part} for entry in converted):
+            key = (entry["converter"], entry["part"], entry["aspect"], entry["deviation"])
+            self.converted.setdefault(key, entry)
 
     def as_dict(self) -> dict | None:
         if not self.records and not self.converted:
             return None
-        return {"supplied": dict(self.records), "converted": provenance.distinct(self.converted)}
+        return {"supplied": dict(self.records), "converted": list(self.converted.values())}
 
 
 class CandidateModel:
