@@ -193,6 +193,15 @@ def test_nan_and_inf_are_errors_naming_the_non_finite_values(certify):
     assert any("returned float (inf); expected a finite Python float" in m for m in messages(run, "error"))
 
 
+def test_nan_everywhere_is_an_error_on_the_fully_masked_row_conventions_too(certify):
+    """Those conventions judge finiteness in the rows whose keys are all masked, so NaN there is their advisory; an
+    answer that is NaN where every query sees a key was advisory as well, and earned points for no computation."""
+    run = certify(hostile("nan_and_inf"), "-k", "fully_masked_row")
+    assert run.statuses() == dict.fromkeys(["fully_masked_row_gives_zero_weights_and_output",
+                                            "fully_masked_row_gives_zero_weights_and_only_b_O"], "error"), run.out
+    assert all("where no query has every key masked" in m for m in messages(run, "error"))
+
+
 def test_values_of_the_wrong_type_are_errors_naming_the_type(certify):
     run = certify(hostile("wrong_types"), "-k", "layer_norm_matches_published_example or pe_matches_published"
                   " or lrate_matches_published_paper_table or smoothed_loss_matches_formula or params.total]")
