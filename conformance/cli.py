@@ -82,7 +82,16 @@ def build_parser() -> argparse.ArgumentParser:
     kill.add_argument("--workers", type=int, default=1, metavar="N", help="run in N processes (pytest-xdist)")
     kill.add_argument("--training", action="store_true", help="all training checks for all mutants (slow)")
     kill.add_argument("--json", metavar="PATH", help="write the per-check results of every mutant to PATH")
+    add_scheduler_argument(kill, "one task per mutant (instead of --workers)")
     return parser
+
+
+def add_scheduler_argument(parser, what: str) -> None:
+    from conformance.cluster import scheduler_address  # the standard library alone: Dask only when it runs
+
+    parser.add_argument("--scheduler", metavar="ADDRESS", type=scheduler_address,
+                        help=f"run on a Dask cluster, {what}: a scheduler's address (tcp://HOST:PORT) or local:N"
+                             " (a local cluster of N worker processes); needs the [cluster] extra")
 
 
 def add_grade_parser(sub) -> None:
@@ -101,6 +110,7 @@ def add_grade_parser(sub) -> None:
     grade.add_argument("--one", action="store_true", help="SUBMISSION is one submission, even with subfolders")
     grade.add_argument("--jobs", type=int, default=2, metavar="N", help="a class: submissions graded at a time")
     grade.add_argument("--out", metavar="DIR", help="a class or --summarise: where reports and the summary go")
+    add_scheduler_argument(grade, "a class: one task per submission (instead of --jobs)")
     grade.add_argument("--summarise", nargs="+", metavar="REPORT", help="summarise JSON reports (files or folders)")
     grade.add_argument("--init-gradescope", metavar="DIR", help="write setup.sh, run_autograder, points.toml to DIR")
     grade.add_argument("--training", action="store_true", help="with --init-gradescope: run the training checks")
@@ -134,8 +144,24 @@ def grade(args) -> int:
         print(f"transformer-conformance: {exc}", file=sys.stderr)
         return EXIT_USAGE
     if not args.one and not args.gradescope and is_class_folder(Path(args.submission), args.adapter_name):
-        return grade_class(args)
+        return on_cluster_or_usage(grade_class, args)
+    if args.scheduler:
+        print("transformer-conformance grade: --scheduler grades a class (a folder of submission folders);"
+              f" {args.submission} is one submission. Fix: drop --scheduler, or give the class folder",
+              file=sys.stderr)
+        return EXIT_USAGE
     return grade_submission(args)
+
+
+def on_cluster_or_usage(command, args) -> int:
+    """``command(args)``; a cluster that cannot be used (Dask missing, no scheduler there) is a usage error."""
+    from conformance.cluster import ClusterError
+
+    try:
+        return command(args)
+    except ClusterError as exc:
+        print(f"transformer-conformance: {exc}", file=sys.stderr)
+        return EXIT_USAGE
 
 
 def add_isolation_arguments(parser, *, default: bool | None = None) -> None:
@@ -288,7 +314,7 @@ def facts_read_by_checks(impl: str) -> set[str]:
 def kill_matrix(args) -> int:
     from conformance.killmatrix import run
 
-    return EXIT_OK if run(args) else EXIT_FAILED
+    return on_cluster_or_usage(lambda args: EXIT_OK if run(args) else EXIT_FAILED, args)
 
 
 def run() -> None:

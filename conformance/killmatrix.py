@@ -10,6 +10,8 @@ Which checks run: every mutant is certified with ``--no-training``, except the t
 (``training = true``), which only training can catch: they also run the training checks that take a
 few updates each (the learning rate used, the reported loss, the Adam steps, dropout at evaluation).
 With ``--training`` every mutant runs every check, the convergence run and what depends on it included.
+With ``--scheduler`` each mutant is one task on a Dask cluster (``conformance/cluster.py``): ``certify mutant:NAME``
+with the same checks, in a process of its own on a worker.
 """
 
 from __future__ import annotations
@@ -138,7 +140,9 @@ def run(args) -> bool:
     started = time.perf_counter()
     rows = catalogue()
     results = []
-    if args.training:
+    if getattr(args, "scheduler", None):
+        results += on_cluster(args, rows)
+    elif args.training:
         results += session(args, [row.name for row in rows], [])
     else:
         results += session(args, [row.name for row in rows if not row.training], ["--no-training"])
@@ -181,3 +185,36 @@ def session(args, names: list[str], extra: list[str]) -> list:
     if collector.config is None:
         raise RuntimeError("the kill-matrix session collected no results")
     return list(collector.results)
+
+
+TASK_TIMEOUT_S = 4 * 3600  # one mutant's certify on a worker; with --training the convergence run is minutes
+
+
+def certify_arguments(row: MutantRow, training: bool) -> list[str]:
+    """One mutant's ``certify`` on a cluster's worker, with the checks ``run`` gives it in a local session."""
+    checks = [] if training else ["-k", WITHOUT_CONVERGENCE] if row.training else ["--no-training"]
+    return ["certify", f"mutant:{row.name}", "--no-diagnosis", "--progress", "off", *checks]
+
+
+def on_cluster(args, rows: list[MutantRow]) -> list:
+    """Every mutant certified by one task on the Dask cluster ``args.scheduler``; the results, the mutants
+    without training first (as ``run`` orders its local sessions)."""
+    import json
+    import os
+    import sys
+
+    from conformance.cluster import as_they_finish, run_conformance, task_failure
+    from conformance.results import CheckResult
+
+    tasks = {row.name: (certify_arguments(row, args.training), TASK_TIMEOUT_S, os.getcwd()) for row in rows}
+    found: dict[str, list] = {}
+    for name, result in as_they_finish(args.scheduler, run_conformance, tasks):
+        if isinstance(result, BaseException):
+            raise RuntimeError(f"the kill matrix has no results for mutant:{name}: {task_failure(result)}")
+        if result["report"] is None:
+            raise RuntimeError(f"the kill matrix has no results for mutant:{name}: its certify on {result['host']}"
+                               f" wrote no report; its output ends:\n{result['output'][-2000:]}")
+        found[name] = [CheckResult.from_dict(check) for check in json.loads(result["report"])["checks"]]
+        print(f"[{len(found)}/{len(rows)}] mutant:{name}", file=sys.stderr, flush=True)
+    ordered = sorted(rows, key=lambda row: row.training and not args.training)
+    return [result for row in ordered for result in found[row.name]]

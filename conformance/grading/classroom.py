@@ -2,7 +2,9 @@
 
 Each submission is graded by its own ``transformer-conformance grade`` process (its own grader, its own
 worker), at most ``--jobs`` at a time, all with one seed (the same inputs for everyone, recorded). What
-one submission does to its worker cannot reach another's. The per-submission reports land in ``--out``
+one submission does to its worker cannot reach another's. With ``--scheduler`` the same processes run on
+the workers of a Dask cluster, one task per submission (``conformance/cluster.py``), and their reports come
+back here. The per-submission reports land in ``--out``
 (``NAME.json``, and the terminal report ``NAME.txt``), then the class summary: ``summary.csv`` (one row
 per student) and ``summary.md`` (the students, the checks by pass rate, the most common diagnosed bugs).
 """
@@ -10,6 +12,7 @@ per student) and ``summary.md`` (the students, the checks by pass rate, the most
 from __future__ import annotations
 
 import json
+import os
 import subprocess
 import sys
 import time
@@ -39,9 +42,13 @@ def grade_class(args) -> int:
     seed = draw_seed(args.seed)
     folders = submission_folders(root)
     started = time.monotonic()
-    print(f"grading {len(folders)} submissions of {root} ({args.jobs} at a time, seed {seed}) into {out}")
-    with ThreadPoolExecutor(max_workers=max(1, args.jobs)) as pool:
-        reports = list(pool.map(lambda folder: grade_in_subprocess(folder, out, seed, args), folders))
+    where = f"on the Dask cluster {args.scheduler}" if args.scheduler else f"{args.jobs} at a time"
+    print(f"grading {len(folders)} submissions of {root} ({where}, seed {seed}) into {out}", flush=True)
+    if args.scheduler:
+        reports = grade_on_cluster(folders, out, seed, args)
+    else:
+        with ThreadPoolExecutor(max_workers=max(1, args.jobs)) as pool:
+            reports = list(pool.map(lambda folder: grade_in_subprocess(folder, out, seed, args), folders))
     elapsed = time.monotonic() - started
     write_summary(reports, out)
     print(f"graded {len(reports)} submissions in {elapsed:.0f} s"
@@ -50,8 +57,13 @@ def grade_class(args) -> int:
 
 
 def grade_command(folder: Path, out: Path, seed: int, args) -> list[str]:
-    command = [sys.executable, "-m", "conformance", "grade", str(folder), "--one", "--seed", str(seed),
-               "--json", str(out / f"{folder.name}.json"), "--adapter-name", args.adapter_name,
+    return [sys.executable, "-m", "conformance", *grade_arguments(folder, seed, args),
+            "--json", str(out / f"{folder.name}.json")]
+
+
+def grade_arguments(folder: Path, seed: int, args) -> list[str]:
+    """``grade``'s arguments for one submission of the class (``--json`` apart: where it goes is the caller's)."""
+    command = ["grade", str(folder), "--one", "--seed", str(seed), "--adapter-name", args.adapter_name,
                "--timeout", str(args.timeout), "--threads", str(args.threads),
                "--worker-memory", str(args.worker_memory), "--worker-total-timeout", str(args.worker_total_timeout)]
     if args.points:
@@ -80,8 +92,53 @@ def grade_in_subprocess(folder: Path, out: Path, seed: int, args) -> dict:
     try:
         return json.loads(report_path.read_text())
     except (OSError, ValueError):
-        return {"submission": {"name": folder.name, "path": str(folder)},
-                "error": f"no report: the grader of {folder.name} ended without one (see {folder.name}.txt)"}
+        return no_report(folder, f"the grader of {folder.name} ended without one (see {folder.name}.txt)")
+
+
+def no_report(folder: Path, why: str) -> dict:
+    """The stand-in report of a submission whose grader gave none: an error in the summary, with why."""
+    return {"submission": {"name": folder.name, "path": str(folder)}, "error": f"no report: {why}"}
+
+
+def grade_on_cluster(folders: list[Path], out: Path, seed: int, args) -> list[dict]:
+    """Every submission graded by a task on the Dask cluster ``args.scheduler``; the reports, in folder order.
+    The files are written here, from each task's one result: a task rerun after its worker died counts once."""
+    from conformance.cluster import as_they_finish, run_conformance
+
+    by_name = {folder.name: folder for folder in folders}
+    cwd = os.getcwd()
+    tasks = {folder.name: (grade_arguments(folder, seed, args), args.worker_total_timeout + 600, cwd,
+                           [str(folder.resolve())]) for folder in folders}
+    reports = {}
+    for name, result in as_they_finish(args.scheduler, run_conformance, tasks):
+        reports[name] = cluster_report(by_name[name], out, result)
+        print(progress_line(reports[name], len(reports), len(folders)), flush=True)
+    return [reports[folder.name] for folder in folders]
+
+
+def cluster_report(folder: Path, out: Path, result) -> dict:
+    """Write one task's report and output as the local pool would (``NAME.json``, ``NAME.txt``); its report."""
+    from conformance.cluster import task_failure
+
+    report_path, log_path = out / f"{folder.name}.json", out / f"{folder.name}.txt"
+    report_path.unlink(missing_ok=True)
+    if isinstance(result, BaseException):
+        why = f"the task that graded {folder.name} failed: {task_failure(result)}"
+        log_path.write_text(why + "\n")
+        return no_report(folder, why)
+    log_path.write_text(result["output"].replace(result["report_path"], str(report_path)))
+    if result["report"] is None:
+        return no_report(folder, f"the grader of {folder.name} on {result['host']} ended without one"
+                                 f" (see {folder.name}.txt)")
+    report_path.write_text(result["report"])
+    return json.loads(result["report"])
+
+
+def progress_line(report: dict, done: int, total: int) -> str:
+    name = report["submission"]["name"]
+    grade = report.get("grade")
+    outcome = f"{grade['score']:g}/{grade['max_score']:g}" if grade else report.get("error", "no report")
+    return f"[{done}/{total}] {name}: {outcome}"
 
 
 def read_reports(paths: list[str]) -> list[dict]:
