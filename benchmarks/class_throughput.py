@@ -2,12 +2,14 @@
 
     python benchmarks/class_throughput.py                  # 5 copies of the reference, 15 mutants
     python benchmarks/class_throughput.py --students 40 --jobs 2
+    python benchmarks/class_throughput.py --students 6 --scheduler local:2   # on a local Dask cluster
 
 Each submission is what a student who copied the suite's code would hand in: the built-in implementations
 copied into the submission folder as a package of its own (``suite_copy``, imports rewritten), and an
 ``adapter.py`` that picks the reference or one forward mutant. (A submission may not import the suite's
 implementations: the worker cannot read them.) The class is graded exactly as an instructor would,
-one grader process per submission, ``--jobs`` at a time. The last line is the figure:
+one grader process per submission, ``--jobs`` at a time (or one task per submission on the Dask cluster of
+``--scheduler``). The last line is the figure:
 ``submissions per hour: <n> (aim >= 100 without training)``.
 """
 
@@ -49,14 +51,17 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--students", type=int, default=20)
     parser.add_argument("--references", type=int, default=5, help="how many of them copy the reference")
     parser.add_argument("--jobs", type=int, default=2)
+    parser.add_argument("--scheduler", metavar="ADDRESS", help="grade on this Dask cluster (tcp://HOST:PORT, local:N)")
     args = parser.parse_args(argv)
+    pool = ["--scheduler", args.scheduler] if args.scheduler else ["--jobs", str(args.jobs)]
+    where = f"--scheduler {args.scheduler}" if args.scheduler else f"--jobs {args.jobs}"
     print(f"machine: {os.cpu_count()} CPUs, load average {os.getloadavg()[0]:.2f}", flush=True)
     with tempfile.TemporaryDirectory() as tmp:
         root, out = Path(tmp) / "class", Path(tmp) / "grades"
         build_class(root, args.students, args.references)
         started = time.perf_counter()
         done = subprocess.run([sys.executable, "-m", "conformance", "grade", str(root), "--out", str(out),
-                               "--jobs", str(args.jobs), "--no-training", "--seed", "0"],
+                               *pool, "--no-training", "--seed", "0"],
                               capture_output=True, text=True)
         wall = time.perf_counter() - started
         rows = list(csv.DictReader((out / "summary.csv").open())) if (out / "summary.csv").exists() else []
@@ -67,7 +72,7 @@ def main(argv: list[str] | None = None) -> int:
             print(f"  {row['student']}: {float(row['score']):g}/{float(row['max_score']):g} {row['verdict']:<15}"
                   f" {row['most_likely_bug']}")
         conformant = sum(row["verdict"] == "conformant" for row in rows)
-        print(f"{args.students} submissions ({conformant} conformant) graded in {wall:.0f} s with --jobs {args.jobs}")
+        print(f"{args.students} submissions ({conformant} conformant) graded in {wall:.0f} s with {where}")
     print(f"submissions per hour: {3600 * args.students / wall:.0f} (aim >= 100 without training)")
     return 0
 

@@ -2,6 +2,7 @@
 
     python benchmarks/diagnosis_accuracy.py             # every mutant; a table, then the totals
     python benchmarks/diagnosis_accuracy.py --jobs 2    # mutants in 2 processes
+    python benchmarks/diagnosis_accuracy.py --scheduler tcp://HOST:8786   # one task per mutant on a Dask cluster
     python benchmarks/diagnosis_accuracy.py pre_norm softmax_over_queries
 
 For each mutant M of ``implementations/mutants/``, certified as the suite runs it (``--no-training``),
@@ -29,6 +30,7 @@ import contextlib
 import io
 import json
 import os
+import subprocess
 import sys
 import tempfile
 import time
@@ -96,6 +98,31 @@ def score(name: str) -> dict:
     return row
 
 
+def score_in_a_process(name: str, script: str) -> dict:
+    """On a Dask worker: ``score(name)`` in a fresh process of this script (``--row``): a certify per process, as
+    under ``--jobs``, and none in a worker's thread. The workers read the script at the client's path."""
+    from conformance.cluster import dies_with
+
+    done = subprocess.run([sys.executable, script, "--row", name], capture_output=True, text=True,
+                          preexec_fn=dies_with(os.getpid()))
+    if done.returncode != 0:
+        raise RuntimeError(f"scoring mutant:{name} exited with {done.returncode}: {done.stderr[-2000:]}")
+    return json.loads(done.stdout.splitlines()[-1])
+
+
+def score_on_cluster(address: str, names: list[str]) -> list[dict]:
+    from conformance.cluster import as_they_finish
+
+    script = str(Path(__file__).resolve())
+    rows = {}
+    for name, row in as_they_finish(address, score_in_a_process, {name: (name, script) for name in names}):
+        if isinstance(row, BaseException):
+            raise row
+        rows[name] = row
+        print(f"[{len(rows)}/{len(names)}] {name}", file=sys.stderr, flush=True)
+    return [rows[name] for name in names]
+
+
 def torch_threads() -> None:
     with contextlib.suppress(ImportError):
         import torch
@@ -145,15 +172,24 @@ def cache_state() -> str:
 
 
 def main(argv: list[str] | None = None) -> int:
+    from conformance.cluster import scheduler_address
     from conformance.implementations import mutants
 
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("names", nargs="*", help="mutants to score (default: all)")
     parser.add_argument("--jobs", type=int, default=1, help="mutants scored in parallel processes")
+    parser.add_argument("--scheduler", metavar="ADDRESS", type=scheduler_address,
+                        help="score on a Dask cluster, one task per mutant: tcp://HOST:PORT or local:N")
+    parser.add_argument("--row", action="store_true", help=argparse.SUPPRESS)  # one mutant's row as JSON (a task)
     args = parser.parse_args(argv)
     names = args.names or mutants.names()
+    if args.row:
+        print(json.dumps(score(names[0])))
+        return 0
     started = time.perf_counter()
-    if args.jobs > 1:
+    if args.scheduler:
+        rows = score_on_cluster(args.scheduler, names)
+    elif args.jobs > 1:
         with ProcessPoolExecutor(args.jobs) as pool:
             rows = list(pool.map(score, names))
     else:
