@@ -16,7 +16,7 @@ from pathlib import Path
 
 import pytest
 from conftest import adapter_path
-from test_grading import HOSTILE, PE_ONLY, submission
+from test_grading import HOSTILE, PE_ONLY, ROOT, assert_commands_parse, submission
 
 from conformance.cli import build_parser
 
@@ -118,6 +118,10 @@ def test_a_scheduler_address_that_names_none_is_refused_with_the_forms_expected(
         build_parser().parse_args(["grade", "class", "--scheduler", address])
     assert expected in capsys.readouterr().err
     assert build_parser().parse_args(["mutants", "--scheduler", "tcp://10.0.0.1:8786"]).scheduler == "tcp://10.0.0.1:8786"
+
+
+def test_the_documented_cluster_commands_parse():
+    assert_commands_parse((ROOT / "docs" / "cluster.md").read_text())
 
 
 MISSING_EXTRA_PROBE = """
