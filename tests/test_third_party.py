@@ -312,6 +312,7 @@ ONMT_COUNTS = {"parameter_count_matches_formula_for_any_config", "parameter_coun
                *(f"parameter_count_matches_published_value[fact_id={fact}]"
                  for fact in ("params.total", "params.total_separate_output", "toy.parameters", "german.total"))}
 
+
 @pytest.mark.slow
 def test_opennmt_fails_the_layers_the_model_the_count_and_one_invariance(reports):
     assert failed(reports["opennmt-py"]) == {
@@ -320,7 +321,6 @@ def test_opennmt_fails_the_layers_the_model_the_count_and_one_invariance(reports
         "encode_matches_reference", "decode_matches_reference", "logits_match_reference",
         "logits_match_reference_at_base_size", "appending_source_padding_leaves_logits_unchanged",
         "model_has_no_parameters_beyond_the_paper", "published_parameter_counts", *ONMT_COUNTS}
-
 
 
 @pytest.mark.slow
