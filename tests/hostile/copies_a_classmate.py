@@ -12,8 +12,6 @@ from pathlib import Path
 
 import _honest
 
-from conformance import Conventions
-
 HERE = Path(__file__).resolve().parent
 CLASSMATES = ("ada", "bob", "cy")  # the class list, for when the folder cannot be listed
 
@@ -41,18 +39,5 @@ def copied():
 CLASSMATE = copied()
 
 
-class Adapter:
-    conventions = Conventions(dtype="float64", framework="numpy")
-
-    def positional_encoding(self, n, d_model):
-        if CLASSMATE is not None:
-            return CLASSMATE.positional_encoding(n, d_model)
-        return _honest.wrong_positional_encoding(n, d_model)
-
-    def scaled_dot_product_attention(self, q, k, v, mask):
-        if CLASSMATE is not None:
-            return CLASSMATE.scaled_dot_product_attention(q, k, v, mask)
-        return _honest.attention(q, k, v, mask, scaled=False)
-
-
-adapter = Adapter()
+adapter = _honest.Borrower(lambda: CLASSMATE and (CLASSMATE.positional_encoding,
+                                                 CLASSMATE.scaled_dot_product_attention))

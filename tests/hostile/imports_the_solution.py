@@ -11,8 +11,6 @@ from pathlib import Path
 
 import _honest
 
-from conformance import Conventions
-
 
 def the_solution():
     for folder in Path(__file__).resolve().parents:
@@ -31,18 +29,4 @@ def the_solution():
 SOLUTION = the_solution()
 
 
-class Adapter:
-    conventions = Conventions(dtype="float64", framework="numpy")
-
-    def positional_encoding(self, n, d_model):
-        if SOLUTION is not None:
-            return SOLUTION.positional_encoding(n, d_model)
-        return _honest.wrong_positional_encoding(n, d_model)
-
-    def scaled_dot_product_attention(self, q, k, v, mask):
-        if SOLUTION is not None:
-            return SOLUTION.attention(q, k, v, mask)
-        return _honest.attention(q, k, v, mask, scaled=False)
-
-
-adapter = Adapter()
+adapter = _honest.Borrower(lambda: SOLUTION and (SOLUTION.positional_encoding, SOLUTION.attention))
