@@ -99,7 +99,8 @@ class Check:
         """Append the diagnosis to ``failure``: confirmed known bug, first divergence, structure."""
         from conformance.diagnosis import confirmed_matches
         from conformance.diagnosis.matching import answers_vary, offered
-        from conformance.diagnosis.message import RANDOM_AT_EVALUATION, named, tail
+        from conformance.diagnosis.measurements import describe
+        from conformance.diagnosis.message import RANDOM_AT_EVALUATION, fmt_descriptions, named, tail
 
         if not (reporting() and self.diagnose) or self.candidate is None:
             return
@@ -116,6 +117,12 @@ class Check:
         elif ask is not None and _quietly(lambda: answers_vary(self.candidate, ask)):
             failure.fields["likely_cause"] = RANDOM_AT_EVALUATION
             lines.append(f"  likely cause: {RANDOM_AT_EVALUATION}")
+        elif ask is not None:  # no known bug: what was measured, confirmed on a second problem
+            described = _quietly(lambda: describe(self.candidate, ask, tol)) or []
+            failure.fields["descriptions"] = described
+            lines[:0] = fmt_descriptions(described)
+            if described and not patterns:
+                failure.fields["likely_cause"] = f"measured: {described[0]['text']}"
         if lines:
             failure.message = "\n".join([failure.message, *lines])
             failure.args = (failure.message,)
