@@ -212,7 +212,8 @@ def check(request, candidate):
     """The check's recorder and explainer (``conformance.check.Check``): comparisons, claims, data."""
     from conformance.check import Check
 
-    recorder = Check(candidate, diagnose=not request.config.getoption("conformance_no_diagnosis"))
+    recorder = Check(candidate, diagnose=not request.config.getoption("conformance_no_diagnosis"),
+                     check_id=check_id(request.node))
     request.node.stash[_recorder_key] = recorder
     return recorder
 
@@ -484,6 +485,8 @@ def _classify(item, call, candidate) -> CheckResult:
     notes = getattr(exc, "__notes__", None)
     if notes:
         result.message += "\n" + "\n".join(notes)
+    if result.status == "error" and result.expected == "finite values":
+        describe_nonfinite(item, result, candidate)
     if result.status in FAILING and claims.is_convention(item) and not item.config.getoption("conformance_strict"):
         result.status = "advisory"  # the paper is silent here: the suite's convention advises, never decides
     declared = deviations.attribute(result, item.config.stash.get(_deviations_key, [])) \
@@ -491,6 +494,25 @@ def _classify(item, call, candidate) -> CheckResult:
     if declared:
         result.status, result.deviation = "deviation", declared
     return result
+
+
+def describe_nonfinite(item, result: CheckResult, candidate) -> None:
+    """An output that is not finite ends the check before any comparison: say where the non-finite values fall
+    and which input makes them (``diagnosis.measurements.nonfinite``), when the diagnosis is on."""
+    from conformance.diagnosis.measurements import enabled
+    from conformance.diagnosis.measurements.nonfinite import describe_nonfinite as measured
+    from conformance.diagnosis.measurements.nonfinite import part_of
+
+    part = part_of(result.part)
+    if item.config.getoption("conformance_no_diagnosis") or not enabled() or part is None:
+        return
+    try:
+        found = measured(candidate, part) if candidate.provides(part) else []
+    except Exception:  # noqa: BLE001 - a description that cannot be measured is not offered
+        found = []
+    if found:
+        result.descriptions = found
+        result.message += "\n" + "\n".join(f"  measured: {d['text']}" for d in found)
 
 
 def judged(item) -> list[str]:

@@ -146,11 +146,17 @@ def padding_read(pair: Pair) -> str | None:
         return "encoder"
     after = _with_weights(pair, moved, "forward", pair.src, pair.tgt_in)
     before = pair.model.forward(pair.src, pair.tgt_in), pair.oracle.forward(pair.src, pair.tgt_in)
-    keep_columns = [v for v in range(pair.config.tgt_vocab) if v != pad]  # the tied output reads E[pad] there
-    mine, theirs = (pair.moved(b[..., keep_columns], a[..., keep_columns]) for b, a in zip(before, after, strict=True))
+    # The tied output reads E[pad] in the padding column, and a log-softmax's normaliser reads that column too:
+    # the other columns, centred per position, are what the decoder's states decide.
+    mine, theirs = (pair.moved(_centred(b, pad), _centred(a, pad)) for b, a in zip(before, after, strict=True))
     if (mine & pair.tgt_keep).any() and not (theirs & pair.tgt_keep).any():
         return "decoder"
     return None
+
+
+def _centred(logits, pad: int) -> np.ndarray:
+    kept = np.delete(np.asarray(logits, np.float64), pad, axis=-1)
+    return kept - kept.mean(-1, keepdims=True)
 
 
 def batch_read(pair: Pair) -> bool:

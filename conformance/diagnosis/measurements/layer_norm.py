@@ -47,7 +47,9 @@ class LayerNormLaw:
             found.append(f"the variance divided by d - {self.ddof:g} (paper: d)")
         if self.eps_outside:
             found.append("eps added outside the square root: (x - mu) / (sigma + eps) (paper: sqrt(sigma^2 + eps))")
-        if self.eps_factor != 1.0:
+        if self.eps_factor == 0.0:
+            found.append("eps not added at all: (x - mu) / sigma (paper: sqrt(sigma^2 + eps))")
+        elif self.eps_factor != 1.0:
             found.append(f"eps multiplied by {self.eps_factor:.4g}")
         if self.swapped:
             found.append("gamma and beta swapped: beta scales, gamma shifts")
@@ -84,7 +86,7 @@ def _fit_rows(x, out, gamma, beta, swapped: bool) -> LayerNormLaw | None:
         ddof = D - 1 / u
         ddof = float(round(ddof)) if abs(ddof - round(ddof)) < 0.05 else float(ddof)
         factor = e / EPS
-        factor = 1.0 if abs(factor - 1) < 0.05 else float(factor)
+        factor = 1.0 if abs(factor - 1) < 0.05 else 0.0 if abs(factor) < 1e-3 else float(f"{factor:.3g}")
         law = LayerNormLaw(ddof=ddof, eps_outside=outside, eps_factor=factor, swapped=swapped)
         if np.abs(law(x, gamma, beta, EPS) - out).max() <= 1e-4 * max(1.0, float(np.abs(out).max())):
             return law

@@ -25,18 +25,38 @@ D_MODELS = (8, 16)
 
 
 @dataclass(frozen=True)
+class Law:
+    """A constant, or d_model^exponent."""
+
+    kind: str  # "power" or "constant"
+    value: float
+
+    def __call__(self, d_model: int) -> float:
+        return d_model**self.value if self.kind == "power" else self.value
+
+    def written(self) -> str:
+        if self.kind == "constant":
+            return f"{self.value:.4g}"
+        return "1 (not scaled)" if self.value == 0 else f"d_model^{self.value:g}"
+
+
+SQRT = Law("power", 0.5)
+ONE = Law("power", 0.0)
+
+
+@dataclass(frozen=True)
 class ModelScales:
-    embed: float  # the embedding scale s = d_model^embed
+    embed: Law  # the embedding scale s (the paper: d_model^0.5)
     positions: float  # k
-    logits: float  # the logits' scale c = d_model^logits
+    logits: Law  # the logits' scale c (the paper: 1)
     log_softmax: bool = False
     fixed_embed: float | None = None  # while fitting: s itself, at one d_model
 
     def embedding(self, d_model: int) -> float:
-        return self.fixed_embed if self.fixed_embed is not None else d_model**self.embed
+        return self.fixed_embed if self.fixed_embed is not None else self.embed(d_model)
 
     def output(self, logits, d_model: int):
-        scaled = logits * d_model**self.logits
+        scaled = logits * self.logits(d_model)
         if not self.log_softmax:
             return scaled
         shifted = scaled - scaled.max(-1, keepdims=True)
@@ -44,28 +64,30 @@ class ModelScales:
 
     def texts(self) -> list[str]:
         found = []
-        if self.embed != 0.5:
-            found.append("the embeddings multiplied by " + (f"d_model^{self.embed:g}" if self.embed else "1 (not")
-                         + (" scaled)" if not self.embed else "") + " (paper: sqrt(d_model))")
+        if self.embed != SQRT:
+            found.append(f"the embeddings multiplied by {self.embed.written()} (paper: sqrt(d_model))")
         if self.positions != 1:
             found.append("no positional encoding added" if self.positions == 0 else
                          f"the positional encoding added {self.positions:g} times (paper: once)")
-        if self.logits != 0:
-            found.append(f"the logits multiplied by d_model^{self.logits:g} (paper: 1)")
+        if self.logits not in (ONE, Law("constant", 1.0)):
+            found.append(f"the logits multiplied by {self.logits.written()} (paper: 1)")
         if self.log_softmax:
             found.append("the model returns log-probabilities (log_softmax of the logits) where the logits are"
                          " asked for")
         return found
 
 
-def _nelder_mead(f, start, step, iterations: int = 160):
-    """A plain simplex minimisation of ``f`` (a few parameters, a smooth objective)."""
+def _nelder_mead(f, start, step, iterations: int = 120, enough: float = 0.0):
+    """A plain simplex minimisation of ``f`` (a few parameters, a smooth objective), stopped early once the best
+    value is ``enough``."""
     n = len(start)
     simplex = [np.asarray(start, np.float64)] + [np.asarray(start, np.float64) + step * np.eye(n)[i] for i in range(n)]
     values = [f(x) for x in simplex]
     for _ in range(iterations):
         order = np.argsort(values)
         simplex, values = [simplex[i] for i in order], [values[i] for i in order]
+        if values[0] <= enough:
+            break
         centre = np.mean(simplex[:-1], axis=0)
         reflected = centre + (centre - simplex[-1])
         fr = f(reflected)
@@ -91,7 +113,8 @@ def _problem(candidate, d_model: int, seed: int):
     from conformance.config import ModelConfig
 
     for bias in (True, False):
-        config = candidate.fit(ModelConfig(src_vocab=16, tgt_vocab=16, d_model=d_model, h=2, d_ff=4 * d_model, N=1,
+        # two layers: a constant of the stacks' input is not confused with one added at each layer's input
+        config = candidate.fit(ModelConfig(src_vocab=16, tgt_vocab=16, d_model=d_model, h=2, d_ff=4 * d_model, N=2,
                                            attention_bias=bias))
         sizes = ModelSizes(config, B=2, S=5, T=4, seed=seed)
         rng = sizes.rng()
@@ -126,7 +149,7 @@ def _raw_logits(part_knobs: dict, problem, s: float, k: float) -> np.ndarray:
 
     config, weights, src, tgt_in, _ = problem
     laws = {name: knob.law for name, knob in part_knobs.items()}
-    laws["model_scales"] = ModelScales(0.5, k, 0.0, fixed_embed=s)
+    laws["model_scales"] = ModelScales(SQRT, k, ONE, fixed_embed=s)
     adapter = Neighbour(laws)
     model = adapter.model_class(adapter, config, 0)
     model.load_weights(weights)
@@ -147,19 +170,24 @@ def _fit_one(part_knobs, problem, log_probs: bool) -> tuple[float, float, float]
         c = float((raw * target).sum()) / denominator if denominator else 0.0
         return c, float(np.abs(c * raw - target).max())
 
-    best, error = _nelder_mead(lambda x: c_and_error(x)[1], (math.sqrt(d), 1.0), np.array([0.5 * math.sqrt(d), 0.5]))
+    best, error = _nelder_mead(lambda x: c_and_error(x)[1], (math.sqrt(d), 1.0), np.array([0.5 * math.sqrt(d), 0.5]),
+                               enough=1e-5 * max(1.0, float(np.abs(target).max())))
     if error > 1e-2 * max(1.0, float(np.abs(target).max())):
         return None
     c, _ = c_and_error(best)
     return float(best[0]), float(best[1]), c
 
 
-def _exponent(values: list[tuple[int, float]]) -> float | None:
-    """a with value = d^a at every d (1 -> 0)."""
-    exponents = [math.log(abs(v)) / math.log(d) if v > 0 else None for d, v in values]
-    if any(e is None for e in exponents) or abs(exponents[0] - exponents[1]) > 2e-2:
-        return None
-    return nice(float(np.mean(exponents)), tol=2e-2)
+def _law(values: list[tuple[int, float]]) -> Law | None:
+    """d^a with the same a at every d, else the same constant at every d, else None."""
+    if all(v > 0 for _, v in values):
+        exponents = [math.log(v) / math.log(d) for d, v in values]
+        if abs(exponents[0] - exponents[1]) <= 2e-2:
+            return Law("power", nice(float(np.mean(exponents)), tol=2e-2))
+    (_, first), (_, second) = values
+    if abs(first - second) <= 1e-2 * max(abs(first), 1e-12):
+        return Law("constant", float(f"{np.mean([first, second]):.4g}"))
+    return None
 
 
 @measurement("model_scales", "refit", (*LOADED_MODEL, "model.forward"),
@@ -174,14 +202,18 @@ def model_scales(candidate):
     tol = for_dtype(MODEL, candidate.conventions.dtype)
     if all(_same(_logits(_neighbour(part_knobs, None), p), p[-1], tol) for p in problems):
         return []  # the model is the neighbour's with the paper's scales: nothing to fit here
-    for log_probs in (False, True):
-        if log_probs and not all(np.abs(_logsumexp(p[-1])).max() < 1e-3 for p in problems):
-            continue
-        fits = [_fit_one(part_knobs, p, log_probs) for p in problems]
+    # rows whose exponentials sum to 1 are log-probabilities: fitted through a log-softmax, else as logits
+    log_probs = all(np.abs(_logsumexp(p[-1])).max() < 1e-3 for p in problems)
+    for log_probs in (log_probs,):
+        fits = []
+        for p in problems:  # the second size only when the first one fits
+            fits.append(_fit_one(part_knobs, p, log_probs))
+            if fits[-1] is None:
+                break
         if any(f is None for f in fits):
             continue
-        embed = _exponent([(d, s) for d, (s, _, _) in zip(D_MODELS, fits, strict=True)])
-        logits = _exponent([(d, c) for d, (_, _, c) in zip(D_MODELS, fits, strict=True)])
+        embed = _law([(d, s) for d, (s, _, _) in zip(D_MODELS, fits, strict=True)])
+        logits = _law([(d, c) for d, (_, _, c) in zip(D_MODELS, fits, strict=True)])
         ks = [k for _, k, _ in fits]
         k = float(round(ks[0])) if abs(ks[0] - round(ks[0])) < 1e-2 else round(ks[0], 3)
         if embed is None or logits is None or abs(ks[0] - ks[1]) > 1e-2:
@@ -189,7 +221,8 @@ def model_scales(candidate):
         scales = ModelScales(embed, k, logits, log_probs)
         neighbour = _neighbour(part_knobs, scales)
         if scales.texts() and all(_same(_logits(neighbour, p), p[-1], tol) for p in problems):
-            facts = {"embedding_exponent": embed, "positions": k, "logits_exponent": logits, "log_softmax": log_probs}
+            facts = {"embedding": embed.written(), "positions": k, "logits": logits.written(),
+                     "log_softmax": log_probs}
             key = "model_scales:" + ",".join(f"{name}={value}" for name, value in facts.items())
             return [Knob("model_scales", scales, "model constants refitted from the candidate's logits: "
                          + "; ".join(scales.texts()), key, facts)]

@@ -147,8 +147,11 @@ def _frequency_text(fit: PositionalTable) -> str | None:
     kind, value = fit.law
     if (kind, value) == ("plus", 0.0) and fit.omega0 == 1.0:
         return None
+    base = 10000.0 ** (1 / value) if kind == "times" else None
     if (kind, value) == ("times", 2.0):
         law = "10000^(-i/d_model)"
+    elif base is not None and abs(base - round(base)) < 1e-3 * base:
+        law = f"{round(base):g}^(-2i/d_model): the base {round(base):g} instead of 10000"
     elif kind == "plus":
         law = f"10000^(-2i/(d_model {'+' if value > 0 else '-'} {abs(value):g}))"
     else:

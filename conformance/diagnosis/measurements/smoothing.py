@@ -121,7 +121,7 @@ def texts(law: SmoothingLaw) -> list[str]:
         found.append("no label smoothing: the target is the right token alone whatever eps (paper: eps / V on every"
                      " token)")
     elif law.k or law.pad_zero or not law.right_rest:
-        share = "eps / V" if not law.k else f"eps / (V - {law.k})"
+        share = "eps / V" if not law.k else f"eps / (V {'-' if law.k > 0 else '+'} {abs(law.k)})"
         pad = "; 0 on the padding column" if law.pad_zero else ""
         right = "" if law.right_rest else "; exactly 1 - eps on the right token"
         found.append(f"the target puts {share} on each wrong token{pad}{right} (paper: eps / V on every token,"
