@@ -204,29 +204,25 @@ def model_scales(candidate):
         return []  # the model is the neighbour's with the paper's scales: nothing to fit here
     # rows whose exponentials sum to 1 are log-probabilities: fitted through a log-softmax, else as logits
     log_probs = all(np.abs(_logsumexp(p[-1])).max() < 1e-3 for p in problems)
-    for log_probs in (log_probs,):
-        fits = []
-        for p in problems:  # the second size only when the first one fits
-            fits.append(_fit_one(part_knobs, p, log_probs))
-            if fits[-1] is None:
-                break
-        if any(f is None for f in fits):
-            continue
-        embed = _law([(d, s) for d, (s, _, _) in zip(D_MODELS, fits, strict=True)])
-        logits = _law([(d, c) for d, (_, _, c) in zip(D_MODELS, fits, strict=True)])
-        ks = [k for _, k, _ in fits]
-        k = float(round(ks[0])) if abs(ks[0] - round(ks[0])) < 1e-2 else round(ks[0], 3)
-        if embed is None or logits is None or abs(ks[0] - ks[1]) > 1e-2:
-            continue
-        scales = ModelScales(embed, k, logits, log_probs)
-        neighbour = _neighbour(part_knobs, scales)
-        if scales.texts() and all(_same(_logits(neighbour, p), p[-1], tol) for p in problems):
-            facts = {"embedding": embed.written(), "positions": k, "logits": logits.written(),
-                     "log_softmax": log_probs}
-            key = "model_scales:" + ",".join(f"{name}={value}" for name, value in facts.items())
-            return [Knob("model_scales", scales, "model constants refitted from the candidate's logits: "
-                         + "; ".join(scales.texts()), key, facts)]
-    return []
+    fits = []
+    for p in problems:  # the second size only when the first one fits
+        fits.append(_fit_one(part_knobs, p, log_probs))
+        if fits[-1] is None:
+            return []
+    embed = _law([(d, s) for d, (s, _, _) in zip(D_MODELS, fits, strict=True)])
+    logits = _law([(d, c) for d, (_, _, c) in zip(D_MODELS, fits, strict=True)])
+    ks = [k for _, k, _ in fits]
+    if embed is None or logits is None or abs(ks[0] - ks[1]) > 1e-2:
+        return []
+    k = float(round(ks[0])) if abs(ks[0] - round(ks[0])) < 1e-2 else round(ks[0], 3)
+    scales = ModelScales(embed, k, logits, log_probs)
+    neighbour = _neighbour(part_knobs, scales)
+    if not scales.texts() or not all(_same(_logits(neighbour, p), p[-1], tol) for p in problems):
+        return []
+    facts = {"embedding": embed.written(), "positions": k, "logits": logits.written(), "log_softmax": log_probs}
+    key = "model_scales:" + ",".join(f"{name}={value}" for name, value in facts.items())
+    return [Knob("model_scales", scales, "model constants refitted from the candidate's logits: "
+                 + "; ".join(scales.texts()), key, facts)]
 
 
 def _logsumexp(x):
