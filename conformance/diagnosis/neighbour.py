@@ -24,6 +24,7 @@ from conformance.implementations.numpy_impl.adapter import NumpyAdapter, NumpyMo
 # The knob names a Neighbour reads, each with the NumpyAdapter methods it stands in for.
 KNOB_NAMES = {
     "score_scale": ("scale_scores",),
+    "projection": ("project",),
     "attention_mask": ("mask_scores", "softmax", "attention_weights"),
     "positional_table": ("pe_positions", "pe_frequencies", "pe_interleave"),
     "layer_norm": ("layer_norm",),
@@ -65,6 +66,11 @@ class Neighbour(NumpyAdapter):
 
     def _knob(self, name: str):
         return self.knobs.get(name)
+
+    # §3.2.2
+    def project(self, x, W, b):
+        layout = self._knob("projection")
+        return super().project(x, W, b) if layout is None else layout(x, W, b)
 
     # §3.2.1
     def scale_scores(self, scores, d_k, h):

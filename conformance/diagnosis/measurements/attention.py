@@ -93,7 +93,7 @@ def _heads(x, W, b, h):
     return y.reshape(*x.shape[:2], h, -1).transpose(0, 2, 1, 3)
 
 
-def mha_problem(candidate, d_model: int, h: int, seed: int):
+def mha_problem(candidate, d_model: int, h: int, seed: int, *, transposed: bool = False):
     rng = np.random.default_rng(seed)
     for bias in (False, True):
         weights = random_weights(attention_shapes(d_model, bias=bias), rng)
@@ -102,16 +102,24 @@ def mha_problem(candidate, d_model: int, h: int, seed: int):
             _, attn = candidate.multi_head_attention(x, x, x, weights, h, None)
         except Exception:  # noqa: BLE001 - the other bias setting, or nothing
             continue
-        w = {name: _as(candidate, value) for name, value in weights.items()}
+        w = {name: _as(candidate, value).T if transposed else _as(candidate, value) for name, value in weights.items()}
         xs = _as(candidate, x)
         q, k = _heads(xs, w["W_Q"], w.get("b_Q"), h), _heads(xs, w["W_K"], w.get("b_K"), h)
         return q @ np.swapaxes(k, -1, -2), np.asarray(attn, np.float64)
     return None
 
 
-def mha_scale(candidate, d_model: int, h: int, seed: int) -> tuple[float, int] | None:
-    found = mha_problem(candidate, d_model, h, seed)
+def mha_scale(candidate, d_model: int, h: int, seed: int, *, transposed: bool = False) -> tuple[float, int] | None:
+    found = mha_problem(candidate, d_model, h, seed, transposed=transposed)
     return None if found is None else _either_axis(*found)
+
+
+@dataclass(frozen=True)
+class Transposed:
+    """Each projection read as (out, in): x W^T + b."""
+
+    def __call__(self, x, W, b):
+        return x @ np.swapaxes(W, -1, -2) + b
 
 
 def _law(points: list[tuple[int, int, float]]) -> ScoreLaw | None:
@@ -135,15 +143,19 @@ def _law(points: list[tuple[int, int, float]]) -> ScoreLaw | None:
 def score_scale(candidate):
     """The score scale as a law of d_k and h, from the multi-head attention when it has one (h varies there),
     else from the bare attention; and the softmax's axis."""
-    points, axes = [], set()
+    points, axes, transposed = [], set(), False
     if candidate.provides("multi_head_attention"):
-        for d_model, h in ((16, 2), (16, 4), (32, 2)):
-            found = mha_scale(candidate, d_model, h, SEED + d_model + h)
-            if found is None:
-                points = []
+        for transposed in (False, True):  # the heads' scores read with the projections as given, or transposed
+            points, axes = [], set()
+            for d_model, h in ((16, 2), (16, 4), (32, 2)):
+                found = mha_scale(candidate, d_model, h, SEED + d_model + h, transposed=transposed)
+                if found is None:
+                    points = []
+                    break
+                points.append((d_model // h, h, found[0]))
+                axes.add(found[1])
+            if points:
                 break
-            points.append((d_model // h, h, found[0]))
-            axes.add(found[1])
     if not points and candidate.provides("scaled_dot_product_attention"):
         axes = set()
         for d_k in (4, 16):
@@ -158,6 +170,10 @@ def score_scale(candidate):
     if law is None:
         return []
     knobs = []
+    if transposed and points:
+        knobs.append(Knob("projection", Transposed(), "the attention projections read each matrix transposed: x W^T"
+                          " instead of x W (an nn.Linear's weight loaded as it is), refitted from the candidate's"
+                          " attention weights", "projection:transposed", {"projection": "transposed"}))
     if not law.paper:
         knobs.append(Knob("score_scale", law, f"attention scores multiplied by {law.written()} (paper: d_k^-0.5),"
                           " refitted from the candidate's attention weights",

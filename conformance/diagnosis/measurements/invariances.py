@@ -271,14 +271,14 @@ def _layer(candidate, stack: str, size: LayerSizes):
     keep[1, -2:] = False
     src_keep = np.ones((size.B, size.S), bool)
     src_keep[1, -2:] = False
-    def run(who: str, x=x, memory=memory):
+    def run(who: str, x=x, memory=memory, weights=weights):
         """The candidate's layer (``who`` "candidate") or the paper's on these inputs."""
         layer = candidate if who == "candidate" else oracle
         if stack == "encoder":
             return layer.encoder_layer(x, weights, size.h, size.eps, keep)
         return layer.decoder_layer(x, memory, weights, size.h, size.eps, keep, src_keep)
 
-    return x, memory, keep, run
+    return x, memory, keep, weights, run
 
 
 LAYER_SIZES = (LayerSizes(B=2, S=6, T=5, h=2, d_k=4, d_ff=32, bias=True, seed=61),
@@ -291,7 +291,7 @@ def _moved(before, after) -> np.ndarray:
 
 
 def layer_probe(candidate, stack: str, size: LayerSizes) -> list[str]:
-    x, memory, keep, run = _layer(candidate, stack, candidate.fit(size))
+    x, memory, keep, weights, run = _layer(candidate, stack, candidate.fit(size))
     found = []
     rng = np.random.default_rng(size.seed)
     whom = ("candidate", "paper")
@@ -328,7 +328,58 @@ def layer_probe(candidate, stack: str, size: LayerSizes) -> list[str]:
         mine, theirs = (_moved(base[w], run(w, memory=moved_memory)) for w in whom)
         if not (mine & keep).any() and (theirs & keep).all():
             found.append("memory")
+        start = dict(weights, **{"self_attn.W_V": (weights["self_attn.W_V"] * 2 + 0.5).astype(np.float32)})
+        mine, theirs = (_moved(base[w], run(w, weights=start))[:, 0] for w in whom)
+        if theirs.all() and not mine.any():
+            found.append("start")
+    how = wiring(lambda who, x, w: run(who, x=x, weights=w), x, weights)
+    if how:
+        found.append(how)
+    unused = unused_weights(lambda who, w: run(who, weights=w), weights, rng)
+    found += [f"unused {name}" for name in unused]
     return found
+
+
+def unused_weights(run, weights: dict, rng) -> list[str]:
+    """The weights a part can be given other values of without its output moving (the paper reads every one)."""
+    base = {who: np.asarray(run(who, weights), np.float64) for who in ("candidate", "paper")}
+    unused = []
+    for name in sorted(weights):
+        moved = dict(weights)
+        moved[name] = (weights[name] * 1.5 + rng.normal(0, 0.5, np.shape(weights[name]))).astype(np.float32)
+        mine, paper = (np.abs(np.asarray(run(who, moved), np.float64) - base[who]).max() for who in base)
+        scale = max(1.0, float(np.abs(base["paper"]).max()))
+        if mine <= 1e-6 * scale < 1e-3 * scale < paper:
+            unused.append(name)
+    return unused
+
+
+def _switched_off(weights: dict) -> dict:
+    """Every sublayer's output projection zero (its output 0), every LayerNorm gamma 1 and beta 0."""
+    off = dict(weights)
+    for name, value in weights.items():
+        leaf = name.rsplit(".", 1)[-1]
+        if leaf in ("W_O", "b_O", "W2", "b2", "beta"):
+            off[name] = np.zeros_like(value)
+        elif leaf == "gamma":
+            off[name] = np.ones_like(value)
+    return off
+
+
+def wiring(run_with, x, weights) -> str | None:
+    """With every sublayer's output zero: "identity" when the layer returns its input (no norm on the residual
+    path), "constant" when its output no longer depends on its input (no residual path); the paper's returns
+    LayerNorm(LayerNorm(x)), which is neither."""
+    off = _switched_off(weights)
+    mine, paper = (np.asarray(run_with(who, x, off), np.float64) for who in ("candidate", "paper"))
+    other = (x + np.random.default_rng(9).normal(0, 1, x.shape)).astype(np.float32)  # not an affine map of x
+    mine_other, paper_other = (np.asarray(run_with(who, other, off), np.float64) for who in ("candidate", "paper"))
+    scale = max(1.0, float(np.abs(x).max()))
+    if np.abs(mine - x).max() <= 1e-5 * scale < 1e-2 * scale < np.abs(paper - x).max():
+        return "identity"
+    if np.abs(mine - mine_other).max() <= 1e-5 * scale < 1e-2 * scale < np.abs(paper - paper_other).max():
+        return "constant"
+    return None
 
 
 LAYER_TEXTS = {
@@ -338,6 +389,13 @@ LAYER_TEXTS = {
     "positions": "its output is not permuted as its input is (the paper's layer, with no positions inside, is):"
                  " it depends on where a token sits",
     "memory": "its output does not change when the memory does: it does not read the encoder's output",
+    "identity": "with every sublayer's output zero it returns its input unchanged (the paper's returns"
+                " LayerNorm(LayerNorm(x))): no LayerNorm on the residual path, the norms sit inside the sublayers'"
+                " branches (pre-norm)",
+    "constant": "with every sublayer's output zero its output no longer depends on its input: no residual"
+                " connection around the sublayers",
+    "start": "its output at position 0 does not change when the self-attention's W_V does: the start position"
+             " reads no value, its own included (the diagonal is hidden)",
 }
 
 
@@ -347,8 +405,14 @@ def _layer_findings(candidate, stack: str) -> list[Finding]:
     except Exception:  # noqa: BLE001 - a layer that cannot run on the probe finds nothing
         return []
     part = f"{stack}_layer"
-    return [Finding(f"the candidate's {part}: {LAYER_TEXTS[name]} (probed at two sizes)", f"{part}:{name}", (part,),
-                    {"probe": name}) for name in sorted(first & second)]
+    found = [Finding(f"the candidate's {part}: {LAYER_TEXTS[name]} (probed at two sizes)", f"{part}:{name}", (part,),
+                     {"probe": name}) for name in sorted(first & second) if not name.startswith("unused ")]
+    unused = sorted(name.removeprefix("unused ") for name in first & second if name.startswith("unused "))
+    if unused:
+        found.append(Finding(f"the candidate's {part}: its output does not change when {', '.join(unused)} do: those"
+                             " weights are not read (probed at two sizes)", f"{part}:unused {unused}", (part,),
+                             {"probe": "unused weights", "weights": unused}))
+    return found
 
 
 @measurement("encoder_layer_invariances", "probe", ("encoder_layer",),
@@ -362,3 +426,52 @@ def encoder_layer_invariances(candidate):
 def decoder_layer_invariances(candidate):
     return _layer_findings(candidate, "decoder")
 
+
+
+# -- the parts with weights: which of them are read ------------------------------------------------------
+
+
+def _part_runs(candidate, part: str, d_model: int, seed: int):
+    from conformance.weights import attention_shapes, ffn_shapes, random_weights
+
+    rng = np.random.default_rng(seed)
+    x = activations(rng, 2, 5, d_model)
+    if part == "feed_forward":
+        weights = random_weights(ffn_shapes(d_model, 4 * d_model), rng)
+
+        def run(who, weights):
+            return (candidate if who == "candidate" else oracle).feed_forward(x, weights)
+    else:
+        weights = random_weights(attention_shapes(d_model, bias=True), rng)
+        memory = activations(rng, 2, 6, d_model)
+
+        def run(who, weights):
+            if who == "candidate":
+                return candidate.multi_head_attention(x, memory, memory, weights, 2, None)[0]
+            return oracle.multi_head_attention(x, memory, memory, weights, 2)[0]
+    return run, weights, rng
+
+
+def _part_unused(candidate, part: str) -> list[Finding]:
+    try:
+        found = [set(unused_weights(*_part_runs(candidate, part, d, 80 + d))) for d in (8, 12)]
+    except Exception:  # noqa: BLE001 - a part that cannot run on the probe finds nothing
+        return []
+    unused = sorted(found[0] & found[1])
+    if not unused:
+        return []
+    return [Finding(f"the candidate's {part}: its output does not change when {', '.join(unused)} do: those weights"
+                    " are not read (probed at two sizes)", f"{part}:unused {unused}", (part,),
+                    {"probe": "unused weights", "weights": unused})]
+
+
+@measurement("attention_weights_read", "probe", ("multi_head_attention",),
+             "its output does not change when <W_O> does: those weights are not read")
+def attention_weights_read(candidate):
+    return _part_unused(candidate, "multi_head_attention")
+
+
+@measurement("ffn_weights_read", "probe", ("feed_forward",),
+             "its output does not change when <b1> does: those weights are not read")
+def ffn_weights_read(candidate):
+    return _part_unused(candidate, "feed_forward")
