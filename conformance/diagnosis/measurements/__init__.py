@@ -9,7 +9,7 @@ appear and which input makes them, a parameter count as a sum of the components'
 (``MEASUREMENTS``) is a small set of such questions, not a list of bugs: each fits or probes one formula or one
 property, whatever the bug behind it.
 
-Three kinds, each confirmed on a second, non-degenerate problem like any name (``degenerate``):
+Four kinds, each confirmed on a second, non-degenerate problem like any name (``degenerate``):
 
 * ``refit``: reads one formula off the candidate's part (its attention weights, its table, its rates) and, when
   the part fits the paper's formula with other constants, returns them as a knob of the *neighbouring formula*
@@ -20,6 +20,8 @@ Three kinds, each confirmed on a second, non-degenerate problem like any name (`
   on both, never on the paper); it describes the failing checks whose question calls the part it probed.
 * ``answer``: reads the failing answer itself against the paper's, on the failing problem and the second one (the
   answer is the paper's times d_model^-0.5; it differs only at padded positions).
+* ``error``: for a part whose output is not finite (the check ends in an error before any comparison), where the
+  non-finite values fall and which purpose-built input makes them (``nonfinite``, called by the plugin).
 
 Measured only for a failing check that no known bug (or combination) explains, so a catalogue name is never
 displaced; ``CONFORMANCE_DESCRIBE=0`` turns the descriptions off (the benchmarks' "before").
@@ -68,7 +70,7 @@ class Measurement:
     finding for one failing question (answer). ``parts``: what the candidate must provide to be measured."""
 
     name: str
-    kind: str  # "refit", "probe" or "answer"
+    kind: str  # "refit", "probe", "answer" or "error"
     parts: tuple[str, ...]
     emits: str  # the words it emits (documentation, docs/mutants.md)
     run: Callable
@@ -96,6 +98,7 @@ def registry() -> list[Measurement]:
         invariances,
         layer_norm,
         model,
+        nonfinite,
         positional,
         schedule,
         smoothing,

@@ -416,13 +416,15 @@ def _layer_findings(candidate, stack: str) -> list[Finding]:
 
 
 @measurement("encoder_layer_invariances", "probe", ("encoder_layer",),
-             "padded keys are read; reads positions 0..i only; depends on where a token sits")
+             "padded keys are read; reads positions 0..i only; depends on where a token sits; with its sublayers off"
+             " returns its input (pre-norm) or a constant (no residual); <weights> not read")
 def encoder_layer_invariances(candidate):
     return _layer_findings(candidate, "encoder")
 
 
 @measurement("decoder_layer_invariances", "probe", ("decoder_layer",),
-             "padded keys are read; reads the future; does not read the memory")
+             "padded keys are read; reads the future; does not read the memory; the start position reads nothing"
+             " (the diagonal hidden); with its sublayers off returns its input or a constant; <weights> not read")
 def decoder_layer_invariances(candidate):
     return _layer_findings(candidate, "decoder")
 

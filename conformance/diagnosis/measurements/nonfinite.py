@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from conformance.diagnosis.measurements import as_description
+from conformance.diagnosis.measurements import as_description, measurement
 from conformance.scenarios import LayerSizes, layer_weights, loaded_model, model_weights, token_ids
 
 
@@ -127,6 +127,8 @@ def part_of(message_part: str | None) -> str | None:
     return name if name in PROBES else None
 
 
+@measurement("nonfinite", "error", (), "non-finite values appear exactly at <the query rows whose keys are all hidden"
+             " / the rows of equal values / the padded positions>, and nowhere else; everywhere")
 def describe_nonfinite(candidate, part: str) -> list[dict]:
     """Where ``part`` returns non-finite values, when it is exactly where its suspect input is, at two sizes."""
     probe, sizes, suspect = PROBES[part]
