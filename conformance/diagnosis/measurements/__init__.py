@@ -74,16 +74,23 @@ class Measurement:
     parts: tuple[str, ...]
     emits: str  # the words it emits (documentation, docs/mutants.md)
     run: Callable
+    reads: tuple[str, ...] = ()  # the parts whose questions it can describe (default: ``parts``)
+
+    def describes(self, called: set) -> bool:
+        """Whether a question that calls ``called`` can be described by this measurement: one that calls a layer
+        or a model reads every formula; one that calls a part, that part's."""
+        return bool(called & COMPOSITE) or bool(set(self.reads or self.parts) & called)
 
 
+COMPOSITE = {"encoder_layer", "decoder_layer", "attention_sublayer", "ffn_sublayer", "build_model"}
 MEASUREMENTS: list[Measurement] = []
 
 
-def measurement(name: str, kind: str, parts: tuple[str, ...], emits: str):
+def measurement(name: str, kind: str, parts: tuple[str, ...], emits: str, *, reads: tuple[str, ...] = ()):
     """Register the decorated function as a measurement."""
 
     def register(fn: Callable) -> Callable:
-        MEASUREMENTS.append(Measurement(name, kind, parts, emits, fn))
+        MEASUREMENTS.append(Measurement(name, kind, parts, emits, fn, reads))
         return fn
 
     return register
@@ -128,22 +135,18 @@ def _run(candidate, item: Measurement) -> list:
         return []
 
 
-def knobs_of(candidate) -> list[Knob]:
-    """Every knob the refit measurements fitted on this candidate (the model's scales last: they are fitted
-    with the parts' knobs in place)."""
-    found = []
-    for item in registry():
-        if item.kind == "refit":
-            found += measured(candidate, item)
-    return found
+def knobs_of(candidate, called: set | None = None) -> list[Knob]:
+    """The knobs the refit measurements fitted on this candidate, of the formulas a question that calls
+    ``called`` reads (every one when None); each measured once per candidate."""
+    return [knob for item in registry() if item.kind == "refit" and (called is None or item.describes(called))
+            for knob in measured(candidate, item)]
 
 
-def findings_of(candidate) -> list[Finding]:
-    found = []
-    for item in registry():
-        if item.kind == "probe":
-            found += measured(candidate, item)
-    return found
+def findings_of(candidate, called: set | None = None) -> list[Finding]:
+    """The probed findings of this candidate about the parts a question that calls ``called`` calls itself (a
+    layer's invariance describes the layer's questions, the model's the model's)."""
+    return [found for item in registry() if item.kind == "probe"
+            and (called is None or set(item.reads or item.parts) & called) for found in measured(candidate, item)]
 
 
 def as_description(item: str, kind: str, text: str, key: str, *, max_abs=None, probe_max_abs=None,
@@ -173,7 +176,7 @@ def describe(candidate, question, tol) -> list[dict]:
     asked = Asked.of(candidate, question, tol)
     if asked is None:
         return []
-    found = asked.refitted(knobs_of(candidate))
+    found = asked.refitted(knobs_of(candidate, asked.parts))
     for item in registry():
         if item.kind == "answer" and all(candidate.provides(part) for part in item.parts):
             try:
@@ -184,7 +187,7 @@ def describe(candidate, question, tol) -> list[dict]:
                 found.append(as_description(item.name, "answer", finding.text, finding.key, facts=finding.facts,
                                             max_abs=asked.max_abs, probe_max_abs=asked.probe_max_abs))
     keys = {d["key"] for d in found}
-    for finding in findings_of(candidate):
+    for finding in findings_of(candidate, asked.parts):
         if finding.key not in keys and set(finding.parts) & asked.parts:
             keys.add(finding.key)
             found.append(as_description(_measurement_of(finding), "probe", finding.text, finding.key,

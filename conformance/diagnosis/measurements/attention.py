@@ -139,7 +139,8 @@ def _law(points: list[tuple[int, int, float]]) -> ScoreLaw | None:
 
 
 @measurement("score_scale", "refit", (), "attention scores multiplied by <c d_k^a h^b> (paper: d_k^-0.5); attention"
-             " weights normalised over the queries")
+             " weights normalised over the queries; the projections read transposed",
+             reads=("scaled_dot_product_attention", "multi_head_attention"))
 def score_scale(candidate):
     """The score scale as a law of d_k and h, from the multi-head attention when it has one (h varies there),
     else from the bare attention; and the softmax's axis."""
@@ -254,7 +255,7 @@ def _fill(scores, keep, weights, s) -> tuple[str, float] | None:
 
 @measurement("attention_mask", "refit", ("scaled_dot_product_attention",),
              "the mask not applied; its polarity inverted; hidden scores set to <f> instead of -inf; the mask"
-             " applied after the softmax")
+             " applied after the softmax", reads=("scaled_dot_product_attention", "multi_head_attention"))
 def attention_mask(candidate):
     from conformance.diagnosis.measurements import measured
 

@@ -229,7 +229,7 @@ MODEL_TEXTS = {
 @measurement("model_invariances", "probe", (*LOADED_MODEL, "model.forward", "model.encode"),
              "the decoder reads the future; does not read the source; target position t reads source 0..t; the"
              " encoder reads positions 0..i only; padded positions read; rows not independent; no positional"
-             " information; a layer whose weights are not used")
+             " information; a layer whose weights are not used", reads=("build_model",))
 def model_invariances(candidate):
     probes = {
         "future": lambda pair: bool(future_read(pair)),

@@ -192,7 +192,7 @@ def _law(values: list[tuple[int, float]]) -> Law | None:
 
 @measurement("model_scales", "refit", (*LOADED_MODEL, "model.forward"),
              "the embeddings multiplied by d_model^<a>; the positional encoding added <k> times; the logits"
-             " multiplied by d_model^<a>; log-probabilities returned")
+             " multiplied by d_model^<a>; log-probabilities returned", reads=("build_model",))
 def model_scales(candidate):
     part_knobs = {knob.name: knob for item in registry() if item.kind == "refit" and item.name != "model_scales"
                   for knob in measured(candidate, item)}
