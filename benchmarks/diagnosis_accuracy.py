@@ -97,8 +97,16 @@ def described(check: dict, words, consequences) -> str | None:
     return "false"
 
 
+def explained_as_before(check: dict) -> bool:
+    """The first table's "explained": a diagnosis or a likely cause, a measured description left out (the column
+    as it was before the descriptions)."""
+    cause = check.get("likely_cause") or ""
+    return bool(check.get("diagnosis") or (cause and not cause.startswith("measured:")))
+
+
 def explained_otherwise(check: dict) -> bool:
-    """A name or a cause that is no measured description: a same-output match, a pattern, a likely cause."""
+    """A name or a cause that is no measured description: a match, a structural pattern, a likely cause (the
+    table's "explained" column, as it was before the descriptions)."""
     cause = check.get("likely_cause") or ""
     return bool(check.get("diagnosis") or check.get("patterns") or (cause and not cause.startswith("measured:")))
 
@@ -129,12 +137,11 @@ def score(name: str) -> dict:
 
     torch_threads()
     declared = mutants.expected().get(name)
-    words, consequences = (declared.described, declared.consequences) if declared else ((), ())
+    words, consequences = (getattr(declared, "described", ()), getattr(declared, "consequences", ()))
     report = certify(name)
     failed = failing(report)
     diagnosed = {check["id"]: check["diagnosis"] for check in failed if check.get("diagnosis")}
-    row = {"mutant": name, "failing": len(failed), "explained": sum(bool(c.get("diagnosis") or c.get("likely_cause"))
-                                                                    for c in failed),
+    row = {"mutant": name, "failing": len(failed), "explained": sum(explained_as_before(c) for c in failed),
            "diagnosed": len(diagnosed), "self": 0, "same": 0, "wrong": [], "loo_nothing": 0, "loo_same": 0,
            "loo_false": [], "words": bool(words)}
     for check_id, named in diagnosed.items():
