@@ -116,7 +116,7 @@ def _law(points: list[tuple[int, float]]) -> tuple[str, float] | None:
         return "plus", float(round(delta1))
     m1, m2 = D1 / d1, D2 / d2
     if abs(m1 - m2) < 1e-3 * m1:
-        return "times", float(round(m1, 3))
+        return "times", float(f"{(m1 + m2) / 2:.6g}")
     return None
 
 
@@ -152,6 +152,8 @@ def _frequency_text(fit: PositionalTable) -> str | None:
         law = "10000^(-i/d_model)"
     elif base is not None and abs(base - round(base)) < 1e-3 * base:
         law = f"{round(base):g}^(-2i/d_model): the base {round(base):g} instead of 10000"
+    elif kind == "plus" and value == 0:
+        law = "10000^(-2i/d_model)"
     elif kind == "plus":
         law = f"10000^(-2i/(d_model {'+' if value > 0 else '-'} {abs(value):g}))"
     else:
