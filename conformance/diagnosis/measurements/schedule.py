@@ -2,7 +2,7 @@
 
 The paper's rate is min of two power laws of the step, A s and B s^-0.5 (A = d_model^-0.5 warmup^-1.5, B =
 d_model^-0.5): rising to a peak at s = warmup, then decaying. The candidate's rates over a log-spaced range of
-steps (1 to 100 warmups) are fitted by the same form with every constant free: the two exponents (log-log
+steps (1 to 1,000 warmups) are fitted by the same form with every constant free: the two exponents (log-log
 slopes at either end), the two scales, min or max, and the step count's offset (steps from 0 or 1, clamped at
 1). Measured at three (d_model, warmup), each scale is a law c d_model^a warmup^b; the peak follows. Named when
 the fitted formula gives every rate measured.
@@ -22,7 +22,7 @@ CONFIGS = ((512, 4000), (64, 4000), (64, 400))
 
 
 def steps_for(warmup: int) -> np.ndarray:
-    grid = np.unique(np.round(np.geomspace(1, 100 * warmup, 60)).astype(int))
+    grid = np.unique(np.round(np.geomspace(1, 1000 * warmup, 80)).astype(int))
     return np.unique(np.concatenate([grid, [1, 2, 3, 4, warmup - 1, warmup, warmup + 1]]))
 
 
@@ -75,10 +75,24 @@ class ScheduleLaw:
 PAPER = ScheduleLaw(Scale(1, -0.5, -1.5), 1.0, Scale(1, -0.5, 0.0), -0.5, "min", 0)
 
 
+def _parts(steps, rates) -> tuple[np.ndarray, np.ndarray]:
+    """The steps well before and well after the rate's turning point (its peak, or its trough), a factor 4 away
+    from it; the first and last quarters when it has none."""
+    turn = next((int(i) for i in (np.argmax(rates), np.argmin(rates)) if 0 < i < len(rates) - 1), None)
+    if turn is not None:
+        before, after = steps <= steps[turn] / 4, steps >= steps[turn] * 4
+        if before.sum() >= 3 and after.sum() >= 3:
+            return before, after
+    quarter = max(4, len(steps) // 4)
+    first, last = np.zeros(len(steps), bool), np.zeros(len(steps), bool)
+    first[:quarter], last[-quarter:] = True, True
+    return first, last
+
+
 def _regime(steps, rates, offset, end: str) -> tuple[float, float, float]:
-    """(exponent, log scale, worst residual) of the power law through the first or last quarter of the steps."""
+    """(exponent, log scale, worst residual) of the power law through the steps before or after the turn."""
     s = np.maximum(steps + offset, 1).astype(np.float64)
-    part = slice(0, max(4, len(s) // 4)) if end == "start" else slice(-max(4, len(s) // 4), None)
+    part = _parts(steps, rates)[0 if end == "start" else 1]
     x, y = np.log(s[part]), np.log(rates[part])
     if np.ptp(x) == 0:
         return 0.0, float(y.mean()), 0.0
@@ -131,7 +145,7 @@ def texts(law: ScheduleLaw) -> list[str]:
                          " peak at step warmup, then d_model^-0.5 step^-0.5)")
         else:
             found.append(f"the rate never decays: it is {law.A.written()} step^{law.p:g} at every step measured (up"
-                         " to 100 warmups; paper: a peak at step warmup, then step^-0.5)")
+                         " to 1,000 warmups; paper: a peak at step warmup, then step^-0.5)")
         return found
     if law.combine == "max":
         cross = law.peak(512, 4000)
