@@ -82,6 +82,17 @@ def test_a_degenerate_answer_names_no_known_bug_even_at_max_diff_0_on_both_probl
     assert confirmed_matches(Answers(lambda p: np.zeros(6)), Question(answer, 1, probe=5), TOL) == []
 
 
+def test_a_match_confirmed_on_a_second_problem_that_is_not_degenerate_stands(monkeypatch):
+    """The failing example may be too small to be anything but constant (one query's weight is 1 under every
+    softmax); the second problem, built not to be, carries the evidence."""
+    paper = Answers(lambda p: np.arange(6) + p)
+    bug = Answers(lambda p: np.zeros(6) if p == 1 else np.arange(6) * p)
+    monkeypatch.setattr(catalogue, "_loaded", lambda: (catalogue.KnownBug("scaled", "scaled", bug),))
+    monkeypatch.setattr(catalogue, "paper", lambda: paper)
+    monkeypatch.setattr("conformance.diagnosis.matching.paper", lambda: paper)
+    assert [m["mutant"] for m in confirmed_matches(bug, Question(answer, 1, probe=5), TOL)] == ["scaled"]
+
+
 # -- refitted constants of the paper's formulas --------------------------------------------------------------
 
 

@@ -5,6 +5,11 @@ two values where the paper's answer takes many, equals the answer of many differ
 particular: every broken implementation that collapses collapses the same way. So neither a known bug nor a
 measured description is confirmed on such an answer, whatever the max diff (0 on both problems, for a decoding
 that returns only padding, against every mutant that also returns only padding).
+
+The rule is applied where the evidence is: the second problem, built to show what the failing one may not. The
+failing problem is drawn, not chosen, and can be too small for any answer to be more than degenerate (a single
+query, whose weight is 1 under every softmax; a LayerNorm of gamma 1 and beta 0 with gamma and beta swapped);
+a match there is named only when the second problem's answer, which is not degenerate, confirms it.
 """
 
 from __future__ import annotations

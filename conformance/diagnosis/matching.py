@@ -11,7 +11,7 @@ import numpy as np
 from conformance.compare import measure
 from conformance.diagnosis import answer_cache
 from conformance.diagnosis.catalogue import catalogue_name, known_bugs, numpy_paper, paper
-from conformance.diagnosis.degenerate import FEW, degenerate, distinct_values
+from conformance.diagnosis.degenerate import degenerate
 from conformance.diagnosis.question import Question
 from conformance.tolerances import Tolerance
 
@@ -119,7 +119,7 @@ def confirmed_matches(candidate, question: Question, tol: Tolerance, *, actual=N
     is confirmed, the combinations of known bugs (``combined_matches``): {mutant: "a+b", mutants: [a, b], ...}."""
     problem = candidate.fit(question.problem)  # every candidate is asked exactly what this one was
     mine = _answer(question, candidate, problem) if actual is None else np.asarray(actual, np.float64)
-    if mine is None or not np.isfinite(mine).all() or _degenerate_here(question, problem, mine):
+    if mine is None or not np.isfinite(mine).all():
         return []
     same = _same(question, tol)
     second = _Second(candidate, question, same)
@@ -138,16 +138,6 @@ def confirmed_matches(candidate, question: Question, tol: Tolerance, *, actual=N
     answers = [(bug, asked[bug.name] if bug.name in asked else known_answer(question, bug.candidate, problem))
                for bug in known]
     return combined_matches(second, problem, mine, answers)
-
-
-def _degenerate_here(question: Question, problem, mine) -> bool:
-    """The candidate's answer on the failing problem is no evidence (``degenerate``): a constant, or too few
-    values where the paper's answer has many. The paper's answer is asked only when the candidate's is that poor."""
-    if distinct_values(mine) > FEW:
-        return False
-    reference = paper()
-    correct = known_answer(question, reference, problem) if reference is not None else None
-    return degenerate(mine, correct) is not None
 
 
 def offered(candidate, question: Question, tol: Tolerance, matches: list[dict]) -> list[dict]:
@@ -207,8 +197,11 @@ class _Second:
                 self.problem = self.candidate.fit(second)
                 self.mine = _answer(self.question, self.candidate, self.problem)
                 self.correct = known_answer(self.question, reference, self.problem)
+        # A collapsed answer here confirms nothing, whatever matches it: every bug that collapses the same way
+        # does (a decoding of nothing but padding). The failing problem is drawn, not chosen, and may be too
+        # small to be anything but degenerate (one query: every softmax gives weight 1); this one is built not to.
         return not (self.mine is None or self.correct is None or self.same(self.mine, self.correct)
-                    or degenerate(self.mine, self.correct) is not None)  # a collapsed answer confirms nothing
+                    or degenerate(self.mine, self.correct) is not None)
 
     def confirms(self, known) -> float | None:
         """``known``'s distance from the candidate on the second problem when it matches there and differs

@@ -2,7 +2,7 @@
 
 ``Asked.of`` records which parts the question calls (a model question calls ``build_model``, a table question
 ``positional_encoding``), keeps the candidate's and the paper's answers on both problems, and refuses a question
-whose answers are no evidence: the candidate right on the second problem, or a degenerate answer on either. A
+whose answers are no evidence: the candidate right on the second problem, or a degenerate answer there. A
 neighbouring formula (``refitted``) is confirmed on it as a known bug is: it answers as the candidate on both
 problems, and the paper does not on the second.
 """
@@ -63,8 +63,8 @@ class Asked:
         theirs, theirs_second = (known_answer(question, reference, p) for p in (problem, second))
         if mine is None or mine_second is None or theirs_second is None:
             return None
-        if degenerate(mine, theirs) or degenerate(mine_second, theirs_second) or same(mine_second, theirs_second):
-            return None  # collapsed, or right on the second problem: nothing to confirm there
+        if not np.isfinite(mine).all() or degenerate(mine_second, theirs_second) or same(mine_second, theirs_second):
+            return None  # collapsed on the second problem, or right there: nothing to confirm
         return cls(candidate, question, same, problem, second, mine, mine_second, theirs, theirs_second,
                    recorder.called)
 
