@@ -67,9 +67,9 @@ MAX_TERMS = 4
 MIN_LENGTH = 16  # fewer rows are no positional table (4 d is two norms, not 4 positions)
 
 
-def combinations(config: ModelConfig):
+def combinations(config: ModelConfig, terms: tuple[Term, ...] = TERMS):
     """Every (term, multiplicity) choice of at most MAX_TERMS terms, smallest first."""
-    live = [t for t in TERMS if t.size(config)]
+    live = [t for t in terms if t.size(config)]
     for k in range(1, MAX_TERMS + 1):
         for chosen in itertools.combinations(live, k):
             for counts in itertools.product(*(t.counts for t in chosen)):
@@ -93,13 +93,14 @@ def second_size(config: ModelConfig) -> ModelConfig:
                           d_ff=40, N=3)
 
 
-def solve(config: ModelConfig, difference: int, probe: ModelConfig, probe_difference: int) -> list[tuple]:
+def solve(config: ModelConfig, difference: int, probe: ModelConfig, probe_difference: int,
+          terms: tuple[Term, ...] = TERMS) -> list[tuple]:
     """The combinations with the fewest terms that give ``difference`` at ``config`` and ``probe_difference``
     at ``probe``; each solution is (combo, rows R of learned positions or None), the positions counting as a term."""
     if difference == 0:
         return []
     found: list[tuple[int, tuple]] = []
-    for combo in [(), *combinations(config)]:
+    for combo in [(), *combinations(config, terms)]:
         rest, probe_rest = difference - total(combo, config), probe_difference - total(combo, probe)
         if combo and rest == 0 and probe_rest == 0:
             found.append((len(combo), (combo, None)))
@@ -190,3 +191,27 @@ def explain_sizes(config: ModelConfig, got: int, probe: ModelConfig, probe_got: 
                 f" {layers} layers per stack instead of {config.N} ({law}); the same gives {probe_difference:+,} at a"
                 f" second size ({_sizes(probe)})")
     return None
+
+
+# -- Components missing whole: a LayerNorm fewer per layer ----------------------------------------------------
+# Real code that leaves a sublayer out usually leaves its norm out with it (a decoder without cross-attention has
+# two norms per layer, not three). Tried beside TERMS when TERMS alone explain nothing (``explain_count``'s
+# answer is unchanged wherever it had one).
+MORE_TERMS = (
+    Term("a LayerNorm fewer in each decoder layer", lambda c: -2 * c.d_model * c.N,
+         lambda c: f"-{c.N} decoder layers x 2 x {c.d_model}"),
+    Term("a LayerNorm fewer in each encoder layer", lambda c: -2 * c.d_model * c.N,
+         lambda c: f"-{c.N} encoder layers x 2 x {c.d_model}"),
+)
+
+
+def explain_more(config: ModelConfig, got: int, probe: ModelConfig, probe_got: int) -> str | None:
+    """``explain_count`` with MORE_TERMS beside TERMS, for a difference TERMS alone do not explain."""
+    difference, probe_difference = got - parameter_count(config), probe_got - parameter_count(probe)
+    solutions = solve(config, difference, probe, probe_difference, TERMS + MORE_TERMS)
+    if not solutions:
+        return None
+    confirmed = f"the same terms give {probe_difference:+,} at a second size ({_sizes(probe)})"
+    listed = " | ".join(describe(s, config) for s in solutions[:3])
+    one_of = "" if len(solutions) == 1 else "one of (same counts): "
+    return f"difference {difference:+,} = {one_of}{listed}; {confirmed}"

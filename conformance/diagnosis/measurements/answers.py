@@ -150,13 +150,14 @@ def answer_where(asked):
              "difference <n> = <terms> (a sum of the components' sizes; the same terms at a second size)")
 def parameter_count(asked):
     from conformance.config import ModelConfig
-    from conformance.diagnosis.counts import explain_count, explain_sizes
+    from conformance.diagnosis.counts import explain_count, explain_more, explain_sizes
 
     if not isinstance(asked.problem, ModelConfig) or not isinstance(asked.second, ModelConfig):
         return None
     got, probe_got = int(round(float(asked.mine))), int(round(float(asked.mine_second)))
     text = explain_count(asked.problem, got, asked.second, probe_got) or \
-        explain_sizes(asked.problem, got, asked.second, probe_got)
+        explain_sizes(asked.problem, got, asked.second, probe_got) or \
+        explain_more(asked.problem, got, asked.second, probe_got)
     if text is None:
         return None
     terms = re.sub(r"[-+]?\d[\d,.]*", "#", text.split(";")[0])  # the terms without this size's numbers
