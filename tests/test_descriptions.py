@@ -221,3 +221,12 @@ def test_an_honest_bug_the_published_example_cannot_show_is_described_not_called
     assert "first (batch) axis" in twin["descriptions"][0]["text"]
     (cause,) = [c for c in run.report["profile"]["mutant:layer_norm_over_wrong_axis"]["causes"]]
     assert cause["kind"] == "measured" and cause["checks"] == ["layer_norm_matches_formula"]
+
+
+def test_a_decoding_is_read_against_the_papers_row_by_row():
+    from conformance.diagnosis.measurements.answers import _decoding
+
+    paper = np.array([[5, 2, 0, 0], [5, 6, 7, 2]])
+    assert _decoding(np.array([[5, 2, 2, 2], [5, 6, 7, 2]]), paper) == "goes on"
+    assert _decoding(paper[:, :2], paper) == "cut"
+    assert _decoding(np.array([[5, 3, 0, 0], [5, 6, 7, 2]]), paper) is None  # a wrong token: nothing so simple

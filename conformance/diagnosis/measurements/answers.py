@@ -171,3 +171,41 @@ def _paper_count(config) -> int:
     from conformance.weights import parameter_count
 
     return parameter_count(config)
+
+
+def _end(row: np.ndarray, eos: int) -> int:
+    """Index just after a row's first </s>, or its length."""
+    hits = np.flatnonzero(row == eos)
+    return int(hits[0]) + 1 if hits.size else len(row)
+
+
+def _decoding(mine, paper, eos: int = 2, pad: int = 0) -> str | None:
+    """How a decoding differs from the paper's, when every row is the paper's up to a point: "goes on" (each row
+    the paper's up to its </s>, then more tokens where the paper pads), or "cut" (every row the paper's, cut at
+    the step where the first row to end ends)."""
+    mine, paper = np.asarray(mine), np.asarray(paper)
+    if mine.ndim != 2 or paper.ndim != 2 or len(mine) != len(paper) or mine.dtype.kind not in "iuf":
+        return None
+    ends = [_end(row, eos) for row in paper]
+    if mine.shape == paper.shape and all(np.array_equal(m[:e], p[:e]) for m, p, e in zip(mine, paper, ends,
+                                                                                          strict=True)):
+        after = [m[e:] for m, e in zip(mine, ends, strict=True)]
+        if any((rest != pad).any() for rest in after):
+            return "goes on"
+    first = min(ends)
+    if mine.shape[1] == first < paper.shape[1] and np.array_equal(mine, paper[:, :first]):
+        return "cut"
+    return None
+
+
+@measurement("answer_decoding", "answer", (), "each row is the paper's up to its </s>, then goes on; every row cut"
+             " where the first row to end ends")
+def answer_decoding(asked):
+    first = _decoding(asked.mine, asked.paper)
+    if first is None or first != _decoding(asked.mine_second, asked.paper_second):
+        return None
+    text = {"goes on": "each decoded row is the paper's up to its </s>, then goes on with more tokens where the paper"
+                       " pads: a row is not stopped at </s>",
+            "cut": "every decoded row is the paper's, cut at the step where the first row to end ends: the batch"
+                   " stops when one row has produced </s>"}[first]
+    return Finding(f"{text} (on both problems)", f"answer_decoding:{first}", (), {"decoding": first})
