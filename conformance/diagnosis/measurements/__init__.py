@@ -142,10 +142,10 @@ def knobs_of(candidate, called: set | None = None) -> list[Knob]:
             for knob in measured(candidate, item)]
 
 
-def findings_of(candidate, called: set | None = None) -> list[Finding]:
-    """The probed findings of this candidate about the parts a question that calls ``called`` calls itself (a
+def findings_of(candidate, called: set | None = None) -> list[tuple[str, Finding]]:
+    """(measurement, finding) of this candidate about the parts a question that calls ``called`` calls itself (a
     layer's invariance describes the layer's questions, the model's the model's)."""
-    return [found for item in registry() if item.kind == "probe"
+    return [(item.name, found) for item in registry() if item.kind == "probe"
             and (called is None or set(item.reads or item.parts) & called) for found in measured(candidate, item)]
 
 
@@ -177,6 +177,20 @@ def describe(candidate, question, tol) -> list[dict]:
     if asked is None:
         return []
     found = asked.refitted(knobs_of(candidate, asked.parts))
+    if not found:  # a formula that reproduces the answer says more than a reading of the answer
+        found = [as_description(name, "answer", finding.text, finding.key, facts=finding.facts)
+                 for name, finding in _answers(candidate, asked)]
+    keys = {d["key"] for d in found}
+    for name, finding in findings_of(candidate, asked.parts):
+        if finding.key not in keys and set(finding.parts) & asked.parts:
+            keys.add(finding.key)
+            found.append(as_description(name, "probe", finding.text, finding.key, facts=finding.facts))
+    return found
+
+
+def _answers(candidate, asked) -> list[tuple[str, Finding]]:
+    """(measurement, finding) of every answer measurement that reads something in this question's answers."""
+    found = []
     for item in registry():
         if item.kind == "answer" and all(candidate.provides(part) for part in item.parts):
             try:
@@ -184,16 +198,5 @@ def describe(candidate, question, tol) -> list[dict]:
             except Exception:  # noqa: BLE001 - an answer that cannot be read describes nothing
                 finding = None
             if finding is not None:
-                found.append(as_description(item.name, "answer", finding.text, finding.key, facts=finding.facts,
-                                            max_abs=asked.max_abs, probe_max_abs=asked.probe_max_abs))
-    keys = {d["key"] for d in found}
-    for finding in findings_of(candidate, asked.parts):
-        if finding.key not in keys and set(finding.parts) & asked.parts:
-            keys.add(finding.key)
-            found.append(as_description(_measurement_of(finding), "probe", finding.text, finding.key,
-                                        facts=finding.facts))
+                found.append((item.name, finding))
     return found
-
-
-def _measurement_of(finding: Finding) -> str:
-    return finding.key.split(":", 1)[0]
