@@ -23,7 +23,9 @@ structural pattern or another likely cause), *described* (a measured description
 ``correct`` when one contains every word M declares in ``expected.toml``'s ``described``; ``true`` when one
 contains a phrase of its ``consequences``, another effect of the bug measured; ``false`` otherwise), or
 *unexplained*. A mutant is *described* when one of its failing checks carries a correct description. With
-``CONFORMANCE_DESCRIBE=0`` the descriptions are off: the "before" of the same table.
+``CONFORMANCE_DESCRIBE=0`` the descriptions are off: the "before" of the same table. The totals also give that
+"before" from the same run, each check classified with its descriptions set aside: a description is measured only
+where no name, pattern or likely cause was found, so setting it aside leaves what the run said without them.
 
 ``--heldout`` certifies the bugs of ``tests/heldout/`` (written apart from the catalogue, in other styles; each
 declares its words in ``tests/heldout/expected.toml``) with the whole catalogue: a name is right when it is one
@@ -113,12 +115,14 @@ def explained_otherwise(check: dict) -> bool:
 
 def classify(checks: list[dict], words, consequences, *, names_ok) -> dict:
     """Per failing check: named, described (correct / true / false) or unexplained; and the false ones listed."""
-    row = {"named": 0, "correct": 0, "true": 0, "false": [], "unexplained": 0, "false_names": []}
+    row = {"named": 0, "correct": 0, "true": 0, "false": [], "unexplained": 0, "false_names": [],
+           "before_named": 0, "before_unexplained": 0}
     for check in checks:
         named = check.get("diagnosis") or []
         if named and not names_ok(named):
             row["false_names"].append(f"{check['id']}: {named[0]['mutant']}")
             continue
+        row["before_named" if explained_otherwise(check) else "before_unexplained"] += 1
         verdict = described(check, words, consequences)
         if verdict == "false":
             row["false"].append(f"{check['id']}: {check['descriptions'][0]['text']}")
@@ -241,10 +245,12 @@ def render_descriptions(rows: list[dict], title: str) -> str:
         if r["failing"] and not r["correct"]:
             lines += [f"    measured: {text}" for text in r["descriptions"][:3]]
     total = {key: sum(r[key] if isinstance(r[key], int) else len(r[key]) for r in rows)
-             for key in ("failing", "named", "correct", "true", "false", "unexplained", "false_names")}
+             for key in ("failing", "named", "correct", "true", "false", "unexplained", "false_names",
+                         "before_named", "before_unexplained")}
     bugs = [r for r in rows if r["failing"]]
     described_bugs = sum(1 for r in bugs if r["correct"])
     named_bugs = sum(1 for r in bugs if not r["correct"] and r["named"])
+    named_before = sum(1 for r in bugs if r["before_named"])
     lines += [
         "",
         f"checks: {total['failing']} failing: named {total['named']}, described {total['correct'] + total['true']}"
@@ -252,6 +258,8 @@ def render_descriptions(rows: list[dict], title: str) -> str:
         f" false descriptions {total['false']}, false names {total['false_names']}",
         f"bugs: {len(bugs)} failing: described {described_bugs} ({pct(described_bugs, len(bugs))}), otherwise named"
         f" {named_bugs}, unexplained {len(bugs) - described_bugs - named_bugs}",
+        f"the same checks with their descriptions set aside (before): named {total['before_named']}, unexplained"
+        f" {total['before_unexplained']}; bugs named {named_before}, unexplained {len(bugs) - named_before}",
         f"diagnosis time of the reruns: {sum(r['loo_s'] for r in rows):.0f} s",
     ]
     return "\n".join(lines)
