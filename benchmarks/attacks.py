@@ -3,11 +3,14 @@
     python benchmarks/attacks.py
 
 Each attack runs as ``transformer-conformance certify tests/hostile/NAME.py -k SELECTION --json``
-(isolated: a path; ``grade`` for the one that reads the suite's files) in a fresh process, from a
-fresh working directory. Printed per attack: the exit
+(isolated: a path) in a fresh process, from a fresh working directory; the attacks on what a graded
+submission may read or see run as ``grade`` on a submission folder in a course laid out around it
+(``course/reference.py``, the instructor's solution; ``course/class/bob``, an honest classmate;
+``course/class/mallory``, the attack; a home folder with a key and a token). Printed per attack: the exit
 code, the statuses, the first error's message and the wall time; then whether any process the
-attacks started is left, and whether any forged report exists outside the workers' temporary
-directories. The last line is the figure: ``attacks contained: <k>/<n>, total <s> s``.
+attacks started is left, whether any forged report exists outside the workers' temporary
+directories, whether any secret of the home folder reached a file, and whether the course folder changed.
+The last line is the figure: ``attacks contained: <k>/<n>, total <s> s``.
 """
 
 from __future__ import annotations
@@ -48,13 +51,35 @@ ATTACKS = {  # name: (selection, extra arguments, what a contained run ends in)
     "forges_reports": ("layer_norm_matches_published_example", [], "failed"),
     "reads_golden_files": ("pe_matches_published_values or layer_norm_matches_published_example", [], "failed"),
     "hard_coded": ("lrate_matches or published_layer_norm_example or layer_norm_matches", [], "failed+passed"),
-    "detects_grader": ("lrate_matches", [], "failed+passed"),
+    "detects_grader": ("lrate_matches", [], "passed"),  # it finds no grader to detect: it computes
     "kills_grader": (PE, [], "passed"),
     "lies_about_its_pid": (LAYER_NORM, [], "passed"),
+    # a submission sees only itself: graded, in a course (its own code drops 1/sqrt(d_k), counts positions from 1)
+    "copies_a_classmate": (f"{PE} or attention_matches_formula", [], "failed"),
+    "imports_the_solution": (f"{PE} or attention_matches_formula", [], "failed"),
+    "reads_home": (PE, ["--pass-env", "INSTRUCTOR_HOME"], "passed"),
+    "inspects_its_stack": (f"{PE} or attention_matches_formula", [], "failed"),
+    "reads_command_lines": (f"{PE} or attention_matches_formula", [], "failed"),
 }
 
 
 GRADED = {"reads_golden_files"}  # a submission's view: the suite's implementations and oracle are hidden too
+IN_A_COURSE = {"copies_a_classmate", "imports_the_solution", "reads_home", "inspects_its_stack", "reads_command_lines"}
+SECRET = "SECRET-OF-THE-INSTRUCTOR"
+HONEST = """
+import _honest
+from conformance import Conventions
+
+
+class Adapter:
+    conventions = Conventions(dtype="float64", framework="numpy")
+    positional_encoding = staticmethod(_honest.positional_encoding)
+    scaled_dot_product_attention = staticmethod(_honest.attention)
+
+
+adapter = Adapter()
+"""
+SOLUTION = "import _honest\npositional_encoding = _honest.positional_encoding\nattention = _honest.attention\n"
 
 
 def outcome(code: int, report: dict | None) -> str:
@@ -64,20 +89,47 @@ def outcome(code: int, report: dict | None) -> str:
     return "+".join(statuses)
 
 
+def course(tmp: Path, name: str) -> Path:
+    """tmp/NAME-course: the solution, an honest classmate, the attack (mallory); the attack's folder."""
+    root = tmp / f"{name}-course"
+    for student, source in (("bob", HONEST), ("mallory", (HOSTILE / f"{name}.py").read_text())):
+        (root / "class" / student).mkdir(parents=True)
+        (root / "class" / student / "adapter.py").write_text(source)
+        (root / "class" / student / "_honest.py").write_text((HOSTILE / "_honest.py").read_text())
+    (root / "reference.py").write_text(SOLUTION)
+    (root / "_honest.py").write_text((HOSTILE / "_honest.py").read_text())
+    return root / "class" / "mallory"
+
+
+def home(tmp: Path) -> Path:
+    (tmp / "home" / ".ssh").mkdir(parents=True, exist_ok=True)
+    (tmp / "home" / ".ssh" / "id_ed25519").write_text(SECRET + "-KEY")
+    (tmp / "home" / "token.txt").write_text(SECRET + "-TOKEN")
+    return tmp / "home"
+
+
 def run_attack(name: str, selection: str, extra: list[str], tmp: Path) -> tuple[str, int, str, float, str]:
     workdir, report = tmp / name.replace("/", "_"), tmp / f"{name.replace('/', '_')}.json"
     workdir.mkdir()
-    verb = "grade" if name in GRADED else "certify"
-    command = [sys.executable, "-m", "conformance", verb, str(HOSTILE / f"{name}.py"), "--json", str(report),
+    verb = "grade" if name in GRADED | IN_A_COURSE else "certify"
+    target = course(tmp, name) if name in IN_A_COURSE else HOSTILE / f"{name}.py"
+    before = files_under(tmp / f"{name}-course") if name in IN_A_COURSE else {}
+    command = [sys.executable, "-m", "conformance", verb, str(target), "--json", str(report),
                *(["-k", selection] if selection else []), *extra]
     started = time.perf_counter()
-    done = subprocess.run(command, cwd=workdir, capture_output=True, text=True, timeout=600)
+    env = {**os.environ, "INSTRUCTOR_HOME": str(home(tmp))}
+    done = subprocess.run(command, cwd=workdir, capture_output=True, text=True, timeout=600, env=env)
     wall = time.perf_counter() - started
     data = json.loads(report.read_text()) if report.exists() else None
     messages = [c["message"] for c in (data or {"checks": []})["checks"] if c["status"] != "passed" and c["message"]]
     first = (messages[0].splitlines()[0] if messages else "").strip()
     statuses = Counter(c["status"] for c in (data or {"checks": []})["checks"])
+    if name in IN_A_COURSE and files_under(tmp / f"{name}-course") != before:
+        CHANGED.append(f"changed {tmp / f'{name}-course'}")
     return outcome(done.returncode, data), done.returncode, first, wall, dict(statuses)
+
+
+CHANGED: list[str] = []  # course folders a graded attack changed
 
 
 def leftovers(tmp: Path) -> list[str]:
@@ -86,7 +138,13 @@ def leftovers(tmp: Path) -> list[str]:
     for path in [*tmp.rglob("*"), *map(Path, ("/tmp/report.json", "/tmp/results.json", "/tmp/junit.xml"))]:
         if path.is_file() and b"FORGED-BY-HOSTILE-ADAPTER" in _read(path):
             found.append(f"forged {path}")
-    return found
+        if path.is_file() and not path.is_relative_to(tmp / "home") and SECRET.encode() in _read(path):
+            found.append(f"a secret of the home folder in {path}")
+    return found + CHANGED
+
+
+def files_under(folder: Path) -> dict[str, bytes]:
+    return {str(p): p.read_bytes() for p in sorted(folder.rglob("*")) if p.is_file() and "__pycache__" not in p.parts}
 
 
 def _read(path: Path) -> bytes:
@@ -109,7 +167,8 @@ def main() -> int:
             total += wall
             print(f"{name:<30} {expected:<14} {got:<14} {code:>4} {wall:>6.1f}s  {first[:110]}", flush=True)
         left = leftovers(tmp)
-    print("left behind: " + (", ".join(left) if left else "nothing (no process, no forged report)"))
+    print("left behind: " + (", ".join(left) if left else "nothing (no process, no forged report, no secret, no"
+                                                            " course folder changed)"))
     print(f"attacks contained: {contained if not left else 0}/{len(ATTACKS)}, total {total:.0f} s")
     return 0 if contained == len(ATTACKS) and not left else 1
 

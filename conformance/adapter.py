@@ -38,9 +38,11 @@ class Conventions:
     suite picks tolerances from it.
     framework: a free-text name shown in reports (``"torch"``, ``"numpy"``, ``"jax"``).
     supports: the configurations the implementation can build, when it cannot build them all: feature ->
-    the values it supports (``conformance.supports.FEATURES``), e.g. ``{"attention_bias": (True,),
-    "eps": (1e-6,), "d_ff_ratio": (4,)}``. The suite draws its examples within them, and never asks for
-    another value (that would be *not implemented*). Empty: every configuration.
+    the values it supports (``conformance.supports.FEATURES``; ``max_len``: the most positions, one integer), e.g.
+    ``{"attention_bias": (True,), "eps": (1e-6,), "d_ff_ratio": (4,), "max_len": 100}``. The suite draws its
+    examples within them, and never asks for another value (that would be *not implemented*); each feature binds
+    the parts that build with it (``supports.BINDS``: the layers' eps, not the layer_norm function's argument).
+    Empty: every configuration.
     reasons: why, per feature, in the adapter's own words (shown in the report), e.g.
     ``{"attention_bias": "projections always carry biases"}``.
     ties_embeddings: False when the implementation keeps separate source, target and output tables and its
@@ -52,7 +54,7 @@ class Conventions:
     batch_first: bool = True
     dtype: Literal["float32", "float64"] = "float32"
     framework: str = "unknown"
-    supports: dict[str, tuple] = field(default_factory=dict)
+    supports: dict[str, tuple | int] = field(default_factory=dict)
     reasons: dict[str, str] = field(default_factory=dict)
     ties_embeddings: bool = True
 

@@ -132,9 +132,16 @@ class Candidate:
         self.timeout_s = timeout_s
         self.hung_parts: set[str] = set()  # a part that hung once fails fast afterwards (no re-waiting)
         self.ledger = Ledger()  # whose code answered the calls of the check running now (the plugin resets it)
+        self.history = Ledger()  # and every call of the run so far, for checks that judge what another check ran
 
     def __repr__(self) -> str:  # shown in pytest ids and hypothesis reproductions
         return f"Candidate({self.name!r})"
+
+    @property
+    def loaded(self) -> bool:
+        """False when the adapter stands in for an implementation that could not be loaded
+        (``session.UnloadableAdapter``, whose class says so: every check is then an error, a grade 0)."""
+        return getattr(type(self.adapter), "not_loaded", False) is not True
 
     @property
     def conventions(self) -> Conventions:
@@ -167,16 +174,14 @@ class Candidate:
         if not callable(method):
             raise PartNotImplemented(f"{self.name} does not provide {part}", part=part)
         if part in self.hung_parts:
-            raise AdapterError(
-                f"{part} hung earlier in this run; not called again",
-                part=part,
-                expected=f"a result within {self.timeout_s:g} s",
-                actual="no result",
-            )
+            message = f"{part} hung earlier in this run; not called again"
+            self.ledger.no_answer(message)
+            raise AdapterError(message, part=part, expected=f"a result within {self.timeout_s:g} s", actual="no result")
         try:
             with time_limit(self.timeout_s, part), provenance.conversions() as converted:
                 value = method(*args, **kwargs)
             self.ledger.note(part, method, target, converted)
+            self.history.note(part, method, target, converted)
             return value
         except NotImplementedError as exc:
             reason = f": {exc}" if str(exc) else ""  # the adapter's own words reach the report
@@ -184,13 +189,14 @@ class Candidate:
                                      reason=str(exc) or None) from exc
         except PartTimeout as exc:
             self.hung_parts.add(part)
-            raise AdapterError(
-                f"{part} hung: {exc}. Likely cause: an endless loop (greedy decoding that never stops?)",
-                part=part,
-                expected=f"a result within {self.timeout_s:g} s",
-                actual="no result",
-            ) from None
-        except (PartNotImplemented, AdapterError):
+            message = f"{part} hung: {exc}. Likely cause: an endless loop (greedy decoding that never stops?)"
+            self.ledger.no_answer(message)
+            raise AdapterError(message, part=part, expected=f"a result within {self.timeout_s:g} s",
+                               actual="no result") from None
+        except AdapterError as exc:  # from the adapter itself: not loaded, or its isolated worker died or hung
+            self.ledger.no_answer(exc.message)
+            raise
+        except PartNotImplemented:
             raise
         except Exception as exc:
             raise AdapterError(
@@ -211,6 +217,10 @@ class Candidate:
     def fit(self, value):
         """A drawn problem (``LayerSizes``, ``ModelSizes``, ``ModelConfig``) moved into the declared configurations."""
         return supports.fit(value, self.conventions.supports)
+
+    def longest(self, n: int) -> int:
+        """A drawn number of positions, cut to the declared max_len."""
+        return min(n, self.conventions.supports.get("max_len", n))
 
     def _require_layer(self, part: str, weights: dict, eps: float | None, prefix: str = "self_attn.") -> None:
         W1 = weights.get("ffn.W1", weights.get("W1"))
@@ -246,11 +256,12 @@ class Candidate:
 
     # -- parts --------------------------------------------------------------------------------
     def positional_encoding(self, n: int, d_model: int) -> np.ndarray:
+        self.require("positional_encoding", max_len=n)
         out = self.call("positional_encoding", self.adapter, n, d_model)
         return expect_float_array(out, (n, d_model), part=f"positional_encoding(n={n}, d_model={d_model})")
 
     def layer_norm(self, x, gamma, beta, eps: float = 1e-5) -> np.ndarray:
-        self.require("layer_norm", eps=eps)
+        # no eps requirement: the function takes eps as an argument; a declared eps is the layers' (supports.BINDS)
         out = self.call("layer_norm", self.adapter, self.cast(x), self.cast(gamma), self.cast(beta), eps)
         return expect_float_array(out, np.shape(x), part=f"layer_norm(x{np.shape(x)})")
 
@@ -344,12 +355,15 @@ class Candidate:
         return expect_scalar(value, float, part=f"learning_rate(step={step}, d_model={d_model}, warmup={warmup})")
 
     def label_smoothed_loss(self, logits, targets, epsilon: float, pad_id: int) -> float:
+        self.require("label_smoothed_loss", label_smoothing=epsilon)
         value = self.call(
             "label_smoothed_loss", self.adapter, self.cast(logits), np.asarray(targets, np.int64), epsilon, pad_id
         )
         return expect_scalar(value, float, part=f"label_smoothed_loss(logits{np.shape(logits)})")
 
     def parameter_count(self, config) -> int:
+        # eps and the loss's eps change no count: asked in the ones the candidate declares, the count is the same
+        config = supports.fit_uncounted(config, self.conventions.supports)
         self.require("parameter_count", **supports.config_features(config))
         value = self.call("parameter_count", self.adapter, config.as_dict())
         return expect_scalar(value, int, part="parameter_count")
@@ -373,11 +387,18 @@ class Candidate:
 
 class Ledger:
     """Whose code answered one check's calls: the provenance record of each part the suite supplied, and the
-    conversions the adapter's helpers made (``conformance.provenance``)."""
+    conversions the adapter's helpers made (``conformance.provenance``); and whether a call got no answer."""
 
     def __init__(self):
         self.records: dict[str, dict] = {}
-        self.converted: list[dict] = []
+        self.converted: dict[tuple, dict] = {}  # one entry per kind of conversion, however many calls made it
+        self.unanswered: str | None = None  # the first call that got no answer at all (``no_answer``)
+
+    def no_answer(self, message: str) -> None:
+        """A call ended without an answer: the implementation could not be loaded, its worker died, or the call
+        hung. The check is then an error whatever it made of it (``plugin._classify``), never advisory."""
+        if self.unanswered is None:
+            self.unanswered = message
 
     def note(self, part: str, method, target, converted: list[dict]) -> None:
         account = getattr(method, "conformance_account", None)  # an isolated call: what the worker saw
@@ -387,12 +408,14 @@ class Ledger:
             record = provenance.record_of(method, target, part)
         if record is not None:
             self.records.setdefault(part, record)
-        self.converted += [{**entry, "part": part} for entry in converted]
+        for entry in provenance.distinct({**entry, "part": part} for entry in converted):
+            key = (entry["converter"], entry["part"], entry["aspect"], entry["deviation"])
+            self.converted.setdefault(key, entry)
 
     def as_dict(self) -> dict | None:
         if not self.records and not self.converted:
             return None
-        return {"supplied": dict(self.records), "converted": provenance.distinct(self.converted)}
+        return {"supplied": dict(self.records), "converted": list(self.converted.values())}
 
 
 class CandidateModel:
@@ -403,6 +426,12 @@ class CandidateModel:
 
     def _call(self, part: str, *args):
         return self.candidate.call(f"model.{part}", self.model, *args)
+
+    def _require_lengths(self, part: str, *sequences) -> None:
+        """Refuse, as *not implemented*, a sequence (batch-first ids, or a greedy max_len) longer than the
+        declared max_len."""
+        longest = max(n if isinstance(n, int) else (np.shape(n)[-1] if np.ndim(n) else 0) for n in sequences)
+        self.candidate.require(f"model.{part}", max_len=longest)
 
     def _ids(self, ids) -> np.ndarray:
         return self.candidate.to_layout(np.asarray(ids, dtype=np.int64))
@@ -427,6 +456,7 @@ class CandidateModel:
         }
 
     def forward(self, src, tgt_in) -> np.ndarray:
+        self._require_lengths("forward", src, tgt_in)
         out = self._call("forward", self._ids(src), self._ids(tgt_in))
         shape = (*np.shape(tgt_in), self.config.tgt_vocab)
         return expect_float_array(
@@ -434,11 +464,13 @@ class CandidateModel:
         )
 
     def encode(self, src) -> np.ndarray:
+        self._require_lengths("encode", src)
         out = self._call("encode", self._ids(src))
         shape = (*np.shape(src), self.config.d_model)
         return expect_float_array(self.candidate.from_layout(out), shape, part=f"model.encode(src{np.shape(src)})")
 
     def decode(self, tgt_in, memory, src) -> np.ndarray:
+        self._require_lengths("decode", tgt_in, src)
         out = self._call(
             "decode", self._ids(tgt_in), self.candidate.to_layout(self.candidate.cast(memory)), self._ids(src)
         )
@@ -448,6 +480,7 @@ class CandidateModel:
         )
 
     def greedy_decode(self, src, max_len: int) -> np.ndarray:
+        self._require_lengths("greedy_decode", src, int(max_len))
         out = self.candidate.from_layout(self._call("greedy_decode", self._ids(src), max_len))
         part = f"model.greedy_decode(src{np.shape(src)}, max_len={max_len})"
         if not isinstance(out, np.ndarray) or out.ndim != 2 or out.shape[0] != np.shape(src)[0]:
@@ -467,6 +500,7 @@ class CandidateModel:
         return out
 
     def attention_weights(self, src, tgt_in) -> dict[str, np.ndarray]:
+        self._require_lengths("attention_weights", src, tgt_in)
         weights = self._call("attention_weights", self._ids(src), self._ids(tgt_in))
         if not isinstance(weights, dict):
             raise BadOutput(
@@ -501,6 +535,7 @@ class CandidateModel:
         return {name: int(count) for name, count in found.items()}
 
     def train_step(self, src, tgt_in, tgt_out) -> dict:
+        self._require_lengths("train_step", src, tgt_in, tgt_out)
         result = self._call("train_step", self._ids(src), self._ids(tgt_in), self._ids(tgt_out))
         if not isinstance(result, dict) or not {"loss", "lr"} <= set(result):
             raise BadOutput(

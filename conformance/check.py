@@ -17,7 +17,7 @@ import numpy as np
 
 from conformance import published
 from conformance.compare import Measurement, assert_close
-from conformance.errors import CheckFailure, ConformanceOutcome
+from conformance.errors import BadOutput, CheckFailure, ConformanceOutcome
 from conformance.results import plain
 from conformance.tolerances import MODEL, Tolerance, for_dtype
 
@@ -76,6 +76,22 @@ class Check:
         failure = CheckFailure(message, **fields)
         self.explain(failure, tol, ask=ask, locate=locate)
         raise failure
+
+    @staticmethod
+    def finite_where_no_row_is_empty(answer: Callable, *, problem: str) -> None:
+        """Ask ``answer`` (the same question on a ``problem`` where every query sees a key): a convention that
+        judges finiteness (a fully masked row) excuses NaN only in the rows it is about, so NaN here is an error
+        of the code, as on any other check, never that convention's advisory (``plugin._classify``)."""
+        __tracebackhide__ = True
+        try:
+            answer()
+        except BadOutput as exc:
+            if exc.fields.get("actual") != "NaN/inf":
+                raise
+            raise BadOutput(f"{exc.message} It did so on {problem}, where no query has every key masked: not the"
+                            " fully masked row this convention is about.", part=exc.fields.get("part"),
+                            expected="finite values where every query sees a key",
+                            actual="NaN/inf with no row fully masked") from None
 
     def published_values(self, pairs, *, what: str, floor: Tolerance | None = None) -> None:
         """``pairs``: (fact_id, got) or (fact_id, got, floor), each compared with the published value at half a

@@ -28,21 +28,29 @@ def lesson(where: str, text: str) -> pytest.MarkDecorator:
     return pytest.mark.claim(source="lesson", where=where, text=text)
 
 
-def convention(text: str) -> pytest.MarkDecorator:
-    """What this suite expects where the paper and the lessons say nothing; never decides conformance alone."""
+def convention(text: str, *, judges_non_finite: bool = False) -> pytest.MarkDecorator:
+    """What this suite expects where the paper and the lessons say nothing; never decides conformance alone.
+    ``judges_non_finite``: finiteness is what it claims (a fully masked row: the paper's own formula gives NaN
+    there), so a NaN or inf answer is its claim not holding, not an error (``plugin._classify``)."""
     return pytest.mark.claim(source="convention", where="this suite (the paper and the lessons are silent)",
-                             text=text)
+                             text=text, judges_non_finite=judges_non_finite)
 
 
 def of(item) -> dict | None:
     """The claim of a collected check, as plain data for the report: {source, where, text}."""
     marker = item.get_closest_marker("claim")
-    return dict(marker.kwargs) if marker else None
+    return {key: marker.kwargs[key] for key in ("source", "where", "text")} if marker else None
 
 
 def is_convention(item) -> bool:
     claim = of(item)
     return bool(claim) and claim["source"] == "convention"
+
+
+def judges_non_finite(item) -> bool:
+    """Whether the check's claim is a convention about finiteness itself (``convention(judges_non_finite=...)``)."""
+    marker = item.get_closest_marker("claim")
+    return bool(marker) and marker.kwargs.get("judges_non_finite") is True
 
 
 # --------------------------------------------------------------------------------------------------
@@ -100,7 +108,8 @@ PERMUTATION_EQUIVARIANT = lesson(f"{VANILLA}, The missing information: attention
                                  " permutation-equivariant: reordering inputs reorders outputs.")
 FULLY_MASKED_ROW = convention("A query whose keys are all masked gets attention weights 0 and output 0, finite."
                               " The paper defines no softmax over an empty set of keys: the lesson's"
-                              " masked_fill(-inf) gives NaN there, a -1e9 fill uniform weights; both conform.")
+                              " masked_fill(-inf) gives NaN there, a -1e9 fill uniform weights; both conform.",
+                              judges_non_finite=True)
 
 ANY_LENGTH = convention("A source longer than the positional tables real code precomputes (1,100 tokens) is encoded:"
                         " the sinusoids are defined at every position, and the paper kept them because they \"may"

@@ -140,7 +140,7 @@ def grade(args) -> int:
 
 def add_isolation_arguments(parser, *, default: bool | None = None) -> None:
     # Limits' defaults and --pass-env's check, without the proxy
-    from conformance.isolation import WORKER_MEMORY_MIB, WORKER_TOTAL_S, variable_set_here
+    from conformance.isolation import WORKER_MEMORY_MIB, WORKER_TOTAL_S, existing_folder, variable_set_here
 
     group = parser.add_mutually_exclusive_group()
     group.add_argument("--isolate", dest="isolate", action="store_const", const=True, default=default,
@@ -156,6 +156,9 @@ def add_isolation_arguments(parser, *, default: bool | None = None) -> None:
                         help="give the isolated worker this variable of this environment, with its value (repeatable;"
                              " the worker's environment is otherwise minimal). Passing a secret to a submission"
                              " hands it to its author")
+    parser.add_argument("--allow-read", action="append", default=[], metavar="PATH", type=existing_folder,
+                        help="let the isolated worker read PATH and what is beneath it (repeatable; it reads only"
+                             " its own folder, Python and its packages, and its temporary folder otherwise)")
 
 
 def add_report_flags(parser) -> None:

@@ -7,91 +7,46 @@ imported, never ``exec``-ed. Every failure raises ``LoadError`` with a message t
 from __future__ import annotations
 
 import difflib
-import importlib
-import importlib.util
 import inspect
-import sys
-from pathlib import Path
 from typing import Any
 
 from conformance import supports
 from conformance.adapter import ADAPTER_PARTS, Conventions
 from conformance.candidate import Candidate
 from conformance.errors import LoadError
+from conformance.isolation import importing
 from conformance.naming import BUILTINS, MUTANT_PREFIX, builtin_names, resolve  # noqa: F401 - loading's names too
 
 
 def import_target(spec: str) -> Any:
     """Import ``module:attr`` or ``path.py[:attr]`` and return the attribute."""
     target = resolve(spec)
-    location, _, attr = target.partition(":")
-    attr = attr or "adapter"
-    module = _import_file(location) if location.endswith(".py") else _import_module(location, spec)
-    if not hasattr(module, attr):
-        found = [name for name in dir(module) if "adapter" in name.lower()]
-        raise LoadError(
-            f"{location} has no attribute {attr!r}. Fix: define `{attr} = MyAdapter()` in it, or name the"
-            f" attribute: {location}:NAME" + (f" (candidates: {', '.join(found)})" if found else "")
-        )
-    return getattr(module, attr)
-
-
-def _import_module(name: str, spec: str) -> Any:
-    if not name or not all(part.isidentifier() for part in name.split(".")):
+    location = target.partition(":")[0]
+    if not location.endswith(".py") and not (location and all(p.isidentifier() for p in location.split("."))):
         raise LoadError(
             f"cannot read implementation {spec!r}. Fix: give a built-in name ({', '.join(builtin_names())},"
             " mutant:<name>), a module path like mypkg.adapter:adapter, or a path to a .py file"
         )
     try:
-        return importlib.import_module(name)
-    except ModuleNotFoundError as exc:
-        if exc.name and name.startswith(exc.name):
-            raise LoadError(
-                f"no module named {exc.name!r} while loading {spec!r}. Fix: install the package, run from"
-                f" the folder that contains it, or give a path to its .py file"
-            ) from exc
-        raise LoadError(f"importing {name} failed: {exc}. Fix: install {exc.name!r}") from exc
-    except SystemExit as exc:
-        raise LoadError(exited_at_import(exc)) from None
-    except Exception as exc:
-        raise LoadError(
-            f"importing {name} raised {type(exc).__name__}: {exc}. Fix the module's import-time code"
-        ) from exc
+        return importing.import_target(target, spec=spec, module_name=lambda path: f"conformance_candidate_{path.stem}")
+    except importing.ImportFailed as exc:
+        raise LoadError(str(exc)) from exc.__cause__
 
 
-def _import_file(path_text: str) -> Any:
-    path = Path(path_text).resolve()
-    if not path.is_file():
-        raise LoadError(f"no file {path_text!r}. Fix: check the path (relative to {Path.cwd()})")
-    module_name = f"conformance_candidate_{path.stem}"
-    spec = importlib.util.spec_from_file_location(module_name, path)
-    module = importlib.util.module_from_spec(spec)
-    sys.modules[module_name] = module
-    sys.path.insert(0, str(path.parent))  # the candidate's own sibling modules import as they would
-    try:
-        spec.loader.exec_module(module)
-    except SystemExit as exc:
-        del sys.modules[module_name]
-        raise LoadError(exited_at_import(exc)) from None
-    except Exception as exc:
-        del sys.modules[module_name]
-        raise LoadError(
-            f"importing {path_text} raised {type(exc).__name__}: {exc}. Fix the file's import-time code"
-        ) from exc
-    finally:
-        sys.path.remove(str(path.parent))
-    return module
-
-
-def exited_at_import(exc: SystemExit) -> str:
-    return (f"the implementation exited with status {exc.code} while being imported (sys.exit at import time:"
-            " put the script's own code under `if __name__ == '__main__':`)")
+exited_at_import = importing.exited_at_import
 
 
 def validate(adapter: Any, spec: str) -> list[str]:
     """Raise ``LoadError`` for an unusable adapter; return warnings (e.g. a misspelt part)."""
     conventions = getattr(adapter, "conventions", None)
-    if not isinstance(conventions, Conventions):
+    public = [name for name in dir(adapter) if not name.startswith("_") and callable(getattr(adapter, name))]
+    return check_declarations(conventions if isinstance(conventions, Conventions) else None, public, spec)
+
+
+def check_declarations(conventions: Conventions | None, public: list[str], spec: str) -> list[str]:
+    """``validate`` on what an adapter declares: its conventions (None: none, or not ``Conventions``) and its
+    public callables' names. An isolated adapter's are read from the worker's hello."""
+    if conventions is None:
         raise LoadError(
             f"{spec}: the adapter declares no conventions. Fix: add"
             ' `conventions = Conventions(mask="keep", batch_first=True, dtype="float32", framework=...)`'
@@ -101,7 +56,6 @@ def validate(adapter: Any, spec: str) -> list[str]:
     if problems:
         raise LoadError(f"{spec}: Conventions(supports=...) is not usable: {'; '.join(problems)}. Fix the"
                         " declaration; docs/adapter-protocol.md lists the features")
-    public = [name for name in dir(adapter) if not name.startswith("_") and callable(getattr(adapter, name))]
     warnings = []
     for name in public:
         if name not in ADAPTER_PARTS:

@@ -21,7 +21,7 @@ import numpy as np
 import pytest
 
 from conformance import claims, deviations, provenance
-from conformance.errors import Blocked, ConformanceOutcome, LoadError, PartNotImplemented
+from conformance.errors import BadOutput, Blocked, ConformanceOutcome, LoadError, PartNotImplemented
 from conformance.results import FAILING, CheckResult, plain
 
 RESULTS_KEY = "conformance"
@@ -429,7 +429,7 @@ def pytest_runtest_makereport(item, call):
     if candidate is None or call.when == "teardown" or (call.when == "setup" and call.excinfo is None):
         return
     result = _classify(item, call, candidate)
-    credit(item, result, candidate.ledger.as_dict())
+    credit(item, result, candidate)
     item.config.stash.setdefault(_outcomes_key, {})[(candidate.name, check_id(item))] = result.status
     report.user_properties.append((RESULTS_KEY, result.as_dict()))
     if result.status in ("not_implemented", "blocked", "advisory", "deviation", "supplied"):
@@ -485,15 +485,28 @@ def _classify(item, call, candidate) -> CheckResult:
     notes = getattr(exc, "__notes__", None)
     if notes:
         result.message += "\n" + "\n".join(notes)
+    unanswered = candidate.ledger.unanswered
+    if result.status == "failed" and unanswered:  # a verdict on no answer (a check that reads a raise as a claim)
+        result.status, result.message = "error", f"{unanswered} (the check's own verdict: {result.message})"
     if result.status == "error" and result.expected == "finite values":
         describe_nonfinite(item, result, candidate)
-    if result.status in FAILING and claims.is_convention(item) and not item.config.getoption("conformance_strict"):
-        result.status = "advisory"  # the paper is silent here: the suite's convention advises, never decides
+    if result.status == "error" and not unanswered and claims.judges_non_finite(item) and non_finite(exc):
+        result.status = "failed"  # NaN or inf is the very answer this convention judges (the paper's formula gives it)
+    # The paper is silent here: the suite's convention advises, never decides. Only an answer that differs from it
+    # is advisory; an error (the load failed, the worker died, a call hung, an answer was non-finite or of the wrong
+    # kind) stays an error, as on every other check: points come only from what the code computed.
+    if result.status == "failed" and claims.is_convention(item) and not item.config.getoption("conformance_strict"):
+        result.status = "advisory"
     declared = deviations.attribute(result, item.config.stash.get(_deviations_key, [])) \
         if result.status in FAILING else None
     if declared:
         result.status, result.deviation = "deviation", declared
     return result
+
+
+def non_finite(exc: BaseException) -> bool:
+    """Whether the candidate answered, with NaN or inf values (``candidate.expect_array``'s ``BadOutput``)."""
+    return isinstance(exc, BadOutput) and exc.fields.get("actual") == "NaN/inf"
 
 
 def describe_nonfinite(item, result: CheckResult, candidate) -> None:
@@ -522,14 +535,19 @@ def judged(item) -> list[str]:
     return provenance.judged_aspects(requires, judges)
 
 
-def credit(item, result: CheckResult, ledger: dict | None) -> None:
+def credit(item, result: CheckResult, candidate) -> None:
     """Never credit the implementation with what the suite supplied, nor pass a convention a converter hid: a
     pass that rests only on supplied code is *supplied*; a pass through a conversion that stands for a
-    deviation from the lessons is that *deviation*; a failure says what was supplied or converted."""
+    deviation from the lessons is that *deviation*; a failure says what was supplied or converted.
+
+    What a check judges may have run in another check (the toy's training, run once and read by the checks of
+    what it learned): the parts it judges are looked up in this check's calls, then in the run's, then in what
+    the adapter declares the suite supplies."""
+    aspects = judged(item)
+    ledger = judged_ledger(candidate, aspects)
     if ledger is None:
         return
     result.provenance = ledger
-    aspects = judged(item)
     if result.status == "passed" and provenance.rests_on_supplied(aspects, ledger["supplied"]):
         parts = sorted({provenance.split(a)[0] for a in aspects})
         notes = "; ".join(f"{part}: {ledger['supplied'][part]['note']}" for part in parts)
@@ -548,6 +566,26 @@ def credit(item, result: CheckResult, ledger: dict | None) -> None:
                           f" convention is {' + '.join(names)}, not the lessons'")
     elif result.status != "passed" and (ledger["supplied"] or ledger["converted"]):
         result.message += "\n" + provenance_note(ledger)
+
+
+def judged_ledger(candidate, aspects: list[str]) -> dict | None:
+    """This check's account of whose code answered, completed for the parts it judges but did not call."""
+    own, run = candidate.ledger.as_dict() or {"supplied": {}, "converted": []}, candidate.history.as_dict()
+    parts = {provenance.split(aspect)[0] for aspect in aspects}
+    elsewhere = {**_static_supplied(candidate), **((run or {}).get("supplied") or {})}
+    own["supplied"].update({part: rec for part, rec in elsewhere.items()
+                            if part in parts and part not in own["supplied"]})
+    called = {entry["part"] for entry in own["converted"]}
+    own["converted"] += [entry for entry in (run or {}).get("converted") or []
+                         if entry["part"] in parts and entry["part"] not in called]
+    return own if own["supplied"] or own["converted"] else None
+
+
+def _static_supplied(candidate) -> dict:
+    try:
+        return candidate.supplied_parts()
+    except LoadError:  # an isolated candidate that could not be loaded supplies nothing
+        return {}
 
 
 def provenance_note(ledger: dict) -> str:
@@ -609,6 +647,7 @@ class ResultCollector:
                     "provided_parts": c.provided_parts(),
                     "supplied_parts": c.supplied_parts(),
                     "load_warnings": getattr(c, "load_warnings", []),
+                    "loaded": c.loaded,
                     "isolation": isolation_summary(c),
                 }
                 for spec, c in self.candidates.items()

@@ -9,6 +9,7 @@ longer or shorter than the source (non-square cross-attention), and trailing pad
 from __future__ import annotations
 
 from dataclasses import dataclass
+from typing import NamedTuple
 
 import numpy as np
 from hypothesis import Phase, settings
@@ -124,6 +125,16 @@ def trailing_keep(rng: np.random.Generator, B: int, L: int, *, full_row: bool = 
 def key_padding(keep: np.ndarray, Lq: int) -> np.ndarray:
     """(B, Lk) key keep mask -> (B, Lq, Lk): the same row for every query (padding hides keys only)."""
     return np.broadcast_to(np.asarray(keep, bool)[:, None, :], (keep.shape[0], Lq, keep.shape[1])).copy()
+
+
+class SmoothedLossProblem(NamedTuple):
+    """One question to the label-smoothed loss, in the order ``label_smoothed_loss`` takes it: logits (N, V),
+    targets (N,), eps, pad_id. A candidate that declares the loss's eps gets its own (``supports.fit``)."""
+
+    logits: np.ndarray
+    targets: np.ndarray
+    eps: float
+    pad_id: int
 
 
 def no_padding(V: int) -> int:

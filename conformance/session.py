@@ -34,6 +34,7 @@ class UnloadableAdapter:
     """Stands in for a submission that could not be loaded: it has every part, and each raises the load
     error, so each check is an *error* that says why and the report lists the whole catalogue."""
 
+    not_loaded = True  # Candidate.loaded reads it off the class
     conventions = _NotLoadedConventions()
 
     def __init__(self, reason: str, isolation: dict | None = None):
@@ -76,7 +77,8 @@ def isolation_args(args) -> list[str]:
     flags = {True: ["--isolate"], False: ["--no-isolate"], None: []}[args.isolate]
     return flags + ["--worker-memory", str(args.worker_memory),
                     "--worker-total-timeout", str(args.worker_total_timeout),
-                    *(arg for name in pass_env(args) for arg in ("--pass-env", name))]
+                    *(arg for name in pass_env(args) for arg in ("--pass-env", name)),
+                    *(arg for path in allow_read(args) for arg in ("--allow-read", path))]
 
 
 def pass_env(args) -> tuple[str, ...]:
@@ -84,12 +86,17 @@ def pass_env(args) -> tuple[str, ...]:
     return tuple(dict.fromkeys(getattr(args, "pass_env", None) or ()))
 
 
-def load_options(args, *, hide_suite_code: bool = False) -> dict:
+def allow_read(args) -> tuple[str, ...]:
+    """The paths named by --allow-read, once each, in the order given."""
+    return tuple(dict.fromkeys(getattr(args, "allow_read", None) or ()))
+
+
+def load_options(args, *, hide_suite_code: bool = False, own_folder: str | None = None) -> dict:
     from conformance.isolation.proxy import Limits
 
     total = args.worker_total_timeout
     limits = Limits(memory_mib=args.worker_memory, total_s=total, cpu_s=int(total), hide_suite_code=hide_suite_code,
-                    pass_env=pass_env(args))
+                    pass_env=pass_env(args), own_folder=own_folder, allow_read=allow_read(args))
     return {"timeout_s": args.timeout, "isolate": args.isolate, "limits": limits, "threads": args.threads}
 
 
@@ -177,7 +184,7 @@ class AwaitWorker:
             wait()
         except LoadError as exc:
             # the session's reports need an adapter, and the record of the worker it was to run in
-            isolation = {"isolated": True, "limits": self.candidate.adapter.limits.as_dict()}
+            isolation = self.candidate.adapter.unloaded_summary()
             self.candidate.adapter = UnloadableAdapter(str(exc), isolation)
             if self.on_failure == "exit":
                 pytest.exit(f"cannot load the implementation: {exc}", returncode=pytest.ExitCode.USAGE_ERROR)
@@ -197,7 +204,7 @@ def write_load_error_report(args, message: str) -> None:
     conventions = UnloadableAdapter.conventions.as_dict()  # the defaults, framework "(not loaded)"
     metadata = {"seed": args.seed, "implementations": [{"name": args.impl, "conventions": conventions,
                                                          "provided_parts": [], "load_warnings": [message],
-                                                         "isolation": load_error_isolation(args)}]}
+                                                         "loaded": False, "isolation": load_error_isolation(args)}]}
     Path(args.json).write_text(render(build_report([result], metadata)))
 
 

@@ -1,12 +1,17 @@
 """The configurations a candidate supports: declared in ``Conventions.supports``, respected by every check.
 
 Real implementations cannot build every configuration the checks draw: biases always on, ε fixed inside
-the layers, d_ff tied to 4 d_model, one shared table. A candidate declares what it supports; the suite
-then (1) *fits* each drawn example into it (``fit``: the unsupported value replaced by the first
-supported one, so the example still runs), and (2) never calls the candidate outside it (``violation``:
-the call is *not implemented*, with the declaration as the reason). An undeclared limit, a
-``NotImplementedError`` raised for one drawn configuration, skips that example only (the plugin counts
-it); a check is *not implemented* only when no example it drew could run.
+the layers, d_ff tied to 4 d_model, one shared table, learned positions for 100 positions, label smoothing
+fixed inside the loss. A candidate declares what it supports; the suite then (1) *fits* each drawn example
+into it (``fit``: the unsupported value replaced by the first supported one, a sequence cut to the longest
+supported, so the example still runs), and (2) never calls the candidate outside it (``violation``: the call
+is *not implemented*, with the declaration as the reason). An undeclared limit, a ``NotImplementedError``
+raised for one drawn configuration, skips that example only (the plugin counts it); a check is *not
+implemented* only when no example it drew could run.
+
+A declaration binds the parts that *build* with the value (``BINDS``), not a part that takes it as an argument
+of its formula: ``eps`` is the LayerNorm epsilon of the layers and the model, and the ``layer_norm`` function,
+which is given its eps on every call, is asked any.
 """
 
 from __future__ import annotations
@@ -16,12 +21,29 @@ import numbers
 
 FEATURES = {
     "attention_bias": "whether the Q, K, V and output projections carry biases (True, False)",
-    "eps": "the LayerNorm epsilon values, inside the square root (1e-5 is PyTorch's and the lesson's)",
+    "eps": "the LayerNorm epsilon values of the layers and the model, inside the square root (1e-5 is PyTorch's"
+           " and the lesson's)",
     "d_ff_ratio": "d_ff as a multiple of d_model (4 in the paper: 2,048 = 4 x 512)",
     "share_embeddings": "one table E for the source and the target (True) or two (False)",
     "tie_output": "the output projection tied to the target embedding (True) or a W_out of its own (False)",
+    "max_len": "the most positions a sequence may have (one number: learned positions or a positional table of"
+               " that many rows)",
+    "label_smoothing": "the label-smoothing eps values of the loss (0.1 in the paper, §5.4)",
 }
 BOOLEAN = {"attention_bias", "share_embeddings", "tie_output"}
+LIMITS = {"max_len"}  # one number, the most allowed; every other feature: a tuple of the values allowed
+# The parts each feature binds (the model: build_model, its every method, and parameter_count's configuration).
+BINDS = {
+    "attention_bias": "multi_head_attention, the layers and sublayers, the model",
+    "eps": "the layers and sublayers, the model (not the layer_norm function: it takes eps as an argument)",
+    "d_ff_ratio": "feed_forward, the layers and sublayers, the model",
+    "share_embeddings": "the model",
+    "tie_output": "the model",
+    "max_len": "positional_encoding (its n), the model (every source, decoder input and greedy max_len)",
+    "label_smoothing": "label_smoothed_loss (its epsilon), the model (the recipe train_step follows)",
+}
+# Features that change no parameter count: a count is asked in the configuration the candidate declares.
+UNCOUNTED = ("eps", "label_smoothing")
 
 
 def validate(supports: dict) -> list[str]:
@@ -30,21 +52,32 @@ def validate(supports: dict) -> list[str]:
     for feature, values in supports.items():
         if feature not in FEATURES:
             problems.append(f"unknown feature {feature!r} (known: {', '.join(FEATURES)})")
-            continue
-        if not isinstance(values, tuple | list) or not values:
+        elif feature in LIMITS:  # at least <s> and one token: a decoder input the checks can shift and compare
+            if not isinstance(values, numbers.Integral) or isinstance(values, bool) or values < 2:
+                problems.append(f"{feature}: give one integer, the most allowed, at least 2, not {values!r}")
+        elif not isinstance(values, tuple | list) or not values:
             problems.append(f"{feature}: give a non-empty tuple of the supported values, not {values!r}")
-            continue
-        kind = bool if feature in BOOLEAN else numbers.Real
-        wrong = [v for v in values if not isinstance(v, kind) or (kind is numbers.Real and isinstance(v, bool))]
-        if wrong:
-            problems.append(f"{feature}: {wrong} are not {'booleans' if kind is bool else 'numbers'}")
+        else:
+            problems += _wrong_values(feature, values)
     return problems
+
+
+def _wrong_values(feature: str, values) -> list[str]:
+    kind = bool if feature in BOOLEAN else numbers.Real
+    wrong = [v for v in values if not isinstance(v, kind) or (kind is numbers.Real and isinstance(v, bool))]
+    if wrong:
+        return [f"{feature}: {wrong} are not {'booleans' if kind is bool else 'numbers'}"]
+    if feature == "label_smoothing" and not all(0 <= v < 1 for v in values):
+        return [f"{feature}: {list(values)} must lie in [0, 1) (eps of q = (1 - eps) one_hot + eps / V)"]
+    return []
 
 
 def allowed(supports: dict, feature: str, value) -> bool:
     values = supports.get(feature)
     if values is None:
         return True
+    if feature in LIMITS:
+        return value <= values
     if feature in BOOLEAN:
         return bool(value) in values
     return any(abs(float(value) - float(v)) <= 1e-12 * max(1.0, abs(float(v))) for v in values)
@@ -59,6 +92,8 @@ def violation(supports: dict, reasons: dict, **features) -> str | None:
     for feature, value in features.items():
         if value is not None and not allowed(supports, feature, value):
             reason = f": {reasons[feature]}" if feature in reasons else ""
+            if feature in LIMITS:
+                return f"declares {feature} {supports[feature]} (asked for {value}){reason}"
             return f"declares {feature} in {tuple(supports[feature])} only (asked for {value!r}){reason}"
     return None
 
@@ -66,30 +101,50 @@ def violation(supports: dict, reasons: dict, **features) -> str | None:
 def config_features(config) -> dict:
     """The features of a ``ModelConfig`` (or its dict)."""
     get = config.get if isinstance(config, dict) else lambda name: getattr(config, name)
+    recipe = get("recipe")
+    smoothing = recipe.get("label_smoothing") if isinstance(recipe, dict) else getattr(recipe, "label_smoothing", None)
     return {"attention_bias": get("attention_bias"), "eps": get("eps"), "d_ff": get("d_ff"),
             "d_model": get("d_model"), "share_embeddings": get("share_embeddings"),
-            "tie_output": get("tie_output")}
+            "tie_output": get("tie_output"), "label_smoothing": smoothing}
 
 
 def fit(value, supports: dict):
-    """``value`` (a ``ModelConfig``, ``LayerSizes`` or ``ModelSizes``) moved into the declared configurations:
-    each unsupported feature takes the first supported value. Anything else is returned unchanged."""
+    """``value`` moved into the declared configurations: each unsupported feature takes the first supported value,
+    a sequence longer than ``max_len`` is cut to it. A ``ModelConfig``, ``LayerSizes``, ``ModelSizes`` (its lengths
+    too) or ``SmoothedLossProblem``; anything else is returned unchanged."""
     from conformance.config import ModelConfig
-    from conformance.scenarios import LayerSizes, ModelSizes
+    from conformance.scenarios import LayerSizes, ModelSizes, SmoothedLossProblem
 
     if not supports:
         return value
     if isinstance(value, ModelSizes):
-        return dataclasses.replace(value, config=fit(value.config, supports))
+        longest = supports.get("max_len", max(value.S, value.T))
+        return dataclasses.replace(value, config=fit(value.config, supports), S=min(value.S, longest),
+                                   T=min(value.T, longest))
     if isinstance(value, ModelConfig):
-        return value.replace(**_changes(supports, bias=value.attention_bias, eps=value.eps, d_ff=value.d_ff,
-                                        d_model=value.d_model, share=value.share_embeddings,
-                                        tie=value.tie_output, vocab=(value.src_vocab, value.tgt_vocab)))
+        return _fit_config(value, supports)
     if isinstance(value, LayerSizes):
         changes = _changes(supports, bias=value.bias, eps=value.eps, d_ff=value.d_ff, d_model=value.d_model)
         renamed = {"attention_bias": "bias"}
         return dataclasses.replace(value, **{renamed.get(k, k): v for k, v in changes.items()})
+    if isinstance(value, SmoothedLossProblem) and not allowed(supports, "label_smoothing", value.eps):
+        return value._replace(eps=float(supports["label_smoothing"][0]))
     return value
+
+
+def fit_uncounted(config, supports: dict):
+    """``config`` (a ``ModelConfig``) with the features no parameter count depends on (``UNCOUNTED``) moved into
+    the declaration, the rest kept: the same count, asked in a configuration the candidate builds."""
+    return _fit_config(config, {feature: supports[feature] for feature in UNCOUNTED if feature in supports})
+
+
+def _fit_config(config, supports: dict):
+    changes = _changes(supports, bias=config.attention_bias, eps=config.eps, d_ff=config.d_ff,
+                       d_model=config.d_model, share=config.share_embeddings, tie=config.tie_output,
+                       vocab=(config.src_vocab, config.tgt_vocab))
+    if not allowed(supports, "label_smoothing", config.recipe.label_smoothing):
+        changes["recipe"] = dataclasses.replace(config.recipe, label_smoothing=float(supports["label_smoothing"][0]))
+    return config.replace(**changes) if changes else config
 
 
 def _changes(supports, *, bias, eps, d_ff, d_model, share=None, tie=None, vocab=None) -> dict:
@@ -110,6 +165,7 @@ def _changes(supports, *, bias, eps, d_ff, d_model, share=None, tie=None, vocab=
 
 
 def describe(supports: dict, reasons: dict) -> list[str]:
-    """One line per declared limit, for the report: "attention_bias in (True,): projections always carry biases"."""
-    return [f"{feature} in {tuple(values)}" + (f": {reasons[feature]}" if feature in reasons else "")
-            for feature, values in supports.items()]
+    """One line per declared limit, for the report: "attention_bias in (True,): projections always carry biases",
+    "max_len <= 100: learned positions"."""
+    return [(f"{feature} <= {values}" if feature in LIMITS else f"{feature} in {tuple(values)}")
+            + (f": {reasons[feature]}" if feature in reasons else "") for feature, values in supports.items()]

@@ -1,9 +1,11 @@
 """A class's summary from its per-submission JSON reports (schema ``transformer-conformance/report``).
 
 CSV: one row per student: ``student, score, max_score, verdict, passed, failed, error, not_implemented,
-most_likely_bug, hard_coded, seed``. Markdown: that table, the checks by pass rate (lowest first), and
-the diagnosed bugs by how many students show them (a failing check names the mutants whose output it
-matches; a student's most likely bug is the one their failing checks name most often).
+most_likely_bug, hard_coded, seed``. Markdown: that table, the checks by pass rate (lowest first; the rate
+of the submissions that implement the check: one that no submission implements is listed last, not as
+failed by all), each with its passed, failed, error and not-implemented counts apart, and the diagnosed bugs
+by how many students show them (a failing check names the mutants whose output it matches; a student's most
+likely bug is the one their failing checks name most often).
 """
 
 from __future__ import annotations
@@ -30,7 +32,7 @@ def student_row(report: dict) -> dict:
         return {"student": name, "score": 0, "max_score": None, "verdict": "not graded", "passed": 0, "failed": 0,
                 "error": 0, "not_implemented": 0, "most_likely_bug": report.get("error", ""), "hard_coded": "",
                 "seed": None}
-    grade = report.get("grade") or dict(zip(("score", "max_score"), totals(Points().score(report["checks"])),
+    grade = report.get("grade") or dict(zip(("score", "max_score"), totals(Points().score_report(report)),
                                             strict=True))
     statuses = Counter(check["status"] for check in report["checks"])
     return {
@@ -59,14 +61,30 @@ def most_likely_bug(checks: list[dict]) -> str:
     return f"{bugs[mutant]} (mutant:{mutant})"
 
 
+COUNTED = ("passed", "failed", "error", "not_implemented")  # each a column; the rest (advisory, ...) are "other"
+
+
 def pass_rates(reports: list[dict]) -> list[dict]:
+    """Per check: how many submissions passed, failed, errored, did not implement it, and the rest; ordered by
+    the pass rate among the submissions that implement it (lowest first), checks none implements last."""
     seen: dict[str, dict] = {}
     for report in reports:
         for check in report.get("checks", []):
-            row = seen.setdefault(check["id"], {"id": check["id"], "section": check["section"], "passed": 0, "of": 0})
+            row = seen.setdefault(check["id"], {"id": check["id"], "section": check["section"], "of": 0,
+                                                **dict.fromkeys(COUNTED, 0), "other": 0})
             row["of"] += 1
-            row["passed"] += check["status"] == "passed"
-    return sorted(seen.values(), key=lambda row: (row["passed"] / row["of"], row["id"]))
+            row[check["status"] if check["status"] in COUNTED else "other"] += 1
+    return sorted(seen.values(), key=lambda row: (_rate(row) is None, _rate(row) or 0.0, row["id"]))
+
+
+def _rate(row: dict) -> float | None:
+    implemented = row["of"] - row["not_implemented"]
+    return row["passed"] / implemented if implemented else None
+
+
+def _fmt_rate(row: dict) -> str:
+    implemented = row["of"] - row["not_implemented"]
+    return f"{row['passed']}/{implemented}" if implemented else "-"
 
 
 def common_bugs(students: list[dict]) -> list[tuple[str, int]]:
@@ -90,8 +108,12 @@ def render_markdown(summary: dict) -> str:
         score = f"{row['score']:g} / {row['max_score']:g}" if row["max_score"] is not None else "-"
         lines.append(f"| {row['student']} | {score} | {row['verdict']} | {row['passed']} | {row['failed']} |"
                      f" {row['error']} | {row['not_implemented']} | {row['most_likely_bug'] or '-'} |")
-    lines += ["", "## Checks by pass rate", "", "| check | section | passed |", "| --- | --- | ---: |"]
-    lines += [f"| {row['id']} | {row['section']} | {row['passed']}/{row['of']} |" for row in summary["checks"]]
+    lines += ["", "## Checks by pass rate", "",
+              "Pass rate: of the submissions that implement the check. Other: advisory, deviation, supplied, blocked.",
+              "", "| check | section | pass rate | passed | failed | error | not implemented | other |",
+              "| --- | --- | ---: | ---: | ---: | ---: | ---: | ---: |"]
+    lines += [f"| {row['id']} | {row['section']} | {_fmt_rate(row)} | "
+              + " | ".join(str(row[column]) for column in (*COUNTED, "other")) + " |" for row in summary["checks"]]
     lines += ["", "## Most common diagnosed bugs", ""]
     if summary["bugs"]:
         lines += ["| bug | students |", "| --- | ---: |"] + [f"| {bug} | {n} |" for bug, n in summary["bugs"]]

@@ -14,7 +14,7 @@ from conformance.grading.points import Points, ScoredCheck, totals
 
 def build_results(report: dict, points: Points, *, execution_time: float) -> dict:
     """results.json for one submission's report (``conformance.report.build_report``, one implementation)."""
-    scored = points.score(report["checks"])
+    scored = points.score_report(report)
     score, max_score = totals(scored)
     return {
         "score": score,
@@ -57,6 +57,9 @@ def summary_text(report: dict, score: float, max_score: float, points: Points) -
         f"score {score:g} / {max_score:g} (points: {points.source})",
         f"seed {seed}: the inputs of this run; the instructor can replay it with --seed {seed}",
     ]
+    note = report.get("grade", {}).get("confinement")
+    if note:
+        lines.append(note)
     hard_coded = [c["id"] for c in report["checks"] if "hard-coded?" in (c.get("likely_cause") or "")]
     if hard_coded:
         lines.append("matches the published values but not the formula on fresh inputs (hard-coded?): "

@@ -37,7 +37,22 @@ def _header(impl: dict, unsupported: list[dict]) -> list[str]:
                      f" {entry['checks']} checks)")
     if conv.get("ties_embeddings") is False:
         lines.append("tying not verified: load_weights copies E into separate tables (the parameter count decides)")
-    return lines + [f"warning: {w}" for w in impl.get("load_warnings", [])]
+    return lines + sandbox_lines(impl.get("isolation") or {}) + [f"warning: {w}" for w in impl.get("load_warnings", [])]
+
+
+def sandbox_lines(isolation: dict) -> list[str]:
+    """What an isolated worker's sandbox could not do, and what it refused: never left unsaid."""
+    lines = []
+    if isolation.get("reads_confined") is False:
+        lines.append("sandbox: reads not confined (this kernel has no Landlock: the implementation could read any"
+                     " file this process can)")
+    refused = isolation.get("refused") or []
+    if refused:
+        shown = "; ".join(f"{r['what']} {r['path']}" + (f" ({r['times']} times)" if r["times"] > 1 else "")
+                          for r in refused[:5])
+        more = isolation.get("refused_total", len(refused)) - sum(r["times"] for r in refused[:5])
+        lines.append(f"sandbox refused: {shown}" + (f"; and {more} more" if more > 0 else ""))
+    return lines
 
 
 def _by_section(results: list[CheckResult]) -> list[str]:

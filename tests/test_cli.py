@@ -79,7 +79,7 @@ def test_template_from_a_class_it_cannot_import_names_the_fix(capsys, tmp_path, 
     assert "Fix: run from the folder that contains the module" in capsys.readouterr().err
     (tmp_path / "tiny.py").write_text("class Transformer:\n    def __init__(self, vocab_size, mystery): ...\n")
     assert main(["template", "--from", "tiny.py:Transformer"]) == EXIT_USAGE
-    assert "needs mystery, which match no config key by name" in capsys.readouterr().err
+    assert "Transformer is no nn.Module class" in capsys.readouterr().err
 
 
 CONFIG_MODELS = """

@@ -2,16 +2,21 @@
 the residual and the LayerNorm. Their checks run only where the bare parts are missing, catch a wrong
 sublayer, and the localisation of a failing layer uses them."""
 
+from pathlib import Path
+
 import numpy as np
 import pytest
 from conftest import adapter_path
 
 from conformance.errors import BadOutput
+from conformance.isolation.proxy import Limits
 from conformance.loading import load
 from conformance.oracle import attention_sublayer, multi_head_attention
 from conformance.weights import attention_shapes, random_weights, sublayer_weights
 
 pytest.importorskip("torch")
+# pre_norm_blocks imports the walk-through's model from docs/walkthrough: outside its folder, so named to the worker
+WALKTHROUGH = str(Path(__file__).parents[1] / "docs" / "walkthrough")
 SUBLAYER_CHECKS = {"self_attention_sublayer_matches_reference", "cross_attention_sublayer_matches_reference",
                    "ffn_sublayer_matches_reference"}
 
@@ -23,7 +28,8 @@ def test_an_adapter_with_the_bare_parts_is_not_asked_for_the_composite_ones(cert
 
 
 def test_pre_norm_attention_blocks_fail_the_attention_sublayer_checks_and_are_localised(certify):
-    run = certify(adapter_path("pre_norm_blocks"), "--no-training", "-k", "sublayer or encoder_layer_matches")
+    run = certify(adapter_path("pre_norm_blocks"), "--no-training", "-k", "sublayer or encoder_layer_matches",
+                  "--allow-read", WALKTHROUGH)
     statuses = run.statuses()
     assert {check: statuses[check] for check in SUBLAYER_CHECKS} == {
         "self_attention_sublayer_matches_reference": "failed", "cross_attention_sublayer_matches_reference": "failed",
@@ -51,7 +57,7 @@ def test_the_oracle_sublayer_is_layer_norm_of_x_plus_multi_head_attention():
 
 
 def test_a_composite_part_that_returns_the_wrong_shape_is_an_error_naming_it():
-    candidate = load(adapter_path("pre_norm_blocks"))
+    candidate = load(adapter_path("pre_norm_blocks"), limits=Limits(allow_read=(WALKTHROUGH,)))
     candidate.adapter.ffn_sublayer = lambda x, weights, eps: x[:, :1]
     weights = random_weights({"W1": (4, 6), "b1": (6,), "W2": (6, 4), "b2": (4,), "norm.gamma": (4,),
                               "norm.beta": (4,)}, np.random.default_rng(1))

@@ -11,6 +11,7 @@ from conftest import adapter_path
 
 from conformance.cli import EXIT_OK, build_parser, main
 from conformance.grading.points import Points, PointsError
+from conformance.reports import view
 
 ROOT = Path(__file__).parents[1]
 SCHEMA = json.loads((ROOT / "reports" / "gradescope.schema.json").read_text())
@@ -76,6 +77,8 @@ def test_grade_writes_gradescope_results_that_follow_the_documented_format(tmp_p
     assert {t["status"] for t in gradescope["tests"]} == {"passed", "failed"}
     graded = json.loads(report.read_text())
     assert graded["grade"]["score"] == 2 and graded["submission"]["name"] == "ada"
+    assert check_schema(graded, view.schema()) == []  # the grade, the submission, the isolated worker's record
+    assert graded["grade"]["loaded"] and graded["implementations"][0]["isolation"]["isolated"]
     assert f"--seed {graded['seed']}" in gradescope["output"]
 
 
@@ -102,6 +105,64 @@ def test_a_submission_that_cannot_load_scores_0_of_the_same_maximum(tmp_path, ca
     assert (data["grade"]["score"], data["grade"]["max_score"]) == (0, 3)
 
 
+CONVENTIONS = ("fully_masked_row_gives_zero_weights_and_output or fully_masked_row_gives_zero_weights_and_only_b_O"
+               " or fully_masked_source_sentence_is_invisible or source_longer_than_1024_tokens_is_encoded")
+
+
+@pytest.mark.parametrize("name", ["exit_at_import", "os_exit_at_import"])
+def test_a_submission_that_cannot_load_errs_on_every_check_conventions_included_and_scores_0(tmp_path, capsys, name):
+    """Each of the suite's four conventions was 'advisory' for a submission that exits while being imported, and
+    the default points earn 'advisory': 4 points for no code. An error is never advisory."""
+    broken = submission(tmp_path, "bea", str(HOSTILE / f"{name}.py"))
+    report = tmp_path / "report.json"
+    main(["grade", str(broken), "--json", str(report), "-k", f"{CONVENTIONS} or pe_position_0"])
+    data = json.loads(report.read_text())
+    assert {c["id"]: c["status"] for c in data["checks"]} == dict.fromkeys(
+        ["fully_masked_row_gives_zero_weights_and_output", "fully_masked_row_gives_zero_weights_and_only_b_O",
+         "fully_masked_source_sentence_is_invisible_to_the_decoder", "source_longer_than_1024_tokens_is_encoded",
+         "pe_position_0_is_sin_0_and_cos_0"], "error")
+    assert all("could not be loaded" in c["message"] for c in data["checks"])
+    assert (data["grade"]["score"], data["grade"]["max_score"], data["grade"]["loaded"]) == (0, 5, False)
+
+
+def test_points_come_only_from_what_the_code_computed(tmp_path):
+    for status in ("error", "not_implemented", "failed", "supplied", "blocked", "pased"):
+        path = tmp_path / "points.toml"
+        path.write_text(f'earns = ["passed", "{status}"]\n')
+        with pytest.raises(PointsError, match=rf"earns: '{status}': .*earns may name passed, advisory, deviation"):
+            Points.from_toml(path)
+    everything = [{"id": "x", "section": "s", "status": status} for status in ("passed", "advisory", "deviation")]
+    assert [s.score for s in Points(earns=("passed", "advisory", "deviation")).score(everything)] == [1, 1, 1]
+    assert [s.score for s in Points().score(everything, loaded=False)] == [0, 0, 0]  # not loaded: nothing earned
+
+
+def test_the_points_template_says_what_earns_points_and_why(tmp_path):
+    from conformance.grading.points import TEMPLATE
+
+    path = tmp_path / "points.toml"
+    path.write_text(TEMPLATE)
+    assert Points.from_toml(path).earns == ("passed", "advisory")
+    for words in ("only what the submission's own code computed", "An error is never advisory",
+                  "cannot be loaded scores 0"):
+        assert words in TEMPLATE
+
+
+def test_the_class_summary_counts_each_status_apart_and_reads_a_check_nobody_implements_as_such():
+    from conformance.reports.class_summary import build_summary, render_markdown
+
+    def report(name, statuses):
+        return {"submission": {"name": name}, "verdict": {name: "not conformant"},
+                "checks": [{"id": cid, "section": "§", "status": status} for cid, status in statuses.items()]}
+
+    reports = [report(name, {"pe": pe, "mha": "not_implemented"}) for name, pe in
+               (("ada", "passed"), ("bo", "error"), ("cy", "failed"), ("di", "not_implemented"))]
+    summary = build_summary(reports)
+    assert [(r["id"], r["passed"], r["failed"], r["error"], r["not_implemented"]) for r in summary["checks"]] == [
+        ("pe", 1, 1, 1, 1), ("mha", 0, 0, 0, 4)]  # none implements mha: last, not "0/4 passed"
+    markdown = render_markdown(summary)
+    assert "| pe | § | 1/3 | 1 | 1 | 1 | 1 | 0 |" in markdown and "| mha | § | - | 0 | 0 | 0 | 4 | 0 |" in markdown
+
+
 def test_a_folder_without_the_adapter_file_names_the_fix(tmp_path, capsys):
     (tmp_path / "empty").mkdir()
     report = tmp_path / "report.json"
@@ -124,7 +185,9 @@ def test_a_class_is_graded_into_reports_and_a_summary_and_one_crash_touches_no_o
     assert rows[0].startswith("student,score,max_score,verdict")
     assert [row.split(",")[:3] for row in rows[1:]] == [["ada", "2.0", "3.0"], ["bo", "1.0", "3.0"],
                                                           ["cy", "0.0", "3.0"]]
-    assert "| pe_matches_published_values | §3.5 Positional encoding | 1/3 |" in (out / "summary.md").read_text()
+    # bo's worker died on the PE (an error), cy's PE is not implemented: counted apart, the rate among those who have it
+    assert "| pe_matches_published_values | §3.5 Positional encoding | 1/2 | 1 | 0 | 1 | 1 | 0 |" in \
+        (out / "summary.md").read_text()
     ada = json.loads((out / "ada.json").read_text())
     assert {c["id"]: c["status"] for c in ada["checks"]}["pe_matches_published_values"] == "passed"
 

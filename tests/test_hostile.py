@@ -17,7 +17,7 @@ import numpy as np
 import pytest
 
 from conformance.cli import EXIT_FAILED, EXIT_OK, EXIT_USAGE, main
-from conformance.isolation.proxy import load_isolated
+from conformance.isolation.proxy import Limits, load_isolated
 from conformance.isolation.sandbox import landlock_abi
 
 HOSTILE = Path(__file__).parent / "hostile"
@@ -144,7 +144,8 @@ def test_a_worker_that_names_the_grader_as_itself_is_not_believed(certify, tmp_p
         x = np.random.default_rng(0).standard_normal((4, 512, 512))  # 8 MB each way: over wire.DIRECT_MIN
         gamma, beta = np.ones(512), np.zeros(512)
         assert np.allclose(candidate.adapter.layer_norm(x, gamma, beta, 1e-6), _honest_layer_norm(x, 1e-6))
-        assert candidate.adapter._hello["pid"] == os.getpid() and candidate.adapter._worker.pid is None
+        lie = 2 if candidate.adapter.namespace else os.getpid()  # in its own PID namespace it cannot see the grader
+        assert candidate.adapter._hello["pid"] == lie and candidate.adapter._worker.pid is None
     finally:
         candidate.adapter.close()
 
@@ -190,6 +191,15 @@ def test_nan_and_inf_are_errors_naming_the_non_finite_values(certify):
     assert set(run.statuses().values()) == {"error"}
     assert sum("non-finite values" in m for m in messages(run, "error")) == 2
     assert any("returned float (inf); expected a finite Python float" in m for m in messages(run, "error"))
+
+
+def test_nan_everywhere_is_an_error_on_the_fully_masked_row_conventions_too(certify):
+    """Those conventions judge finiteness in the rows whose keys are all masked, so NaN there is their advisory; an
+    answer that is NaN where every query sees a key was advisory as well, and earned points for no computation."""
+    run = certify(hostile("nan_and_inf"), "-k", "fully_masked_row")
+    assert run.statuses() == dict.fromkeys(["fully_masked_row_gives_zero_weights_and_output",
+                                            "fully_masked_row_gives_zero_weights_and_only_b_O"], "error"), run.out
+    assert all("where no query has every key masked" in m for m in messages(run, "error"))
 
 
 def test_values_of_the_wrong_type_are_errors_naming_the_type(certify):
@@ -247,10 +257,206 @@ def test_hard_coded_published_numbers_fail_every_twin_and_the_report_says_so(cer
     assert_fair(run, selection, tmp_path)
 
 
-def test_a_submission_that_detects_the_grader_is_scored_on_what_it_answers(certify, tmp_path):
+@requires_landlock
+def test_a_submission_that_looks_for_the_grader_finds_nothing_and_is_scored_on_what_it_computes(certify, tmp_path):
+    """detects_grader answers from memory only where it sees a test runner's variables or a parent named like the
+    suite: in the worker it sees neither, so it computes, as anywhere else (here the formula, correctly)."""
     selection = "lrate_matches"
     run = certify(hostile("detects_grader"), "-k", selection)
-    assert "lrate_matches_published_toy_values" in run.with_status("passed")
-    (twin,) = [c for c in run.report["checks"] if c["id"] == "lrate_matches_formula_for_any_step"]
-    assert twin["status"] == "failed" and "hard-coded?" in twin["message"]
-    assert_fair(run, selection, tmp_path)
+    assert run.with_status("passed") == honest_passes(selection, tmp_path) != set()
+    assert not any("hard-coded?" in (c["message"] or "") for c in run.report["checks"])
+
+
+# -- a submission sees only itself ---------------------------------------------------------------------------
+PE = "pe_matches_published_values or pe_position_0"
+HONEST_ADAPTER = '''
+import _honest
+from conformance import Conventions
+
+
+class Adapter:
+    conventions = Conventions(dtype="float64", framework="numpy")
+
+    def positional_encoding(self, n, d_model):
+        return _honest.positional_encoding(n, d_model)
+
+    def scaled_dot_product_attention(self, q, k, v, mask):
+        return _honest.attention(q, k, v, mask)
+
+
+adapter = Adapter()
+'''
+SOLUTION = '''
+import numpy as np
+
+
+def positional_encoding(n, d_model):  # the instructor's, correct
+    angle = np.arange(n)[:, None] / 10000.0 ** (np.arange(0, d_model, 2) / d_model)
+    pe = np.zeros((n, d_model))
+    pe[:, 0::2], pe[:, 1::2] = np.sin(angle), np.cos(angle)
+    return pe
+'''
+
+
+def course(tmp_path: Path, attacker: str) -> Path:
+    """course/reference.py (the instructor's solution), course/class/bob (an honest classmate) and
+    course/class/mallory (the attack): mallory's folder."""
+    klass = tmp_path / "course" / "class"
+    for name, source in (("bob", HONEST_ADAPTER), ("mallory", (HOSTILE / f"{attacker}.py").read_text())):
+        (klass / name).mkdir(parents=True)
+        (klass / name / "adapter.py").write_text(source)
+        shutil.copy(HOSTILE / "_honest.py", klass / name)
+    (tmp_path / "course" / "reference.py").write_text(SOLUTION)
+    return klass / "mallory"
+
+
+def files_under(folder: Path) -> dict[str, bytes]:
+    return {str(p): p.read_bytes() for p in sorted(folder.rglob("*")) if p.is_file()}
+
+
+def grade(folder: Path, tmp_path: Path, *extra: str) -> dict:
+    report = tmp_path / "graded.json"
+    main(["grade", str(folder), "--json", str(report), "-k", PE, "--seed", "0", *extra])
+    return json.loads(report.read_text())
+
+
+def refused_paths(report: dict, what: str) -> set[str]:
+    return {r["path"] for r in report["implementations"][0]["isolation"]["refused"] if r["what"] == what}
+
+
+def wrong_code_statuses(report: dict) -> None:
+    """Positions counted from 1: both PE checks fail, as the submission's own code does anywhere."""
+    assert {c["id"]: c["status"] for c in report["checks"]} == {
+        "pe_matches_published_values": "failed", "pe_position_0_is_sin_0_and_cos_0": "failed"}
+
+
+@requires_landlock
+@pytest.mark.parametrize(("attacker", "target"), [("copies_a_classmate", "class/bob/adapter.py"),
+                                                  ("imports_the_solution", "reference.py")])
+def test_a_graded_submission_reads_neither_a_classmate_nor_the_solution_above_its_folder(
+        tmp_path, capsys, attacker, target):
+    folder = course(tmp_path, attacker)
+    before = files_under(tmp_path / "course")
+    report = grade(folder, tmp_path)
+    wrong_code_statuses(report)  # its own code's score: nothing copied, nothing delegated
+    assert str(tmp_path / "course" / target) in refused_paths(report, "read")
+    assert report["grade"]["reads_confined"] and report["grade"]["score"] == 0
+    out = capsys.readouterr().out
+    assert "sandbox refused: " in out and str(tmp_path / "course" / target) in out
+    assert files_under(tmp_path / "course") == before  # nothing left behind
+
+
+@requires_landlock
+def test_a_graded_submission_reads_nothing_of_the_home_folder_and_its_output_holds_none_of_it(
+        tmp_path, capsys, monkeypatch):
+    home = tmp_path / "home"
+    (home / ".ssh").mkdir(parents=True)
+    (home / ".ssh" / "id_ed25519").write_text("SECRET-KEY-OF-THE-INSTRUCTOR")
+    (home / "token.txt").write_text("SECRET-TOKEN-OF-THE-INSTRUCTOR")
+    monkeypatch.setenv("INSTRUCTOR_HOME", str(home))  # where the attack looks: a home of the test's own
+    folder = tmp_path / "class" / "mallory"
+    folder.mkdir(parents=True)
+    shutil.copy(HOSTILE / "reads_home.py", folder / "adapter.py")
+    shutil.copy(HOSTILE / "_honest.py", folder)
+    report = grade(folder, tmp_path, "--pass-env", "INSTRUCTOR_HOME", "--gradescope", str(tmp_path / "results.json"))
+    leaked = [p for p in tmp_path.rglob("*") if p.is_file() and not p.is_relative_to(home)
+              and b"SECRET-" in p.read_bytes()]
+    assert not leaked and "SECRET-" not in capsys.readouterr().out
+    assert set(c["status"] for c in report["checks"]) == {"passed"}  # its PE is honest
+    assert {str(home / ".ssh" / "id_ed25519"), str(home / "token.txt")} <= refused_paths(report, "read")
+
+
+@requires_landlock
+@pytest.mark.parametrize("attacker", ["inspects_its_stack", "reads_command_lines"])
+def test_a_submission_that_behaves_only_when_graded_cannot_tell_and_scores_its_own_code(tmp_path, capsys, attacker):
+    """Each computes correctly only where it finds the grader (on its stack, in its modules, arguments,
+    environment, folder, /proc/self; or in another process's command line): it finds nothing."""
+    folder = tmp_path / "class" / "mallory"
+    folder.mkdir(parents=True)
+    shutil.copy(HOSTILE / f"{attacker}.py", folder / "adapter.py")
+    shutil.copy(HOSTILE / "_honest.py", folder)
+    report = grade(folder, tmp_path)
+    wrong_code_statuses(report)
+    isolation = report["implementations"][0]["isolation"]
+    output = isolation["output_head"]
+    assert not any(sign in output for sign in ("conformance", "pytest")), output  # no grader's command line seen
+    if isolation["private_proc"]:  # its own PID namespace and /proc: no process but its own to see
+        assert "SEEN" not in output, output
+
+
+@requires_landlock
+def test_the_worker_names_no_test_runner_nor_the_suite_where_a_program_looks(tmp_path):
+    """Looked at from inside a call: the frames above it, the modules loaded before the implementation, the
+    arguments, environment, working folder, process title and command line name neither the suite nor pytest;
+    and the suite's own modules (the worker's, the checks, the oracle) cannot be imported under grade."""
+    path = tmp_path / "looks_around.py"
+    path.write_text(LOOKS_AROUND)
+    limits = Limits(hide_suite_code=True, own_folder=str(tmp_path))
+    candidate = load_isolated(str(path), timeout_s=30, limits=limits)
+    try:
+        seen = candidate.adapter.learning_rate(1, 512, 4000)
+    finally:
+        candidate.adapter.close()
+    startup = _startup_modules()  # an editable install's finder among them: any program here has it
+    runners = [name for name in seen["modules"] if name not in startup
+               and name.split(".")[0] in ("conformance", "pytest", "_pytest", "xdist", "hypothesis", "pluggy")]
+    texts = [*seen["frames"], *seen["argv"], *seen["environ"], seen["cwd"], seen["comm"], *seen["cmdline"][1:]]
+    named = [text for text in texts if "conformance" in text.lower() or "pytest" in text.lower()]
+    assert not named and not runners, (named, runners)
+    assert seen["imports"] == {"conformance.isolation.worker": "refused", "conformance.checks": "refused",
+                               "conformance.oracle": "refused", "conformance.adapter": "ok"}
+
+
+def _startup_modules() -> set[str]:
+    """The modules the interpreter itself loads at start (an editable install's finder among them)."""
+    done = subprocess.run([sys.executable, "-I", "-c", "import sys; print(' '.join(sys.modules))"],
+                          capture_output=True, text=True, check=True)
+    return set(done.stdout.split())
+
+
+LOOKS_AROUND = '''
+import sys
+
+BEFORE = sorted(sys.modules)
+
+import importlib
+import inspect
+import os
+
+from conformance import Conventions
+
+
+def try_import(name):
+    try:
+        importlib.import_module(name)
+        return "ok"
+    except (ImportError, OSError):
+        return "refused"
+
+
+def proc(name):
+    try:
+        with open(f"/proc/self/{name}", "rb") as file:
+            return file.read().decode(errors="replace")
+    except OSError as exc:
+        return f"unreadable: {exc}"
+
+
+class Adapter:
+    conventions = Conventions(dtype="float64", framework="numpy")
+
+    def learning_rate(self, step, d_model, warmup):
+        frames = []
+        for info in inspect.stack()[1:]:
+            g = info.frame.f_globals
+            frames += [info.filename, info.function, str(g.get("__name__")), str(g.get("__file__")),
+                       str(g.get("__doc__"))]
+        names = ("conformance.isolation.worker", "conformance.checks", "conformance.oracle", "conformance.adapter")
+        return {"frames": frames, "modules": BEFORE, "argv": sys.argv,
+                "environ": [f"{k}={v}" for k, v in os.environ.items()] + proc("environ").split("\\\\0"),
+                "cwd": os.getcwd(), "comm": proc("comm"), "cmdline": proc("cmdline").split("\\\\0"),
+                "imports": {name: try_import(name) for name in names}}
+
+
+adapter = Adapter()
+'''

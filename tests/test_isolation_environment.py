@@ -59,7 +59,7 @@ def test_a_name_not_set_here_is_a_usage_error_naming_it(command, capsys, monkeyp
 
 def test_the_worker_gets_its_own_variables_and_the_passed_ones_only(some_root, tmp_path):
     env = environment.worker_environment(tmp_path, tmp_path, 1, ("SOME_ROOT",))
-    assert set(env) == {*environment.BASE, environment.SYS_PATH, "SOME_ROOT"} and env["SOME_ROOT"] == VALUE
+    assert set(env) == {*environment.BASE, "SOME_ROOT"} and env["SOME_ROOT"] == VALUE
     assert "OTHER_SECRET" not in environment.worker_environment(tmp_path, tmp_path, 1)
     assert "OTHER_SECRET" in environment.removed(("SOME_ROOT",)) and "SOME_ROOT" not in environment.removed(
         ("SOME_ROOT",))

@@ -205,11 +205,15 @@ def test_the_worker_pid_is_believed_only_for_a_child_of_its_supervisor(tmp_path)
     try:
         if peer.direct_copies_possible():
             assert worker.channel.peer is not None and worker.checked_pid() == worker.pid
+        truth, namespace = worker.pid, candidate.adapter.namespace
         worker.pid, worker.channel.peer, worker.shared_cpu = None, None, None
-        # the grader, its parent, init, the supervisor, not a number
-        for lie in (os.getpid(), os.getppid(), 1, worker.process.pid, "7", -1):
+        # the grader, its parent, the supervisor, not a number; and init, where the worker is not process 1
+        for lie in (os.getpid(), os.getppid(), worker.process.pid, "7", -1, *([] if namespace else [1])):
             worker.said_hello({"pid": lie})
             assert worker.pid is None and worker.channel.peer is None and worker.shared_cpu is None
+        if namespace and peer.direct_copies_possible():  # process 1 of its own PID namespace: found as the child
+            worker.said_hello({"pid": 1})
+            assert worker.pid == truth and peer.parent_of(truth) == worker.process.pid
     finally:
         candidate.adapter.close()
 

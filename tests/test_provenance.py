@@ -174,3 +174,35 @@ def test_a_function_part_runs_the_modules_it_calls_in_evaluation_mode():
     models = DroppedOutPositions(8, 0.5)
     on_tensors(lambda n, d: models(torch.zeros(1, n, d))[0])(6, 8)
     assert models.training and models.dropout.training
+
+
+def test_a_check_that_reads_another_checks_run_is_judged_on_the_parts_that_run_used():
+    """The toy is trained once and its learned behaviour read by several checks: a check that judges the loss the
+    training reported is looked up in the run's calls (and the adapter's declaration), not only its own."""
+    from conformance.candidate import Ledger
+    from conformance.plugin import judged_ledger
+
+    class Trained:
+        ledger, history = Ledger(), Ledger()
+
+        def supplied_parts(self):
+            return {}
+
+    candidate = Trained()
+    recipe = provenance.record("PaperRecipe", "the paper's recipe", supplies=["optimizer", "loss", "reported_loss"])
+
+    class Model:
+        __conformance_supplied__ = {"model.train_step": recipe}
+
+        def train_step(self):
+            provenance.note_conversion("mean_from_sum", "reported_loss", "a sum", deviation="summed")
+
+    model = Model()
+    with provenance.conversions() as converted:
+        model.train_step()
+    candidate.history.note("model.train_step", model.train_step, model, converted)
+    ledger = judged_ledger(candidate, ["model.train_step:reported_loss"])
+    assert provenance.rests_on_supplied(["model.train_step:reported_loss"], ledger["supplied"])
+    assert [e["deviation"] for e in provenance.judged_conversions(["model.train_step:reported_loss"],
+                                                                   ledger["converted"])] == ["summed"]
+    assert judged_ledger(candidate, ["model.forward"]) is None

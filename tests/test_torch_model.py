@@ -21,7 +21,7 @@ from conformance.weights import attention_shapes, model_shapes, random_weights
 torch = pytest.importorskip("torch")
 from torch import nn  # noqa: E402
 
-from conformance.adapters.torch import TorchModel, load_component  # noqa: E402
+from conformance.adapters.torch import TorchModel, UnmappedMatrixError, load_component  # noqa: E402
 from conformance.implementations.torch_nn import adapter as torch_nn  # noqa: E402
 from conformance.implementations.torch_nn import model as torch_nn_model  # noqa: E402
 from conformance.implementations.variants import fused_qkv  # noqa: E402
@@ -80,10 +80,45 @@ def test_parameters_without_a_canonical_name_get_identity_values_and_are_listed(
     module = nn.Module()
     module.lin, module.norm = nn.Linear(3, 3), nn.LayerNorm(3)
     module.extra_bias, module.positions = nn.Parameter(torch.ones(4)), nn.Parameter(torch.ones(6, 3))
+    module.final_logits_bias = nn.Parameter(torch.ones(1, 7))  # a bias, though 2-D (Hugging Face's)
     A, = arrays((3, 3))
     load_component(module, {"W_O": A}, {"W_O": "lin.weight"})
     assert (module.norm.weight == 1).all() and (module.norm.bias == 0).all()
     assert (module.lin.bias == 0).all() and (module.extra_bias == 0).all() and (module.positions == 0).all()
+    assert (module.final_logits_bias == 0).all()
+
+
+def test_a_weight_matrix_without_a_canonical_name_is_refused_with_the_names_that_fit_it():
+    """An output matrix of its own that the map leaves out (a draft that took it for tied) is never set to 0, which
+    would make every logit equal: load_weights writes nothing and names it, its shape and the names that fit."""
+    module = nn.Module()
+    module.emb, module.out = nn.Embedding(29, 16), nn.Linear(16, 29, bias=False)
+    tied = ModelConfig(src_vocab=29, tgt_vocab=29, d_model=16, h=2, d_ff=40, N=0)
+    before = module.emb.weight.detach().clone()
+    with pytest.raises(UnmappedMatrixError) as raised:
+        TorchModel(module, tied, names={"E": "emb.weight"}).load_weights(
+            random_weights(model_shapes(tied), np.random.default_rng(0)))
+    assert raised.value.problems == [
+        'out.weight (29, 16) is a weight matrix no entry of the name map reaches, and a matrix has no identity value (0'
+        ' would silence it). W_out (16, 29) fits it: add "W_out": "out" to the name map (the module keeps an output'
+        ' matrix of its own: do not declare supports tie_output=(True,)); or, if it holds a copy of E (29, 16), list'
+        ' it beside the map\'s: "E": ["emb.weight", "out"] with Conventions(ties_embeddings=False)']
+    assert torch.equal(module.emb.weight, before)  # nothing written
+    untied = tied.replace(tie_output=False)
+    weights = random_weights(model_shapes(untied), np.random.default_rng(1))
+    model = TorchModel(module, untied, names={"E": "emb.weight", "W_out": "out"})  # as the message says
+    model.load_weights(weights)
+    np.testing.assert_array_equal(model.dump_weights()["W_out"], weights["W_out"])
+
+    layer = nn.Module()  # a component: the names it was given that fit
+    layer.encoder = nn.ModuleList([nn.ModuleDict({"attn": nn.ModuleDict({"q": nn.Linear(4, 4), "k": nn.Linear(4, 4),
+                                                                         "v": nn.Linear(4, 4), "o": nn.Linear(4, 4)}),
+                                                  "gate": nn.Linear(4, 4)})])
+    with pytest.raises(UnmappedMatrixError, match=r'encoder.0.gate.weight \(4, 4\) is a weight matrix .*\. If it holds'
+                                                  r' a copy of W_[QKVO] \(4, 4\), list it beside the map\'s:'
+                                                  r' "W_[QKVO]": \["encoder.0.attn.[qkvo]", "encoder.0.gate"\]'):
+        load_component(layer, random_weights(attention_shapes(4), np.random.default_rng(2)),
+                       {f"W_{r}": f"encoder.0.attn.{r.lower()}" for r in "QKVO"})
 
 
 def test_a_shared_table_is_copied_into_separate_tables_and_read_back_from_the_first():
@@ -387,6 +422,30 @@ def test_nested_embedding_tables_and_the_annotated_transformers_norms_are_found(
     proposal = propose_mapping(opennmt, PROBE, echo=False)
     assert proposal.names["E"] == "encoder.embeddings.emb_luts.0.weight"
     assert "encoder.{l}.self_attn.W_Q" in proposal.names
+
+
+def test_tables_are_placed_by_what_they_are_a_tied_output_is_the_table_and_an_untied_one_w_out():
+    """An nn.Embedding is a table, an nn.Linear from d_model to the target vocabulary (or a raw (d, V) matrix) an
+    output; a weight tied by assignment is one tensor, the table's; E_src and E_tgt by their number of rows."""
+    config = PROBE.replace(tgt_vocab=29, share_embeddings=False, tie_output=False)
+
+    def net(tied: bool, raw: bool):
+        module = nn.Module()
+        module.source, module.target = nn.Embedding(23, 16), nn.Embedding(29, 16)  # no name says which side
+        if raw:
+            module.W = nn.Parameter(torch.zeros(16, 29))  # x @ W, no name saying output
+        else:
+            module.readout = nn.Linear(16, 29, bias=False)
+            if tied:
+                module.readout.weight = module.target.weight
+        return module
+
+    untied = propose_mapping(net(tied=False, raw=False), config, echo=False)
+    assert {k: untied.names.get(k) for k in ("E_src", "E_tgt", "W_out")} == {
+        "E_src": "source.weight", "E_tgt": "target.weight", "W_out": "readout.weight"}
+    assert propose_mapping(net(tied=False, raw=True), config, echo=False).names["W_out"] == "W"
+    tied = propose_mapping(net(tied=True, raw=False), config.replace(tie_output=True), echo=False)
+    assert "W_out" not in tied.names and tied.names["E_tgt"] == "target.weight" and tied.unmapped == []
 
 
 # -- TorchAdapter: an adapter declared ---------------------------------------------------------------

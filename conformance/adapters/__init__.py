@@ -4,6 +4,9 @@
   (``NameMap``, ``sub_names``), with fused projections and copies of a shared table, and what a model's map
   implies (``module_of``, ``layer_names``, ``sublayer_names``, ``attention_modules``);
 * ``conformance.adapters.propose``: ``propose_mapping``, a draft name map from parameter names and shapes;
+* ``conformance.adapters.draft`` and ``construct``: ``template --from``, a whole adapter drafted from any ``nn.Module``
+  class or factory (its construction from the config planned argument by argument, its declarations read off a
+  model it builds);
 * ``conformance.adapters.convert``: a KL or summed loss and a LambdaLR schedule in the protocol's terms;
 * ``conformance.adapters.torch`` (imports torch): ``TorchAdapter``, a whole adapter declared (its parts as
   functions on tensors and ``Component``s), ``TorchModel``, a whole ``Model`` around any ``nn.Module``

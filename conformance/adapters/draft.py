@@ -1,86 +1,40 @@
-"""``transformer-conformance template --from module:Class``: an adapter draft for an ``nn.Module`` encoder-decoder.
+"""``transformer-conformance template --from module:Name``: an adapter draft for any ``nn.Module`` class or factory.
 
-The class is imported (from the current folder, as the adapter will import it), its constructor's parameters
-are matched to the config by name, one small model is built with sizes that tell its parameters apart
-(``PROBE``), and ``propose_mapping`` reads the name map off it. A constructor that takes one config object
-(``Model(config)``, ``Model(cfg: MyConfig)``, ``Model(args)``) gets that object built from the suite's sizes:
-an instance of the annotated class (or the model's ``config_class``, as Hugging Face models name it) with
-its fields matched by name, else a ``SimpleNamespace`` holding the attributes the class read while it was
-built (a TODO line says to check them). The draft is a whole adapter on
-``conformance.adapters.torch.TorchAdapter``; what the class fixes itself (the LayerNorm epsilon, biases, one
-vocabulary) becomes a declaration in ``Conventions.supports``, and what only a person can decide is a
-``TODO`` line with the question. docs/walkthrough.md follows it from draft to report.
+The class (or function) is imported from the current folder, as the adapter will import it; its construction from
+the suite's config is planned parameter by parameter (``conformance.adapters.construct``: config keys by name,
+modules and config objects built first, a TODO for what only a person can give); one small model is built with
+sizes that tell its parameters apart (``PROBE``; with one vocabulary if it refuses two), and ``propose`` reads the
+name map off it. What the built model fixes itself becomes a declaration in ``Conventions.supports``, read off the
+model, never guessed: the LayerNorm epsilon, whether the attention's own projections carry biases, one table or two,
+and whether the output projection *is* the target table (the same tensor) or a matrix of its own. The draft is a
+whole adapter on ``conformance.adapters.torch.TorchAdapter``; a TODO that blocks building (an argument no key names,
+a class that cannot be built) raises ``NotImplementedError`` with its text when the model is built, so that
+``certify`` reports the model's checks as not implemented, with that reason. docs/walkthrough.md follows a draft
+from the command to the report.
 """
 
 from __future__ import annotations
 
 import importlib
 import inspect
+import json
+import re
 import sys
-from dataclasses import dataclass, field
+import textwrap
 from pathlib import Path
 from types import SimpleNamespace
 
+from conformance.adapters.construct import PROBE, Plan, is_module_class, plan
 from conformance.adapters.names import NameMap, attention_modules, substitute
-from conformance.adapters.propose import Proposal, literal, parameters_of, propose
+from conformance.adapters.propose import Proposal, literal, parameters_of, propose, split_tables, tables_of
 from conformance.config import ModelConfig
 
-# Sizes that differ from each other (d_ff is none of 2, 3, 4 x d_model), so shapes say which parameter is which.
-PROBE = ModelConfig(src_vocab=23, tgt_vocab=29, d_model=16, h=2, d_ff=40, N=2, dropout=0.0, share_embeddings=False,
-                    tie_output=False)
-SYNONYMS = {
-    "src_vocab": ("src_vocab", "src_vocab_size", "vocab_size", "vocab", "n_vocab", "ntoken", "num_tokens",
-                  "input_vocab_size", "n_src_vocab"),
-    "tgt_vocab": ("tgt_vocab", "tgt_vocab_size", "trg_vocab", "trg_vocab_size", "output_vocab_size", "n_tgt_vocab"),
-    "d_model": ("d_model", "dim", "hidden_size", "hidden_dim", "emb_size", "embed_dim", "model_dim", "d_hidden"),
-    "h": ("h", "n_heads", "nhead", "num_heads", "heads", "n_head", "num_attention_heads"),
-    "d_ff": ("d_ff", "dim_feedforward", "d_inner", "ff_dim", "ffn_dim", "d_hid", "ffn_hidden", "intermediate_size"),
-    "N": ("N", "n_layers", "num_layers", "layers", "n_layer", "depth", "num_encoder_layers", "num_decoder_layers"),
-    "dropout": ("dropout", "p_drop", "dropout_rate", "drop_prob", "p_dropout"),
-    "eps": ("eps", "layer_norm_eps", "norm_eps", "ln_eps"),
-    "pad_id": ("pad_id", "pad_idx", "padding_idx", "pad_token_id", "pad_index", "src_pad_idx"),
-    "attention_bias": ("attention_bias", "qkv_bias", "bias", "use_bias"),
-}
-# Hugging Face's and fairseq's spellings, read from a config object only (never a constructor's own argument).
-CONFIG_SYNONYMS = {
-    "N": ("num_hidden_layers", "encoder_layers", "decoder_layers", "num_encoder_layers", "num_decoder_layers"),
-    "d_ff": ("encoder_ffn_dim", "decoder_ffn_dim", "ffn_embed_dim", "encoder_ffn_embed_dim", "decoder_ffn_embed_dim"),
-    "d_model": ("encoder_embed_dim", "decoder_embed_dim", "n_embd"),
-    "h": ("encoder_attention_heads", "decoder_attention_heads", "attention_heads"),
-    "dropout": ("attention_dropout", "hidden_dropout_prob", "attention_probs_dropout_prob", "resid_pdrop",
-                "activation_dropout"),
-    "eps": ("layer_norm_epsilon",),
-    "src_vocab": ("V",),
-}
-# The names a constructor's one config object goes by.
-CONFIG_WORDS = ("config", "cfg", "args", "opt", "opts", "conf", "hparams", "params", "options", "model_config")
-
-
-@dataclass
-class Construction:
-    """How the draft builds the class: keyword arguments ``{parameter: config key}``, or one config object
-    passed as ``holder``, of class ``holder_class`` (None: a SimpleNamespace), with ``fields``
-    ``{attribute: config key}``."""
-
-    arguments: dict[str, str] = field(default_factory=dict)
-    holder: str | None = None
-    holder_class: type | None = None
-    fields: dict[str, str] = field(default_factory=dict)
-
-    @property
-    def keys(self) -> set[str]:
-        """The config keys the class receives."""
-        return set((self.fields if self.holder else self.arguments).values())
-
-
-def config_key(name: str, *, in_object: bool = False) -> str | None:
-    """The config key a parameter or attribute name stands for, if any."""
-    tables = [SYNONYMS, CONFIG_SYNONYMS] if in_object else [SYNONYMS]
-    return next((k for table in tables for k, names in table.items() if name in names), None)
+WIDTH = 116
 
 
 def import_class(spec: str):
-    """``module:Class`` or ``path/to/file.py:Class``, imported with the current folder on the path."""
+    """``module:Name`` or ``path/to/file.py:Name`` (a class or a function), imported with the current folder on the
+    path."""
     location, _, name = spec.partition(":")
     if not name:
         raise ValueError(f"--from {spec!r}: name the class, e.g. my_transformer:Transformer")
@@ -95,166 +49,188 @@ def import_class(spec: str):
         sys.path[:] = saved
     if not hasattr(module, name):
         raise ValueError(f"--from {spec!r}: {location} has no {name!r}")
-    return location, getattr(module, name)
+    target = getattr(module, name)
+    if not callable(target):
+        raise ValueError(f"--from {spec!r}: {location}.{name} is a {type(target).__name__}, not a class or function")
+    return location, target
 
 
-def constructor_arguments(cls, *, in_object: bool = False) -> tuple[dict[str, str], list[str]]:
-    """{parameter: config key} for the parameters recognised by name, and the required ones that are not
-    (``in_object``: the parameters of a config object's class, which may spell them as Hugging Face does)."""
-    matched, unknown = {}, []
-    for parameter in list(inspect.signature(cls.__init__).parameters.values())[1:]:
-        if parameter.kind in (parameter.VAR_POSITIONAL, parameter.VAR_KEYWORD):
-            continue
-        key = config_key(parameter.name, in_object=in_object)
-        if key and (in_object or key not in matched.values()):  # a config object holds every spelling
-            matched[parameter.name] = key
-        elif parameter.default is parameter.empty:
-            unknown.append(parameter.name)
-    return matched, unknown
+# --------------------------------------------------------------------------------------------------
+# The probe: one small model, built as the draft builds it
+# --------------------------------------------------------------------------------------------------
 
 
-def config_parameter(cls) -> tuple[str, type | None] | None:
-    """(name, class or None) of the one config object the constructor takes, if it takes one: its only
-    required parameter, named like a config (``CONFIG_WORDS``) or annotated with a class; the class is the
-    annotation, else the model's ``config_class`` (Hugging Face), else None (a SimpleNamespace will do)."""
-    try:
-        signature = inspect.signature(cls.__init__, eval_str=True)
-    except (NameError, TypeError, SyntaxError):  # an annotation that does not evaluate here
-        signature = inspect.signature(cls.__init__)
-    parameters = [p for p in list(signature.parameters.values())[1:]
-                  if p.kind not in (p.VAR_POSITIONAL, p.VAR_KEYWORD)]
-    required = [p for p in parameters if p.default is p.empty]
-    if len(required) != 1 or config_key(required[0].name):
-        return None
-    parameter = required[0]
-    annotation = parameter.annotation if isinstance(parameter.annotation, type) \
-        and parameter.annotation is not parameter.empty else None
-    if annotation in (int, float, str, bool, dict, list, tuple) or (
-            annotation is None and parameter.name.lower() not in CONFIG_WORDS):
-        return None
-    holder_class = annotation or getattr(cls, "config_class", None)
-    return parameter.name, holder_class if isinstance(holder_class, type) else None
-
-
-def construction(cls) -> Construction:
-    """How to build ``cls`` from the suite's config; ValueError naming what matches nothing."""
-    holder = config_parameter(cls)
-    if holder is None:
-        matched, unknown = constructor_arguments(cls)
-        if unknown:
-            raise ValueError(f"{cls.__name__}() needs {', '.join(unknown)}, which match no config key by name: build"
-                             " one by hand or add defaults; docs/walkthrough.md shows the adapter to write")
-        return Construction(arguments=matched)
-    name, holder_class = holder
-    if holder_class is None:
-        return Construction(holder=name, fields=read_attributes(cls))
-    fields, unknown = constructor_arguments(holder_class, in_object=True)
-    if unknown:
-        raise ValueError(f"{cls.__name__}({name}: {holder_class.__name__}): {holder_class.__name__}() needs"
-                         f" {', '.join(unknown)}, which match no config key by name: build it by hand or add defaults")
-    return Construction(holder=name, holder_class=holder_class, fields=fields)
-
-
-class _Recording(SimpleNamespace):
-    """Every spelling of every config key, with the probe's value; remembers which ones were read."""
-
-    def __init__(self):
-        values = {name: getattr(PROBE, key) for table in (CONFIG_SYNONYMS, SYNONYMS) for key, names in table.items()
-                  for name in names}
-        super().__init__(**values)
-        object.__setattr__(self, "_read", [])
-
-    def __getattribute__(self, name):
-        if not name.startswith("_") and name in object.__getattribute__(self, "__dict__"):
-            object.__getattribute__(self, "_read").append(name)
-        return object.__getattribute__(self, name)
-
-
-def read_attributes(cls) -> dict[str, str]:
-    """{attribute: config key} of the attributes ``cls`` reads from its config object while it is built."""
+def probe(built: Plan) -> tuple[object | None, ModelConfig, str]:
+    """(the model, the config it was built with, why it could not be built). Built with two vocabularies, or with
+    one where it refuses two (an assertion that they are equal, a table shared by both)."""
     import torch
 
-    recording = _Recording()
-    with torch.random.fork_rng(devices=[]):
-        torch.manual_seed(0)
-        try:
-            cls(recording)
-        except AttributeError as exc:
-            raise ValueError(f"{cls.__name__}() reads {exc.name or exc} from its config object, which matches no"
-                             " config key by name: build the model by hand or annotate the parameter with the"
-                             " config class") from exc
-    read = dict.fromkeys(recording._read)
-    return {name: config_key(name, in_object=True) for name in read}
+    failure = ""
+    for config in (PROBE, PROBE.replace(tgt_vocab=PROBE.src_vocab)):
+        with torch.random.fork_rng(devices=[]):
+            torch.manual_seed(0)
+            try:
+                net = built.build(config)
+            except Exception as exc:  # noqa: BLE001 - any error of the user's code: the draft says it and goes on
+                failure = failure or f"{type(exc).__name__}: {exc}"
+                continue
+        if not isinstance(net, torch.nn.Module):
+            return None, config, f"it returned a {type(net).__name__}, not an nn.Module"
+        return net, config, ""
+    return None, PROBE, failure
 
 
-def probe_model(cls, built: Construction):
-    import torch
-
-    with torch.random.fork_rng(devices=[]):
-        torch.manual_seed(0)
-        if built.holder is None:
-            return cls(**{name: getattr(PROBE, key) for name, key in built.arguments.items()})
-        values = {name: getattr(PROBE, key) for name, key in built.fields.items()}
-        return cls(built.holder_class(**values) if built.holder_class else SimpleNamespace(**values))
-
-
-def draft(spec: str) -> str:
-    """The adapter source for ``spec`` (``module:Class``)."""
-    module_name, cls = import_class(spec)
-    built = construction(cls)
-    net = probe_model(cls, built)
-    matched = {name: key for name, key in (built.fields if built.holder else built.arguments).items()}
-    one_vocabulary = "tgt_vocab" not in matched.values()
-    config = PROBE.replace(tgt_vocab=PROBE.src_vocab, share_embeddings=True, tie_output=True) if one_vocabulary \
-        else PROBE
-    proposal = propose(parameters_of(net), config)
-    supports, reasons = limits(net, matched, proposal)
-    return render(module_name, cls, built, proposal, supports, reasons, model_calls(cls))
+def tying(net, built: Plan, config: ModelConfig) -> ModelConfig:
+    """The probe's config with what the model really does with its tables: one table for source and target (one
+    vocabulary, or one embedding tensor), and the output tied to the target table (no output matrix apart from the
+    embeddings: ``out.weight = emb.weight``, or logits computed from the table itself)."""
+    parameters = parameters_of(net)
+    one_vocabulary = "tgt_vocab" not in built.keys or config.src_vocab == config.tgt_vocab
+    embeddings, outputs = split_tables(tables_of(parameters, config), config)
+    share = one_vocabulary or len(embeddings) == 1
+    vocab = config.src_vocab if one_vocabulary or not embeddings else embeddings[0].shape[0]
+    if share:
+        return config.replace(src_vocab=vocab, tgt_vocab=vocab, share_embeddings=True, tie_output=not outputs)
+    return config.replace(share_embeddings=False, tie_output=not outputs)
 
 
-def limits(net, matched: dict[str, str], proposal: Proposal) -> tuple[dict, dict]:
-    """What the class fixes itself, as declarations: eps, biases, one vocabulary."""
-    supports, reasons = {}, {}
+def attention_biases(net, proposal: Proposal) -> list[bool]:
+    """Whether each of the attention's own projections (the W_Q, W_K, W_V, W_O the proposal mapped in the first
+    layers, fused or not) carries a bias: read off the module, never off the FFN."""
+    from conformance.adapters.names import NameMapError
+
+    names, paths = NameMap(proposal.names), [path for path, _ in net.named_parameters(remove_duplicate=False)]
+    found = []
+    for sublayer in ("encoder.0.self_attn", "decoder.0.self_attn", "decoder.0.cross_attn"):
+        for role in (role for role in "QKVO" if names.entry(f"{sublayer}.W_{role}") is not None):
+            try:
+                names.resolve([f"{sublayer}.b_{role}"], paths)
+                found.append(True)
+            except NameMapError:
+                found.append(False)
+    return found
+
+
+def limits(net, built: Plan, proposal: Proposal, config: ModelConfig) -> tuple[dict, dict]:
+    """What the built model fixes itself, as declarations: eps, attention biases, tables."""
+    supports, reasons, keys = {}, {}, built.keys
     eps = {float(m.eps) for m in net.modules() if type(m).__name__ == "LayerNorm"}
-    if len(eps) == 1 and ("eps" not in matched.values() or eps != {PROBE.eps}):  # not given, or given and ignored
+    if len(eps) == 1 and ("eps" not in keys or eps != {PROBE.eps}):  # not given, or given and ignored
         supports["eps"], reasons["eps"] = (eps.pop(),), "the LayerNorms' eps is fixed in the implementation"
-    if "attention_bias" not in matched.values():
-        biased = any(key.endswith(("b_QKV", "b_Q")) for key in proposal.names) or _linear_biases(net)
-        supports["attention_bias"] = (biased,)
-        reasons["attention_bias"] = f"the projections {'always' if biased else 'never'} carry biases"
-    if "tgt_vocab" not in matched.values():
-        supports["share_embeddings"] = supports["tie_output"] = (True,)
-        reasons["share_embeddings"] = reasons["tie_output"] = "one vocabulary and one table"
-    elif "W_out" not in proposal.names:
-        supports["tie_output"], reasons["tie_output"] = (True,), "the output projection is the target table"
+    biases = attention_biases(net, proposal) if "attention_bias" not in keys else []
+    if biases:
+        supports["attention_bias"] = (all(biases),)
+        reasons["attention_bias"] = (f"the attention projections {'always' if all(biases) else 'never'} carry biases"
+                                     if len(set(biases)) == 1 else "some attention projections carry biases, others"
+                                     " not: those are set to 0 (and listed)")
+    if len(set(biases)) > 1:
+        proposal.guesses.append("attention biases on some projections only: declared attention_bias=(False,), the"
+                                " biases there set to 0; check")
+    supports["share_embeddings"], supports["tie_output"] = (config.share_embeddings,), (config.tie_output,)
+    reasons.update(_table_reasons(net, config))
     return supports, reasons
 
 
-def _linear_biases(net) -> bool:
-    return any(type(m).__name__ == "Linear" and m.bias is not None for m in net.modules())
+def _table_reasons(net, config: ModelConfig) -> dict[str, str]:
+    tables = len(split_tables(tables_of(parameters_of(net), config), config)[0])
+    if config.share_embeddings and config.tie_output and tables == 1:
+        return dict.fromkeys(("share_embeddings", "tie_output"), "one vocabulary and one table")
+    share = ("one vocabulary: its tables are copies of one E" if config.share_embeddings and tables > 1
+             else "one table for source and target" if config.share_embeddings
+             else "separate source and target tables")
+    tie = ("the output projection is the target table (the same tensor)" if config.tie_output
+           else "the output projection is a matrix of its own")
+    return {"share_embeddings": share, "tie_output": tie}
 
 
-def model_calls(cls) -> list[str]:
-    """TorchModel's keyword arguments for the class's encode/decode (``model=`` of ``TorchAdapter``), and TODOs
-    where they do not fit."""
-    encode, decode = getattr(cls, "encode", None), getattr(cls, "decode", None)
-    if encode is None or decode is None:
-        return ["# TODO the class has no encode(src) and decode(tgt_in, memory, src): pass model={\"encode\": ...,",
-                "#      \"decode\": ...}, callables (module first, then tensors) that run its encoder and its decoder"]
-    calls = []
-    if len(_required(encode)) != 1:
-        calls.append(f"# TODO encode{inspect.signature(encode)}: pass"
-                     " model={\"encode\": lambda m, src: m.encode(src, ...)}")
-    names = _required(decode)
-    order = [_role(name) for name in names]
+# --------------------------------------------------------------------------------------------------
+# The draft
+# --------------------------------------------------------------------------------------------------
+
+
+def draft(spec: str) -> str:
+    """The adapter source for ``spec`` (``module:Name``, a class or a factory function)."""
+    module_name, target = import_class(spec)
+    if inspect.isclass(target) and not is_module_class(target):
+        raise ValueError(f"{target.__name__} is no nn.Module class; template --from drafts the adapter"
+                         " of a PyTorch model: name its class, or a function that returns one")
+    built = plan(target)
+    net, config, failure = probe(built)
+    if net is None:
+        return render(module_name, target, built, Proposal(), {}, {}, model_calls(target, None), failure=failure)
+    config = tying(net, built, config)
+    proposal = propose(parameters_of(net), config)
+    supports, reasons = limits(net, built, proposal, config)
+    proposal.guesses += position_guesses(net, proposal)
+    return render(module_name, target, built, proposal, supports, reasons, model_calls(type(net), net))
+
+
+def position_guesses(net, proposal: Proposal) -> list[str]:
+    """What load_weights will do to positional tables without a canonical name: set them to 0, which removes a
+    sinusoid table kept as a frozen parameter (make it a buffer), and learned positions (the report lists them)."""
+    from conformance.adapters.torch import has_identity
+
+    guesses = []
+    for path in proposal.unmapped:
+        p = net.get_parameter(path)
+        if p.dim() != 2 or not has_identity(net, path):
+            continue
+        if not p.requires_grad:
+            guesses.append(f"{path} is a frozen table (requires_grad=False), fixed positions kept as a parameter:"
+                           " load_weights sets it to 0, which removes them; make it a buffer in module(c)")
+        else:
+            guesses.append(f"{path}: learned positions; load_weights sets them to 0 (no positional encoding) and the"
+                           " report lists them")
+    return guesses
+
+
+def model_calls(cls, net) -> tuple[list[str], dict[str, str]]:
+    """(functions the draft defines, TorchModel's keyword arguments ``{"encode": source}``) for the class's encode and
+    decode: nothing where they fit TorchModel's defaults, a reordering lambda where decode takes its three in another
+    order, else a function that raises NotImplementedError with a TODO saying what to write (naming the built
+    model's encoder and decoder modules, ``net``, where it has them)."""
+    functions, keywords = [], {}
+    encode, decode = _method(cls, "encode"), _method(cls, "decode")
+    if encode is None or len(_required(encode)) != 1:
+        returns = "the encoder's output (B, S, d_model) for the token ids src (B, S)"
+        functions += _stub(cls, net, "encode", "src", encode, returns)
+        keywords["encode"] = "encode"
+    order = [_role(name) for name in _required(decode)] if decode is not None else []
     if order != ["tgt", "memory", "src"]:
         if sorted(order) == ["memory", "src", "tgt"]:
             args = ", ".join({"tgt": "tgt_in", "memory": "memory", "src": "src"}[role] for role in order)
-            calls.append(f"decode=lambda m, tgt_in, memory, src: m.decode({args}),")
+            keywords["decode"] = f"lambda m, tgt_in, memory, src: m.decode({args})"
         else:
-            calls.append(f"# TODO decode{inspect.signature(decode)}: pass"
-                         " model={\"decode\": lambda m, tgt_in, memory, src: ...}")
-    return calls
+            returns = "the logits (B, T, V) for tgt_in (B, T), memory (B, S, d_model) and src (B, S)"
+            functions += _stub(cls, net, "decode", "tgt_in, memory, src", decode, returns)
+            keywords["decode"] = "decode"
+    return functions, keywords
+
+
+def _method(cls, name: str):
+    method = getattr(cls, name, None) if inspect.isclass(cls) else None
+    return method if callable(method) else None
+
+
+def _stub(cls, net, name: str, arguments: str, method, returns: str) -> list[str]:
+    owner = getattr(cls, "__name__", "the model")
+    has = (f"{owner}.{name}{inspect.signature(method)} needs more than {arguments}" if method is not None
+           else f"{owner} has no {name}({arguments})")
+    modules = _submodules(net)
+    hint = f" (its modules: {modules})" if modules else ""
+    todo = f"TODO {has}: return {returns}, as its forward computes it{hint}"
+    raised = f"TODO {has}: write {name}(m, {arguments}) in the adapter"
+    return [f"def {name}(m, {arguments}):", *_comment(todo, "    "),
+            *_raise(raised, "    "), "", ""]
+
+
+def _submodules(net) -> str:
+    """The built model's encoder and decoder modules (outside the layers), as the stub's hint."""
+    if net is None:
+        return ""
+    found = [path for path, _ in net.named_modules() if path and path.count(".") < 2 and not re.search(r"\d", path)
+             and any(word in path.rpartition(".")[2].lower() for word in ("enc", "dec"))]
+    return ", ".join(f"m.{path}" for path in found[:4])
 
 
 def _required(method) -> list[str]:
@@ -268,32 +244,65 @@ def _role(name: str) -> str:
     return "src" if "src" in name or name in ("x", "source") else "tgt"
 
 
-def construct(cls, built: Construction) -> list[str]:
-    """How the module is built from the suite's config ``c`` (a ``ModelConfig``): a lambda with keyword arguments
-    (the adapter's first line), or a function ``module(c)`` building the config object first (before the adapter)."""
-    if built.holder is None:
-        arguments = [f"{n}=c.{k}" for n, k in built.arguments.items()]
-        return wrapped(f"    lambda c: {cls.__name__}(", arguments, "), names=NAMES,")
-    fields = [f"{n}=c.{k}" for n, k in built.fields.items()]
-    if built.holder_class is None:
-        lines = [f"    # TODO {cls.__name__}({built.holder}) takes a config object: these are the attributes it read"
-                 " while it was", "    #      built, from the suite's sizes; add any it reads later"]
-        opening = "    model_config = SimpleNamespace("
-    else:
-        lines = [f"    # {cls.__name__}({built.holder}) takes a config object: built here from the suite's sizes"]
-        opening = f"    model_config = {built.holder_class.__name__}("
-    return ["def module(c):", *lines, *wrapped(opening, fields, ")"), f"    return {cls.__name__}(model_config)"]
+def _comment(text: str, indent: str) -> list[str]:
+    """A comment, wrapped; continuation lines indented under the text after ``TODO``."""
+    lines = textwrap.wrap(text, WIDTH - len(indent) - 2, break_on_hyphens=False)
+    return [f"{indent}# {lines[0]}"] + [f"{indent}#      {line}" for line in
+                                        textwrap.wrap(" ".join(lines[1:]), WIDTH - len(indent) - 7,
+                                                      break_on_hyphens=False)]
 
 
-def imports(module_name: str, cls, built: Construction) -> list[str]:
-    lines = ["from types import SimpleNamespace", ""] if built.holder and built.holder_class is None else []
+def _raise(text: str, indent: str) -> list[str]:
+    """``raise NotImplementedError("...")``, the message split into string literals that fit."""
+    one = f"{indent}raise NotImplementedError({json.dumps(text)})"
+    if len(one) <= WIDTH:
+        return [one]
+    chunks = textwrap.wrap(text, WIDTH - len(indent) - 12, drop_whitespace=False, break_on_hyphens=False)
+    literals = [json.dumps(chunk) for chunk in chunks]
+    return [f"{indent}raise NotImplementedError(", *[f"{indent}    {s}" for s in literals[:-1]],
+            f"{indent}    {literals[-1]})"]
+
+
+def construct(built: Plan, failure: str = "") -> tuple[list[str], str]:
+    """(lines before the adapter, the adapter's first argument): a lambda with keyword arguments where one call with
+    nothing to say builds the model, else a function ``module(c)`` that builds modules and config objects first, and
+    raises NotImplementedError first while a TODO blocks building."""
+    if built.simple and not failure:
+        target = built.steps[0]
+        return [], "\n".join(wrapped(f"    lambda c: {target.name}(", [a.render() for a in target.arguments],
+                                     "), names=NAMES,"))
+    lines = ["def module(c):"]
+    blocking = built.blocking or [f"{built.steps[-1].name} could not be built from the suite's sizes ({failure}):"
+                                  " make module(c) build it"] * bool(failure)
+    for todo in blocking:
+        lines += _comment(f"TODO {todo}", "    ")
+    if failure:
+        lines += _comment("TODO then print its name map: from conformance.adapters.draft import PROBE;"
+                          " conformance.adapters.propose.propose_mapping(module(PROBE), PROBE)", "    ")
+    if blocking:
+        lines += _raise("TODO " + "; ".join(blocking), "    ")
+    for i, step in enumerate(built.steps):
+        if step.comment:
+            lines += _comment(step.comment, "    ")
+        for argument in (a for a in step.arguments if a.todo and not a.blocking):
+            lines += _comment(f"TODO {argument.todo}", "    ")
+        opening = f"    return {step.name}(" if i == len(built.steps) - 1 else f"    {step.variable} = {step.name}("
+        lines += wrapped(opening, [a.render() for a in step.arguments], ")")
+    return [*lines, "", ""], "    module, names=NAMES,"
+
+
+def imports(module_name: str, built: Plan) -> list[str]:
+    callees = [step.callee for step in built.steps]
+    lines = ["from types import SimpleNamespace", ""] if SimpleNamespace in callees else []
     lines += ["from conformance import Conventions", "from conformance.adapters.torch import TorchAdapter"]
-    names = {module_name: [cls.__name__]}
-    if built.holder_class is not None:
-        home, name = built.holder_class.__module__, built.holder_class.__name__
-        beside = getattr(sys.modules.get(module_name), name, None) is built.holder_class  # importable with the class
-        names.setdefault(module_name if beside else home, []).append(name)
-    return lines + [f"from {home} import {', '.join(dict.fromkeys(found))}" for home, found in names.items()]
+    names: dict[str, list[str]] = {}
+    for callee in callees:
+        if callee is SimpleNamespace:
+            continue
+        name = callee.__name__
+        beside = getattr(sys.modules.get(module_name), name, None) is callee  # importable with the target
+        names.setdefault(module_name if beside else callee.__module__, []).append(name)
+    return lines + [""] + [f"from {home} import {', '.join(dict.fromkeys(found))}" for home, found in names.items()]
 
 
 def attention_derived(proposal: Proposal) -> bool:
@@ -309,7 +318,35 @@ def attention_derived(proposal: Proposal) -> bool:
                                                                "decoder.0.cross_attn"))
 
 
-def render(module_name: str, cls, built: Construction, proposal: Proposal, supports, reasons, calls) -> str:
+def header(module_name: str, target, built: Plan, failure: str) -> list[str]:
+    lines = [f'"""Adapter draft for {module_name}.{target.__name__}.', "",
+             f"Written by `transformer-conformance template --from {module_name}:{target.__name__}` from the"
+             " parameters' names",
+             "and shapes. Resolve each TODO (docs/walkthrough.md says how), then certify it:",
+             "    transformer-conformance certify my_adapter.py --json report.json --html report.html",
+             "Add the parts your code has (positional_encoding=, encoder_layer=Component(...), ...):"
+             " docs/walkthrough.md."]
+    if failure:
+        given = " (with None for the arguments its TODOs name)" if built.blocking else ""
+        lines += ["", *textwrap.wrap(f"{target.__name__} could not be built from the suite's sizes{given} to read its"
+                                     f" parameters: {failure}. This is the skeleton: NAMES is empty, and module(c)"
+                                     " raises NotImplementedError until it builds the model.", WIDTH - 4)]
+    elif built.blocking:
+        lines += ["", *textwrap.wrap("module(c) raises NotImplementedError until the TODOs it names are resolved:"
+                                     " certify reports the model's checks as not implemented, with that TODO. The"
+                                     " name map was read off a model built with None for them.", WIDTH - 4)]
+    return [*lines, '"""']
+
+
+# What a draft cannot know: whether the code has a translator and a trainer of its own (the suite supplies the
+# lesson's loop and the paper's recipe only when asked, and never credits them to the implementation).
+SUPPLIED_HINT = ['# greedy decoding and a training step: your own (model={"greedy_decode": ..., "trainer": ...}), or',
+                 '# the suite\'s, reported as the suite\'s and never credited to your code:',
+                 '# supplied=("greedy_decode", "train_step"),']
+
+
+def render(module_name: str, target, built: Plan, proposal: Proposal, supports, reasons,
+           calls: tuple[list[str], dict[str, str]], failure: str = "") -> str:
     conventions = ['mask="keep", batch_first=True, framework="torch",']
     if isinstance(proposal.names.get("E"), list):  # separate tables serve the shared E
         conventions.append("ties_embeddings=False,")
@@ -319,41 +356,33 @@ def render(module_name: str, cls, built: Construction, proposal: Proposal, suppo
                                                             for k, v in reasons.items()) + "},"]
     conventions[-1] = conventions[-1].removesuffix(",") + "),"
     listed = not attention_derived(proposal)
-    built_by = construct(cls, built)
-    keywords = (["attention=ATTENTION,"] if listed else []) + ["conventions=Conventions("]
-    keywords += [f"    {line}" for line in "\n".join(conventions).splitlines()]
-    model = [call.rstrip(",") for call in calls if not call.startswith("#")]
-    keywords += [f"model={{{', '.join(_keyword(call) for call in model)}}}," for _ in model[:1]]
-    keywords += [call for call in calls if call.startswith("#")]
+    before, first = construct(built, failure)
+    functions, keywords = calls
+    arguments = (["attention=ATTENTION,"] if listed else []) + ["conventions=Conventions("]
+    arguments += [f"    {line}" for line in "\n".join(conventions).splitlines()]
+    if keywords:
+        arguments.append("model={" + ", ".join(f"{literal(k)}: {v}" for k, v in keywords.items()) + "},")
+    arguments += SUPPLIED_HINT
+    names = proposal.render(attention=listed) if not failure else "\n".join([
+        "NAMES = {}  # TODO map the paper's weights to the module's parameters once it builds (see the top)"])
     return "\n".join([
-        f'"""Adapter draft for {module_name}.{cls.__name__}.',
+        *header(module_name, target, built, failure),
         "",
-        f"Written by `transformer-conformance template --from {module_name}:{cls.__name__}` from the parameters' names",
-        "and shapes. Resolve each TODO (docs/walkthrough.md says how), then certify it:",
-        "    transformer-conformance certify my_adapter.py --json report.json --html report.html",
-        "Add the parts your code has (positional_encoding=, encoder_layer=Component(...), ...): docs/walkthrough.md.",
-        '"""',
+        *imports(module_name, built),
         "",
-        *imports(module_name, cls, built),
+        names,
         "",
-        proposal.render(attention=listed),
-        "",
-        *([] if built.holder is None else ["", *built_by, "", ""]),
+        *(["", *before] if before else []),
+        *functions,
         "adapter = TorchAdapter(",
-        *(built_by if built.holder is None else ["    module, names=NAMES,"]),
-        *[f"    {line}" for line in keywords],
+        first,
+        *[f"    {line}" for line in arguments],
         ")",
         "",
     ])
 
 
-def _keyword(call: str) -> str:
-    """``decode=lambda ...`` -> ``"decode": lambda ...``."""
-    name, _, value = call.partition("=")
-    return f"{literal(name)}: {value}"
-
-
-def wrapped(opening: str, arguments: list[str], closing: str, width: int = 116) -> list[str]:
+def wrapped(opening: str, arguments: list[str], closing: str, width: int = WIDTH) -> list[str]:
     """A call's source lines, arguments aligned after the opening parenthesis, none longer than ``width``."""
     lines, line = [], opening
     for i, argument in enumerate(arguments):
@@ -362,4 +391,4 @@ def wrapped(opening: str, arguments: list[str], closing: str, width: int = 116) 
             lines.append(line.rstrip())
             line = " " * len(opening)
         line += piece
-    return lines + [line]
+    return lines + [line] if arguments else [opening + closing]

@@ -17,8 +17,10 @@ from each other (d_model, d_ff, the vocabularies), the fewer guesses. The rules,
 * the LayerNorm vectors are gamma (weight, gamma, scale, g, a_2) and beta (bias, beta, b, b_2);
 * (vocab, d) tables outside the layers, or anywhere under a name that says embedding (emb, embed, lut, tok,
   word: ``src_embed.0.lut.weight``, ``encoder.embeddings.emb_luts.0.weight``), are E (copies when there are
-  several and the config shares them), or E_src/E_tgt/W_out by their names; everything else has no canonical
-  name.
+  several and the config shares them), or E_src/E_tgt by their number of rows (else their names); an output
+  projection (an ``nn.Linear`` from d to the target vocabulary, or a table named like one: out, generator,
+  lm_head, logits, proj) that is not also an embedding (a tensor shared by assignment is one tensor) is W_out,
+  or a copy of the table the config ties it to; everything else has no canonical name.
 
 Pure Python on anything with ``named_parameters()`` and ``named_modules()`` (no torch import).
 """
@@ -27,6 +29,7 @@ from __future__ import annotations
 
 import json
 import re
+import textwrap
 from dataclasses import dataclass, field
 
 from conformance.config import ModelConfig
@@ -39,17 +42,27 @@ CROSS_WORDS = ("cross", "src", "enc", "context", "multihead", "mem", "inter")
 ROLE_HINTS = {"Q": ("q", "query", "queries", "wq", "qs"), "K": ("k", "key", "keys", "wk", "ks"),
               "V": ("v", "value", "values", "wv", "vs"),
               "O": ("o", "out", "output", "wo", "final", "proj", "fc", "dense", "concat")}
-TABLE_HINTS = ("emb", "lut", "tok", "word")
+TABLE_HINTS = ("emb", "lut", "tok", "word", "shared")
+# The words (split at _ and .) that name an output projection: generator.proj, lm_head, fc_out, to_logits, ...
+OUTPUT_WORDS = ("out", "output", "generator", "head", "logits", "logit", "proj", "projection", "classifier", "pred")
+TARGET_WORDS = ("tgt", "trg", "target", "dec", "decoder")
 GAMMA_LEAVES = ("weight", "gamma", "scale", "g", "a_2", "a2", "alpha")
 
 
 @dataclass(frozen=True)
 class Parameter:
-    """One parameter: its path, its shape as stored, and the class name of the module that owns it."""
+    """One parameter: its path, its shape as stored, the class name of the module that owns it, and the (path,
+    owner) of each other name of the same tensor (a weight tied by assignment: ``out.weight = emb.weight``)."""
 
     path: str
     shape: tuple[int, ...]
     owner: str = ""
+    aliases: tuple[tuple[str, str], ...] = ()
+
+    @property
+    def names(self) -> list[tuple[str, str]]:
+        """(path, owner) of every name of the tensor, its own first."""
+        return [(self.path, self.owner), *self.aliases]
 
     @property
     def leaf(self) -> str:
@@ -92,15 +105,29 @@ class Proposal:
             lines += [f"#   {path}" for path in self.unmapped]
         if self.guesses:
             lines.append("# Check these guesses:")
-            lines += [f"#   TODO {guess}" for guess in self.guesses]
+            lines += [line for guess in self.guesses for line in _wrapped_comment(f"TODO {guess}")]
         return "\n".join(lines)
 
 
+def _wrapped_comment(text: str, width: int = 116) -> list[str]:
+    lines = textwrap.wrap(text, width - 4, break_on_hyphens=False)
+    return [f"#   {lines[0]}", *(f"#        {line}" for line in textwrap.wrap(" ".join(lines[1:]), width - 9,
+                                                                         break_on_hyphens=False))]
+
+
 def parameters_of(module) -> list[Parameter]:
-    """(path, shape, owner class) of every parameter of a torch-like module, each once."""
-    owners = {path: type(sub).__name__ for path, sub in module.named_modules()}
-    return [Parameter(path, tuple(p.shape), owners.get(path.rpartition(".")[0], ""))
-            for path, p in module.named_parameters()]
+    """(path, shape, owner class, other names) of every parameter of a torch-like module, each tensor once, under
+    the name ``named_parameters()`` gives it."""
+    owners = {path: type(sub).__name__ for path, sub in module.named_modules(remove_duplicate=False)}
+    tensors: dict[int, tuple[object, list[str]]] = {}
+    for path, p in module.named_parameters(remove_duplicate=False):
+        tensors.setdefault(id(p), (p, []))[1].append(path)
+
+    def owner(path: str) -> str:
+        return owners.get(path.rpartition(".")[0], "")
+
+    return [Parameter(paths[0], tuple(p.shape), owner(paths[0]), tuple((other, owner(other)) for other in paths[1:]))
+            for p, paths in tensors.values()]
 
 
 def propose_mapping(module, config, *, echo: bool = True) -> Proposal:
@@ -131,7 +158,8 @@ def propose(parameters: list[Parameter], config: ModelConfig) -> Proposal:
             found[f"{stack}.{index}.{name}"] = path
     found.update(match_tables(outside, config, proposal))
     generalise(found, proposal)
-    mapped = {path for value in found.values() for path in ([value] if isinstance(value, str) else value)}
+    mapped = {path.removesuffix(".T") for value in found.values()
+              for path in ([value] if isinstance(value, str) else value)}
     proposal.unmapped = [p.path for p in parameters if p.path not in mapped]
     proposal.guesses = list(dict.fromkeys(proposal.guesses))
     return proposal
@@ -296,26 +324,82 @@ def is_table(p: Parameter, config: ModelConfig) -> bool:
             or p.shape in ((config.src_vocab, d), (config.tgt_vocab, d)))
 
 
+def words_of(path: str) -> set[str]:
+    return set(re.split(r"[._\d]+", path.lower())) - {""}
+
+
+def is_output(p: Parameter, config: ModelConfig) -> bool:
+    """An output projection: an nn.Linear from d_model to the target vocabulary, a raw (d_model, tgt_vocab) matrix
+    (x @ W: its columns are the vocabulary), or a table named like one."""
+    d, vocab = config.d_model, config.tgt_vocab
+    return (p.oriented == (d, vocab) and p.oriented != (vocab, d)) or any(
+        ("Linear" in owner and path.endswith(".weight") and p.shape == (vocab, d)) or words_of(path) & set(OUTPUT_WORDS)
+        for path, owner in p.names)
+
+
+def is_embedding(p: Parameter) -> bool:
+    """A table tokens are looked up in: an nn.Embedding's, or one whose name says so, under any of its names."""
+    return any("Embedding" in owner or any(w in path.lower() for w in TABLE_HINTS) for path, owner in p.names)
+
+
+def split_tables(tables: list[Parameter], config: ModelConfig) -> tuple[list[Parameter], list[Parameter]]:
+    """(embeddings, outputs): the output projections that are no embedding table (a tied output is the table
+    itself, under a second name), and the rest."""
+    outputs = [p for p in tables if is_output(p, config) and not is_embedding(p)]
+    return [p for p in tables if p not in outputs], outputs
+
+
+def tables_of(params: list[Parameter], config: ModelConfig) -> list[Parameter]:
+    """The vocabulary tables outside the layers (or named like tables inside them), those that say embedding first."""
+    tables = [p for p in params if is_table(p, config) and (not layer_of(p.path) or is_embedding(p))]
+    return sorted(tables, key=lambda p: not any(w in p.path.lower() for w in TABLE_HINTS))
+
+
 def match_tables(params: list[Parameter], config: ModelConfig, proposal: Proposal) -> dict[str, object]:
-    # the tables whose names say embedding first: they win a side (E_src, E_tgt) that two tables claim
-    tables = sorted((p for p in params if is_table(p, config)),
-                    key=lambda p: not any(w in p.path.lower() for w in TABLE_HINTS))
+    tables = tables_of(params, config)
     if not tables:
         proposal.guesses.append("no embedding table found: map E by hand")
         return {}
-    if config.share_embeddings and config.tie_output:
-        if len(tables) > 1:
+    embeddings, outputs = split_tables(tables, config)
+    found: dict[str, object] = {}
+    if config.share_embeddings:
+        shared = embeddings + (outputs if config.tie_output else [])
+        if len(shared) > 1:
             proposal.guesses.append("separate tables serve one shared E: load_weights copies E into each; declare"
                                     " Conventions(ties_embeddings=False)")
-        return {"E": [p.path for p in tables] if len(tables) > 1 else tables[0].path}
-    found: dict[str, object] = {}
-    for p in tables:
-        word = p.path.lower()
-        side = "E_tgt" if any(w in word for w in ("tgt", "trg", "dec")) else (
-            "W_out" if any(w in word for w in ("generator", "out", "lm_head", "proj")) else "E_src")
-        if found.setdefault(side, p.path) != p.path:
-            proposal.guesses.append(f"{p.path} looks like {side} too ({found[side]} taken)")
+        if shared:
+            found["E"] = [p.path for p in shared] if len(shared) > 1 else shared[0].path
+    else:
+        for p in embeddings:
+            side = _side(p, config)
+            if found.setdefault(side, p.path) != p.path:
+                proposal.guesses.append(f"{p.path} looks like {side} too ({found[side]} taken)")
+        if config.tie_output and outputs and "E_tgt" in found:
+            proposal.guesses.append(f"{', '.join(p.path for p in outputs)}: an output matrix of its own serves the"
+                                    " tied E_tgt as a copy; declare Conventions(ties_embeddings=False)")
+            found["E_tgt"] = [found["E_tgt"], *(p.path for p in outputs)]
+    if not config.tie_output:
+        found.update(_output(outputs, config, proposal))
     return found
+
+
+def _side(p: Parameter, config: ModelConfig) -> str:
+    """E_src or E_tgt: by the number of rows where the vocabularies differ, else by the name."""
+    if config.src_vocab != config.tgt_vocab and p.shape[0] in (config.src_vocab, config.tgt_vocab):
+        return "E_src" if p.shape[0] == config.src_vocab else "E_tgt"
+    return "E_tgt" if any(words_of(path) & set(TARGET_WORDS) for path, _ in p.names) else "E_src"
+
+
+def _output(outputs: list[Parameter], config: ModelConfig, proposal: Proposal) -> dict[str, str]:
+    """W_out (d, tgt_vocab) in x @ W: a raw (tgt_vocab, d) parameter, used as F.linear(y, W), gets '.T'."""
+    if not outputs:
+        proposal.guesses.append("no output matrix found for an untied output: map W_out by hand")
+        return {}
+    if len(outputs) > 1:
+        proposal.guesses.append(f"{', '.join(p.path for p in outputs)} all look like W_out ({outputs[0].path} taken)")
+    p, d = outputs[0], config.d_model
+    flipped = p.oriented == (config.tgt_vocab, d) and p.oriented != (d, config.tgt_vocab)
+    return {"W_out": p.path + (".T" if flipped else "")}
 
 
 # --------------------------------------------------------------------------------------------------

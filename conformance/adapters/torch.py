@@ -32,15 +32,17 @@ from __future__ import annotations
 
 import contextlib
 import dataclasses
+import difflib
 import inspect
 import math
+import re
 from collections.abc import Callable
 
 import numpy as np
 import torch
 from torch import Tensor, nn
 
-from conformance.adapters.names import NameMap, Slot, attention_modules, layer_names, sublayer_names
+from conformance.adapters.names import NameMap, NameMapError, Slot, attention_modules, layer_names, sublayer_names
 from conformance.config import ModelConfig, Recipe
 from conformance.formulas import lrate
 from conformance.provenance import copy_mark, marked, record
@@ -131,8 +133,106 @@ def identity_value(module: nn.Module, path: str) -> float:
     """What a parameter without a canonical name is set to: a norm's scale 1, anything else 0 (a bias, a
     norm's shift, learned positions): values that change nothing the paper's weights decide."""
     owner_path, _, leaf = path.rpartition(".")
-    is_norm = "norm" in type(module.get_submodule(owner_path)).__name__.lower()
-    return 1.0 if leaf in ("gamma", "scale") or (is_norm and leaf == "weight") else 0.0
+    return 1.0 if leaf in ("gamma", "scale") or (_is_norm(module, owner_path) and leaf == "weight") else 0.0
+
+
+def _is_norm(module: nn.Module, owner_path: str) -> bool:
+    return "norm" in type(module.get_submodule(owner_path)).__name__.lower()
+
+
+def has_identity(module: nn.Module, path: str) -> bool:
+    """Whether ``identity_value`` is true to the parameter: a vector or a scalar (a bias, a norm's scale and shift,
+    an extra norm's), any norm's or bias's parameter, or a learned positional table (0: no position added, the
+    documented case). A weight matrix has none: 0 would silence what it computes (an untied output matrix at 0
+    makes every logit equal)."""
+    owner_path, _, leaf = path.rpartition(".")
+    if module.get_parameter(path).dim() < 2 or _is_norm(module, owner_path) or leaf in ("gamma", "beta", "scale"):
+        return True
+    words = [w for w in re.split(r"[._]+", path.lower()) if w]
+    return "bias" in leaf.lower() or any(w.startswith("pos") or w in ("pe", "wpe") for w in words)
+
+
+class UnmappedMatrixError(NameMapError):
+    """Weight matrices the name map does not reach: ``load_weights`` will not set them to an "identity" value;
+    ``problems``: one per matrix, its path, its shape and the canonical names that fit it."""
+
+    def __init__(self, problems: list[str]):
+        self.problems = problems
+        listed = "\n".join(f"  - {problem}" for problem in problems)
+        matrices = "a weight matrix" if len(problems) == 1 else f"{len(problems)} weight matrices"
+        ValueError.__init__(self, f"the name map leaves {matrices} without a canonical name; load_weights sets only"
+                                  " parameters with a true identity value (norms, biases, learned positions), never a"
+                                  f" matrix (likely cause: an untied output or a table the map misses):\n{listed}")
+
+
+def refuse_matrices(module: nn.Module, paths: list[str], placed: dict[str, list[str]],
+                    shapes: dict[str, tuple[int, ...]], absent: dict[str, tuple[int, ...]] | None = None) -> None:
+    """``UnmappedMatrixError`` for each of ``paths`` without a true identity (``has_identity``), naming the closest
+    canonical names: of those the map ``placed`` (name -> its parameter paths; ``shapes``: their shapes), to list it as
+    a copy, and of the ``absent`` ones the map could list (W_out, in an untied configuration)."""
+    problems = [_unmapped_matrix(module, path, placed, shapes, absent or {}) for path in paths
+                if not has_identity(module, path)]
+    if problems:
+        raise UnmappedMatrixError(problems)
+
+
+def _unmapped_matrix(module: nn.Module, path: str, placed: dict, shapes: dict, absent: dict) -> str:
+    shape = tuple(module.get_parameter(path).shape)
+    said = (f"{path} {shape} is a weight matrix no entry of the name map reaches, and a matrix has no identity value"
+            " (0 would silence it)")
+    hints = []
+    for name in closest_names(path, shape, absent)[:1]:
+        key, value = _entry(name, path, module)
+        hints.append(f'{name} {absent[name]} fits it: add "{key}": "{value}" to the name map ({_absent_because(name)})')
+    for name in closest_names(path, shape, shapes)[:1]:
+        key, value = _entry(name, path, module)
+        copies = ", ".join(f'"{_entry(name, other, module)[1]}"' for other in placed.get(name, []))
+        hints.append(f'if it holds a copy of {name} {shapes[name]}, list it beside the map\'s: "{key}": [{copies},'
+                     f' "{value}"]' + (" with Conventions(ties_embeddings=False)" if name == "E" else ""))
+    if not hints:
+        return f"{said}; no canonical name has its shape: map it by hand, or leave it out of the module"
+    joined = "; or, ".join(hints)
+    return f"{said}. {joined[:1].upper()}{joined[1:]}"
+
+
+def _absent_because(name: str) -> str:
+    if name == "W_out":
+        return "the module keeps an output matrix of its own: do not declare supports tie_output=(True,)"
+    if name in ("E_src", "E_tgt"):
+        return "the module keeps separate source and target tables: do not declare supports share_embeddings=(True,)"
+    return "in a configuration that has it: declare what the module supports in Conventions.supports"
+
+
+def closest_names(path: str, shape: tuple[int, ...], canonical: dict[str, tuple[int, ...]], n: int = 2) -> list[str]:
+    """The canonical names whose shape fits ``shape`` (as stored or transposed), the most similar to ``path`` first;
+    in a layer, the names of that layer only."""
+    layer = re.search(r"(^|\.)(\d+)\.", path)
+    fitting = [name for name, want in canonical.items() if tuple(want) in (shape, shape[::-1])
+               and (layer is None or f".{layer.group(2)}." in name or not re.search(r"\.\d+\.", name))]
+    return sorted(fitting, key=lambda name: -_similarity(path, name))[:n]
+
+
+TABLE_WORDS = {"W_out": ("out", "output", "generator", "head", "logits", "proj", "classifier", "vocab"),
+               "E_tgt": ("tgt", "trg", "target", "dec", "decoder"), "E_src": ("src", "source", "enc", "encoder"),
+               "E": ("emb", "embed", "embedding", "embeddings", "shared", "lut", "tok", "word")}
+
+
+def _similarity(path: str, name: str) -> float:
+    words = set(re.split(r"[._]+", path.lower()))
+    said = len(words & set(TABLE_WORDS.get(name, ()))) + len(words & set(TABLE_WORDS["E"])) * name.startswith("E")
+    return said + difflib.SequenceMatcher(None, path.lower(), name.lower()).ratio()
+
+
+def _entry(name: str, path: str, module: nn.Module) -> tuple[str, str]:
+    """The name map entry that would give ``name`` to the parameter at ``path``: ``{l}`` for its layer, a
+    Linear's module for its weight."""
+    owner_path, _, leaf = path.rpartition(".")
+    value = owner_path if leaf == "weight" and isinstance(module.get_submodule(owner_path), nn.Linear) else path
+    layer = re.search(r"\.(\d+)\.", name)
+    if layer:
+        name = name.replace(layer.group(0), ".{l}.", 1)
+        value = re.sub(rf"(^|\.){layer.group(1)}\.", r"\1{l}.", value, count=1)
+    return name, value
 
 
 def parameter_paths(module: nn.Module) -> list[str]:
@@ -148,6 +248,7 @@ def unmapped_paths(module: nn.Module, slots: dict[str, tuple[Slot, ...]]) -> lis
 
 @torch.no_grad()
 def reset(module: nn.Module, paths: list[str]) -> None:
+    """Set each parameter at ``paths`` to its identity value (``refuse_matrices`` first: only true identities)."""
     for path in paths:
         module.get_parameter(path).fill_(identity_value(module, path))
 
@@ -159,8 +260,11 @@ def load_component(module: nn.Module, weights: dict, names: dict | None = None) 
     paths = parameter_paths(module)
     slots = ({name: (Slot(name),) for name in weights} if names is None
              else NameMap(names).resolve(weights, paths))
+    unmapped = unmapped_paths(module, slots)
+    refuse_matrices(module, unmapped, {name: [slot.path for slot in places] for name, places in slots.items()},
+                    {name: np.shape(value) for name, value in weights.items()})
     write(module, weights, slots)
-    reset(module, unmapped_paths(module, slots))
+    reset(module, unmapped)
     return module.eval()
 
 
@@ -374,8 +478,13 @@ class TorchModel:
         if problems:
             raise KeyError(f"canonical weights do not match the config: {'; '.join(problems)}")
         slots = self.slots()
+        unmapped = unmapped_paths(self.module, slots)
+        shapes = model_shapes(self.config)
+        untied = model_shapes(self.config.replace(share_embeddings=False, tie_output=False, attention_bias=True))
+        refuse_matrices(self.module, unmapped, {name: [slot.path for slot in places] for name, places in slots.items()},
+                        shapes, {name: shape for name, shape in untied.items() if name not in shapes})
         write(self.module, weights, slots)
-        reset(self.module, unmapped_paths(self.module, slots))
+        reset(self.module, unmapped)
 
     def dump_weights(self) -> dict[str, np.ndarray]:
         return {name: numpy(t, self.dtype) for name, t in self.views().items()}

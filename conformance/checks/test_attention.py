@@ -103,6 +103,8 @@ def test_fully_masked_row_gives_zero_weights_and_output(candidate, check, rng):
     q, k, v, _ = qkv(2, 3, 4, 8, 5, seed=int(rng.integers(2**31)), dtype=candidate.conventions.dtype)
     keep = np.ones((2, 3, 4), dtype=bool)
     keep[0, 1, :] = False
+    check.finite_where_no_row_is_empty(lambda: candidate.scaled_dot_product_attention(q, k, v, np.ones_like(keep)),
+                                       problem="the same Q, K, V with no key masked")
     raw = candidate.call("scaled_dot_product_attention", candidate.adapter, q, k, v, candidate.to_mask(keep))
     out, weights = (np.asarray(a, dtype=np.float64) for a in raw)
     check.claim(bool(np.isfinite(weights).all() and np.isfinite(out).all()),

@@ -87,6 +87,8 @@ def test_fully_masked_source_sentence_is_invisible_to_the_decoder(candidate, che
     The model-level form of the fully-masked-row convention, for adapters that expose only the model: a -1e9,
     -1e18 or finfo.min fill reads the padding uniformly there, -inf without care gives NaN."""
     pad = sizes.config.pad_id
+    check.finite_where_no_row_is_empty(lambda: questions.logits(candidate, sizes),
+                                       problem="the same batch without the all-padding sentence")
     before = questions.logits_of_an_empty_source(candidate, sizes)
     check.claim(bool(np.isfinite(before).all()),
                 "an all-padding source sentence gave NaN or inf logits (softmax over keys that are all -inf is 0/0;"

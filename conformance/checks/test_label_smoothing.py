@@ -14,7 +14,7 @@ from hypothesis import strategies as st
 
 from conformance import claims, formulas, published
 from conformance.diagnosis import PROBE_SEED, Question
-from conformance.scenarios import no_padding, seeds
+from conformance.scenarios import SmoothedLossProblem, no_padding, seeds
 from conformance.tolerances import Tolerance
 
 SECTION = "§5.4 Regularization: label smoothing"
@@ -37,7 +37,7 @@ def random_problem(N: int, V: int, eps: float, seed: int, scale: float, dtype: s
     targets = rng.integers(0, V, N)
     targets[rng.random(N) < 0.3] = pad_id
     targets[0] = (pad_id + 1) % V
-    return rng.normal(0, scale, (N, V)).astype(dtype), targets, eps, pad_id
+    return SmoothedLossProblem(rng.normal(0, scale, (N, V)).astype(dtype), targets, eps, pad_id)
 
 
 # A second problem to confirm a match: a dozen tokens over 9, some padded, eps 0.1.
@@ -50,7 +50,7 @@ def loss_question(problem) -> Question:
 
 def listing_problem(logits) -> tuple:
     """The listing's loss: one target, the right token 5, over 13 tokens, eps 0.1, no padding."""
-    return logits, np.array([RIGHT]), EPS, NO_PAD
+    return SmoothedLossProblem(logits, np.array([RIGHT]), EPS, NO_PAD)
 
 
 @claims.LABEL_SMOOTHING
@@ -88,8 +88,8 @@ def test_smoothed_target_matches_published_values(candidate, check):
        scale=st.sampled_from([0.5, 3.0, 10.0]))
 def test_smoothed_loss_matches_formula_with_padding(candidate, check, N, V, eps, seed, scale):
     """For random logits and targets with some padding, the loss equals the formula (padding ignored)."""
-    problem = random_problem(N, V, eps, seed, scale, candidate.conventions.dtype)
-    logits, targets, _, pad_id = problem
+    problem = candidate.fit(random_problem(N, V, eps, seed, scale, candidate.conventions.dtype))  # a declared eps
+    logits, targets, eps, pad_id = problem
     check.close(loss(candidate, problem), formulas.smoothed_loss(logits, targets, eps, pad_id), LOSS,
                 what=f"smoothed loss (N={N}, V={V}, eps={eps}, pad_id={pad_id})", ask=loss_question(problem))
 

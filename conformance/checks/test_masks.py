@@ -359,6 +359,9 @@ def test_fully_masked_row_gives_zero_weights_and_only_b_O(candidate, check, size
     The suite's convention for a row with no visible key (docs/claims.md): weights 0 and attention output
     0, before W_O and b_O. Only that row is judged here."""
     weights, query, memory, keep = fully_masked_row_problem(sizes)
+    check.finite_where_no_row_is_empty(
+        lambda: candidate.multi_head_attention(query, memory, memory, weights, sizes.h, np.ones_like(keep)),
+        problem="the same cross-attention with no key masked")
     out, attn = candidate.multi_head_attention(query, memory, memory, weights, sizes.h, keep)
     # Diagnosed on every row's weights: a fill of 0 reads the hidden keys of the other rows too, a finite
     # fill (-1e9, finfo.min) only those of the fully masked row.

@@ -10,6 +10,7 @@ Compared with the reference run in float64 on random canonical weights. A failin
 the first layer that diverges (encoder first, then decoder, then the output projection).
 """
 
+import dataclasses
 import functools
 
 import numpy as np
@@ -72,8 +73,9 @@ def test_logits_match_reference_at_base_size(candidate, check, rng):
 
     One encoder and one decoder layer and a 1,000-token vocabulary keep it under a second or two; six
     layers each would only repeat them."""
-    config = candidate.fit(base_config(N=1).replace(src_vocab=1000, tgt_vocab=1000))
-    assert_logits_match_oracle(candidate, check, ModelSizes(config, B=2, S=9, T=7, seed=int(rng.integers(2**31))))
+    config = base_config(N=1).replace(src_vocab=1000, tgt_vocab=1000)
+    sizes = ModelSizes(config, B=2, S=9, T=7, seed=int(rng.integers(2**31)))
+    assert_logits_match_oracle(candidate, check, candidate.fit(sizes))
 
 
 def unused_row_problem(sizes: ModelSizes):
@@ -129,22 +131,36 @@ GREEDY = ModelConfig(src_vocab=8, tgt_vocab=8, d_model=16, h=2, d_ff=64, N=2)  #
 MAX_LEN = 8
 
 
-@functools.cache
-def greedy_problem(seed: int):
-    """Weights and a padded source (12, 5) on which the reference's greedy output exercises both endings.
+def greedy_sizes(seed: int) -> ModelSizes:
+    """12 padded sources of 5 tokens, decoded for at most T = MAX_LEN tokens; fitted into what a candidate declares
+    (``Candidate.fit``), the weights drawn for the fitted configuration."""
+    return ModelSizes(GREEDY, B=12, S=5, T=MAX_LEN, seed=seed)
 
-    Random weights often make every row pick one token forever; this searches (deterministically from
-    ``seed``) for a problem where some row stops with </s> at step 2 or later and another row ends
-    elsewhere or runs to max_len. E's rows for padding and <s> are 0, so they are seldom predicted."""
-    rng = np.random.default_rng(seed)
+
+@functools.cache
+def greedy_problem(sizes: ModelSizes):
+    """Weights and a padded source (B, S) on which the reference's greedy output exercises both endings.
+
+    Random weights often make every row pick one token forever; this searches (deterministically from the
+    seed) for a problem where some row stops with </s> at step 2 or later (earlier when T is shorter) and
+    another row ends elsewhere or runs to max_len (T). The output rows of padding and <s> are 0, so they are
+    seldom predicted."""
+    config, rng = sizes.config, sizes.rng()
     for _ in range(300):
-        weights = model_weights(GREEDY, rng)
-        weights["E"][[GREEDY.pad_id, GREEDY.bos_id]] = 0.0
-        src = token_ids(rng, GREEDY, 12, 5, keep=trailing_keep(rng, 12, 5, full_row=True))
-        ends = [end_of_row(row) for row in oracle.OracleModel(GREEDY, weights).greedy_decode(src, MAX_LEN)]
-        if max(ends) > min(ends) and any(3 <= end < MAX_LEN for end in ends):
+        weights = model_weights(config, rng)
+        output_rows(weights, config)[[config.pad_id, config.bos_id]] = 0.0
+        src = token_ids(rng, config, sizes.B, sizes.S, keep=trailing_keep(rng, sizes.B, sizes.S, full_row=True))
+        ends = [end_of_row(row) for row in oracle.OracleModel(config, weights).greedy_decode(src, sizes.T)]
+        if max(ends) > min(ends) and any(min(3, sizes.T - 1) <= end < sizes.T for end in ends):
             break
     return weights, src
+
+
+def output_rows(weights: dict, config: ModelConfig) -> np.ndarray:
+    """The output projection as (vocabulary, d_model): a view of the table the logits read."""
+    if not config.tie_output:
+        return weights["W_out"].T
+    return weights["E" if config.share_embeddings else "E_tgt"]
 
 
 def end_of_row(row: np.ndarray) -> int:
@@ -153,15 +169,19 @@ def end_of_row(row: np.ndarray) -> int:
     return int(hits[0]) + 1 if hits.size else len(row)
 
 
-def greedy_ids(candidate, seed: int) -> np.ndarray:
-    """The candidate's greedy decoding of the problem ``greedy_problem(seed)``: the question both checks ask."""
-    weights, src = greedy_problem(seed)
-    return loaded_model(candidate, candidate.fit(GREEDY), weights).greedy_decode(src, MAX_LEN)
+def greedy_ids(candidate, sizes: ModelSizes) -> np.ndarray:
+    """The candidate's greedy decoding of the problem ``greedy_problem(sizes)``: the question both checks ask."""
+    weights, src = greedy_problem(sizes)
+    return loaded_model(candidate, sizes.config, weights).greedy_decode(src, sizes.T)
 
 
-def greedy_question(request) -> Question:
-    seed = request.config.getoption("conformance_seed")
-    return Question(greedy_ids, seed, probe=seed + PROBE_SEED, tol=Tolerance(0, 0, "token ids are exact"))
+def greedy_question(sizes: ModelSizes) -> Question:
+    probe = dataclasses.replace(sizes, seed=sizes.seed + PROBE_SEED)
+    return Question(greedy_ids, sizes, probe=probe, tol=Tolerance(0, 0, "token ids are exact"))
+
+
+def fitted_greedy_sizes(candidate, request) -> ModelSizes:
+    return candidate.fit(greedy_sizes(request.config.getoption("conformance_seed")))
 
 
 @claims.GREEDY_DECODING
@@ -171,22 +191,26 @@ def test_greedy_decoding_picks_the_argmax_at_every_step(candidate, check, reques
     """Every generated token is the most likely next token given <s> and the tokens before it.
 
     "Most likely" by the candidate's own forward(), so that this isolates the decoding loop; whether the
-    logits themselves are right is logits_match_reference's claim."""
-    weights, src = greedy_problem(request.config.getoption("conformance_seed"))
-    model = loaded_model(candidate, candidate.fit(GREEDY), weights)
-    got = model.greedy_decode(src, MAX_LEN)
+    logits themselves are right is logits_match_reference's claim. The forward is given what the loop read: the
+    batch's tokens up to the judged row's </s>, not the padding the loop returned after it."""
+    sizes = fitted_greedy_sizes(candidate, request)
+    weights, src = greedy_problem(sizes)
+    model = loaded_model(candidate, sizes.config, weights)
+    got = model.greedy_decode(src, sizes.T)
     tgt_in = np.concatenate([np.full((len(src), 1), GREEDY.bos_id), got[:, :-1]], axis=1)
-    logits = model.forward(src, tgt_in).astype(np.float64)  # causal: one pass scores every step
-    allowed = for_candidate(MODEL, candidate).allowed(np.abs(logits).max(-1))
-    for b, row in enumerate(got):
-        for t in range(end_of_row(row)):
-            best, chosen = int(logits[b, t].argmax()), int(row[t])
-            gap = float(logits[b, t, best] - logits[b, t, chosen])
-            check.claim(gap <= allowed[b, t],
-                        f"row {b}, step {t}: generated token {chosen}, but the most likely next token is {best}"
-                        f" (logit {logits[b, t, best]:.4g} vs {logits[b, t, chosen]:.4g}) by the model's own"
-                        " forward pass, which scores every step at once (causal)", ask=greedy_question(request),
-                        expected=f"token {best} at step {t}", actual=f"token {chosen}")
+    ends = [end_of_row(row) for row in got]
+    for end in sorted(set(ends) - {0}):
+        logits = model.forward(src, tgt_in[:, :end]).astype(np.float64)  # causal: one pass scores every step
+        allowed = for_candidate(MODEL, candidate).allowed(np.abs(logits).max(-1))
+        for b in (b for b, row_end in enumerate(ends) if row_end == end):
+            for t in range(end):
+                best, chosen = int(logits[b, t].argmax()), int(got[b, t])
+                gap = float(logits[b, t, best] - logits[b, t, chosen])
+                check.claim(gap <= allowed[b, t],
+                            f"row {b}, step {t}: generated token {chosen}, but the most likely next token is {best}"
+                            f" (logit {logits[b, t, best]:.4g} vs {logits[b, t, chosen]:.4g}) by the model's own"
+                            " forward pass, which scores every step at once (causal)", ask=greedy_question(sizes),
+                            expected=f"token {best} at step {t}", actual=f"token {chosen}")
 
 
 @claims.GREEDY_DECODING
@@ -194,17 +218,18 @@ def test_greedy_decoding_picks_the_argmax_at_every_step(candidate, check, reques
 @pytest.mark.judges("model.greedy_decode")
 def test_greedy_decoding_stops_at_the_end_token_then_pads(candidate, check, request):
     """A row ends at its first </s> and holds only padding after it; a row without </s> runs to max_len."""
-    weights, src = greedy_problem(request.config.getoption("conformance_seed"))
-    got = loaded_model(candidate, candidate.fit(GREEDY), weights).greedy_decode(src, MAX_LEN)
+    sizes = fitted_greedy_sizes(candidate, request)
+    weights, src = greedy_problem(sizes)
+    got = loaded_model(candidate, sizes.config, weights).greedy_decode(src, sizes.T)
     for b, row in enumerate(got):
         end = end_of_row(row)
         tail = row[end:]
         check.claim(bool((tail == GREEDY.pad_id).all()),
                     f"row {b} continues after </s> at step {end - 1}: {tail.tolist()} (after </s> a row holds"
-                    f" pad_id {GREEDY.pad_id} only)", ask=greedy_question(request),
+                    f" pad_id {GREEDY.pad_id} only)", ask=greedy_question(sizes),
                     expected="padding after </s>", actual=str(row.tolist()))
         stopped = (row == GREEDY.eos_id).any()
-        check.claim(bool(stopped) or len(row) == MAX_LEN,
-                    f"row {b} stopped after {len(row)} tokens without </s> (max_len {MAX_LEN}): decoding goes on"
-                    " until every row has produced </s>", ask=greedy_question(request),
-                    expected=f"{MAX_LEN} tokens", actual=str(row.tolist()))
+        check.claim(bool(stopped) or len(row) == sizes.T,
+                    f"row {b} stopped after {len(row)} tokens without </s> (max_len {sizes.T}): decoding goes on"
+                    " until every row has produced </s>", ask=greedy_question(sizes),
+                    expected=f"{sizes.T} tokens", actual=str(row.tolist()))

@@ -18,7 +18,7 @@ from conformance.scenarios import LOADED_MODEL, loaded_model, model_weights, tok
 from conformance.tolerances import ELEMENTWISE, Tolerance, for_candidate
 
 SECTION = "§3.5 Positional encoding"
-pytestmark = pytest.mark.requires("positional_encoding")
+TABLE = pytest.mark.requires("positional_encoding")  # every check but the long source's, which needs the model only
 
 # omega read back from float32 sin/cos of a slow pair (omega ~ 1e-4) keeps ~5 significant digits
 READ_BACK = Tolerance(1e-3, 0.0, "wavelength read back from float sin/cos values")
@@ -37,6 +37,7 @@ def pe_question(n: int, d_model: int) -> Question:
 
 
 @claims.POSITIONS_ADDED
+@TABLE
 def test_pe_has_one_row_per_position(candidate, check):
     """PE(n, d_model) has shape (n, d_model): added to the embeddings, not concatenated."""
     n, d_model = check.published("pe.table.shape")
@@ -55,6 +56,7 @@ def record_table(check, raw, n: int, d_model: int) -> None:
 
 
 @claims.POSITIONAL_ENCODING_BY_HAND
+@TABLE
 @pytest.mark.depends_on("pe_has_one_row_per_position")
 def test_pe_matches_published_values(candidate, check):
     """PE at positions 1 and 2 equals the lesson's hand check (sin 1 = 0.841, ..., cos 2 = -0.416)."""
@@ -66,6 +68,7 @@ def test_pe_matches_published_values(candidate, check):
 
 
 @claims.POSITIONAL_ENCODING
+@TABLE
 @pytest.mark.depends_on("pe_has_one_row_per_position")
 def test_pe_position_0_is_sin_0_and_cos_0(candidate, check):
     """At position 0 every sine is 0 and every cosine is 1: (0, 1, 0, 1, ...)."""
@@ -76,10 +79,12 @@ def test_pe_position_0_is_sin_0_and_cos_0(candidate, check):
 
 
 @claims.POSITIONAL_ENCODING
+@TABLE
 @pytest.mark.depends_on("pe_has_one_row_per_position")
 @given(n=st.integers(1, 80), d_model=even_d_model)
 def test_pe_matches_formula_for_any_size(candidate, check, n, d_model):
     """For any n and even d_model, PE equals the formula (interleaved sine/cosine from position 0)."""
+    n = candidate.longest(n)  # no more positions than the candidate declares
     pe = candidate.positional_encoding(n, d_model)
     check.close(pe, formulas.positional_encoding(n, d_model), for_candidate(ELEMENTWISE, candidate),
                 what=f"PE(n={n}, d_model={d_model})",
@@ -100,6 +105,7 @@ def wavelengths(pe: np.ndarray, columns) -> np.ndarray:
 
 
 @claims.POSITIONAL_ENCODING
+@TABLE
 @pytest.mark.depends_on("pe_has_one_row_per_position")
 @pytest.mark.parametrize("d_model", [64, 512])
 def test_pe_wavelengths_match_published_values(candidate, check, d_model):
@@ -112,6 +118,7 @@ def test_pe_wavelengths_match_published_values(candidate, check, d_model):
 
 
 @claims.POSITIONAL_ENCODING
+@TABLE
 @pytest.mark.depends_on("pe_has_one_row_per_position")
 @given(d_model=even_d_model.filter(lambda d: d >= 4))
 def test_pe_wavelengths_are_geometric_for_any_d_model(candidate, check, d_model):
@@ -129,6 +136,7 @@ PUBLISHED_ROTATION = ((0, "rotation.pos0.turned", "rotation.pos0.shifted"),
 
 
 @claims.POSITIONAL_ENCODING
+@TABLE
 @pytest.mark.depends_on("pe_has_one_row_per_position")
 def test_pe_shift_is_published_rotation(candidate, check):
     """The lesson's check: pair i = 5 shifted by k = 3 is the same rotation at positions 0, 10 and 40."""
@@ -143,17 +151,25 @@ def test_pe_shift_is_published_rotation(candidate, check):
 
 
 @claims.POSITIONAL_ENCODING
+@TABLE
 @pytest.mark.depends_on("pe_has_one_row_per_position")
 @given(d_model=even_d_model, pos=st.integers(0, 60), k=st.integers(1, 60), data=st.data())
 def test_pe_shift_by_k_is_a_rotation(candidate, check, d_model, pos, k, data):
     """For any offset k, PE(pos + k) is PE(pos) turned by the angle omega_i * k in every pair i."""
     i = data.draw(st.integers(0, d_model // 2 - 1), label="i")
+    pos, k = within(candidate.longest(pos + k + 1), pos, k)
     pe = candidate.positional_encoding(pos + k + 1, d_model)
     turn = formulas.rotation(formulas.frequencies(d_model)[i] * k)
     check.close(pe[pos + k, 2 * i: 2 * i + 2], turn @ pe[pos, 2 * i: 2 * i + 2].astype(np.float64),
                 for_candidate(ELEMENTWISE, candidate),
                 what=f"PE[{pos}+{k}, pair {i}] vs R(omega_{i} * {k}) @ PE[{pos}, pair {i}] (d_model={d_model})",
                 ask=pe_question(pos + k + 1, d_model))
+
+
+def within(n: int, pos: int, k: int) -> tuple[int, int]:
+    """(pos, k) moved so that position pos + k is among the first n (k >= 1: n >= 2 assumed)."""
+    k = max(1, min(k, n - 1))
+    return max(0, min(pos, n - 1 - k)), k
 
 
 def unowned(entries: list[dict]) -> list[dict]:
@@ -168,7 +184,7 @@ OWNED = {"pe.table.shape", "pe.d64.pos1.first4", "practice.pe.2.0", "practice.pe
 
 # -- Every other printed number of §3.5: each fact has one home, the checks above own theirs
 @claims.POSITIONAL_ENCODING_BY_HAND
-@pytest.mark.requires("positional_encoding")
+@TABLE
 def test_published_positional_encoding_values(candidate, check):
     """Every printed PE value (0.841, 0.540, 0.682, 0.732, 0.909, -0.416, the (0, 1, 0, 1) of position 0)."""
     pairs = []
@@ -199,7 +215,7 @@ def pair_angle(candidate, i: int, d: int) -> float:
 
 
 @claims.POSITIONAL_ENCODING
-@pytest.mark.requires("positional_encoding")
+@TABLE
 def test_published_wavelengths(candidate, check):
     """Every printed wavelength (6.3 ... 47,117.2 for d_model 64; 6.3 ... 60,611.5 for 512; columns 0, 8, 20)."""
     pairs = []
@@ -215,7 +231,7 @@ def test_published_wavelengths(candidate, check):
 
 
 @claims.POSITIONAL_ENCODING
-@pytest.mark.requires("positional_encoding")
+@TABLE
 def test_published_rotation_pairs(candidate, check):
     """The rotation check's pairs: PE[pos + 3, 10:12] at positions 0, 10 and 40 (and R @ PE[pos])."""
     pairs = []

@@ -52,10 +52,12 @@ def built(candidate, config):
 
 
 def raw_memory(candidate, config, src):
+    candidate.require("model.encode", max_len=len(src[0]))  # a raw call: the declaration enforced here
     return candidate.from_layout(candidate.call("model.encode", built(candidate, config), ids(candidate, src)))
 
 
 def raw_logits(candidate, config, src, tgt_in):
+    candidate.require("model.forward", max_len=max(len(src[0]), len(tgt_in[0])))
     model = built(candidate, config)
     return candidate.from_layout(candidate.call("model.forward", model, ids(candidate, src), ids(candidate, tgt_in)))
 
@@ -63,7 +65,7 @@ def raw_logits(candidate, config, src, tgt_in):
 def raw_attention_weights(candidate, config, Lq: int, Lk: int, keep: np.ndarray | None):
     """The (B, h, Lq, Lk) weights multi_head_attention returns for random inputs of these lengths."""
     rng = np.random.default_rng(Lq * 100 + Lk)
-    weights = random_weights(attention_shapes(config.d_model), rng)
+    weights = random_weights(attention_shapes(config.d_model, bias=config.attention_bias), rng)
     query, key = activations(rng, 1, Lq, config.d_model), activations(rng, 1, Lk, config.d_model)
     c = candidate
     result = c.call("multi_head_attention", c.adapter, c.to_layout(c.cast(query)), c.to_layout(c.cast(key)),
@@ -73,7 +75,8 @@ def raw_attention_weights(candidate, config, Lq: int, Lk: int, keep: np.ndarray 
 
 def raw_decoder_layer(candidate, config, T: int, S: int):
     rng = np.random.default_rng(T * 100 + S)
-    weights = random_weights(layer_weight_shapes("decoder", config.d_model, config.d_ff), rng)
+    weights = random_weights(layer_weight_shapes("decoder", config.d_model, config.d_ff, bias=config.attention_bias),
+                             rng)
     y, memory = activations(rng, 1, T, config.d_model), activations(rng, 1, S, config.d_model)
     c = candidate
     out = c.call("decoder_layer", c.adapter, c.to_layout(c.cast(y)), c.to_layout(c.cast(memory)),
@@ -235,8 +238,10 @@ _shape_cache: dict = {}
 
 
 def observed_shapes(candidate, config: ModelConfig, inputs: dict, *, with_attention: bool) -> dict:
-    """The shapes the candidate's model produces; shapes need no particular weights, so its own init serves.
-    Cached per candidate: both shape checks read the same models (the base-size one is large)."""
+    """The shapes the candidate's model produces, in the configurations it declares; shapes need no particular
+    weights, so its own init serves. Cached per candidate: both shape checks read the same models (the base-size
+    one is large)."""
+    config = candidate.fit(config)
     key = (candidate.name, config, tuple(inputs["src"]), tuple(inputs["tgt_in"]), with_attention)
     if key not in _shape_cache:
         _shape_cache[key] = _observe(candidate, config, inputs, with_attention)
@@ -326,7 +331,7 @@ def test_published_shapes_of_attention_weights(candidate, check):
     """Attention weights (1, 4, 5, 5), (1, 4, 6, 6), (1, 4, 6, 5); 28 hidden cells above the diagonal for 8 tokens;
     the overview's causal masks for 4 and 5 positions, with weights exactly 0 where hidden."""
     assert_published_shapes(candidate, check, with_attention=True)
-    model = candidate.build_model(toy_config(), seed=0)
+    model = candidate.build_model(candidate.fit(toy_config()), seed=0)
     failures, causes = [], set()
     for entry in published.of_kind("causal_mask"):
         allowed = np.asarray(check.published(entry["id"]), dtype=bool)

@@ -88,7 +88,8 @@ def positions(remainder: int, config: ModelConfig) -> int | None:
 
 def second_size(config: ModelConfig) -> ModelConfig:
     """A second configuration of the same kind (tied or not, shared or not, biases or not), other sizes, so
-    that a difference of one size's worth (V, d, d_ff) shows as what it is."""
+    that a difference of one size's worth (V, d, d_ff) shows as what it is. A check asks it of a candidate
+    fitted into what the candidate declares (``Candidate.fit``: d_ff = 4 d_model becomes 96 here)."""
     return config.replace(src_vocab=53, tgt_vocab=53 if config.share_embeddings else 61, d_model=24, h=3,
                           d_ff=40, N=3)
 

@@ -62,6 +62,8 @@ def grade_command(folder: Path, out: Path, seed: int, args) -> list[str]:
         command += ["-k", args.keyword]
     for name in args.pass_env:
         command += ["--pass-env", name]
+    for path in args.allow_read:
+        command += ["--allow-read", path]
     return command
 
 

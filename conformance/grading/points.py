@@ -2,7 +2,7 @@
 
 ```toml
 default = { points = 1, visibility = "visible" }   # every check no rule below names
-earns = ["passed", "advisory"]                      # the statuses that earn a check's points
+earns = ["passed", "advisory"]                      # the statuses that earn a check's points (``EARNABLE``)
 
 [sections]                                          # a section's points, split evenly among its checks
 "§3.5 Positional encoding" = { points = 10 }
@@ -14,6 +14,11 @@ earns = ["passed", "advisory"]                      # the statuses that earn a c
 ```
 
 Visibility is Gradescope's: ``visible``, ``hidden``, ``after_due_date``, ``after_published``.
+
+Points come only from what the submission's own code computed: ``earns`` may name ``passed``, ``advisory`` (an
+answer that holds the paper's claims but not a convention the suite adds where the paper is silent; an error is
+never advisory) and ``deviation`` (an answer declared as a known deviation), nothing else; and a submission that
+cannot be loaded scores 0 whatever the file says.
 """
 
 from __future__ import annotations
@@ -25,6 +30,14 @@ from pathlib import Path
 
 VISIBILITIES = ("visible", "hidden", "after_due_date", "after_published")
 DEFAULT_EARNS = ("passed", "advisory")  # advisory: a convention of this suite, not counted against a submission
+EARNABLE = ("passed", "advisory", "deviation")  # an answer the code computed, and that holds (or is excused)
+NOT_EARNABLE = {  # why the other statuses never earn points
+    "failed": "the answer is wrong",
+    "error": "no answer was judged (the code could not be loaded, raised, crashed, hung or returned NaN or inf)",
+    "not_implemented": "the part is not there",
+    "blocked": "a prerequisite did not pass, so nothing was asked",
+    "supplied": "the suite's helpers answered, not the submission's code",
+}
 
 
 class PointsError(ValueError):
@@ -67,27 +80,31 @@ class Points:
             raise PointsError(f"{path}: unknown keys {sorted(unknown)}. Fix: use default, earns, sections, checks")
         return cls(
             default=_rule(data.get("default", {"points": 1}), f"{path}: default"),
-            earns=tuple(data.get("earns", DEFAULT_EARNS)),
+            earns=_earns(data.get("earns", list(DEFAULT_EARNS)), f"{path}: earns"),
             sections={k: _rule(v, f"{path}: sections.{k!r}") for k, v in data.get("sections", {}).items()},
             checks={k: _rule(v, f"{path}: checks.{k!r}") for k, v in data.get("checks", {}).items()},
             source=str(path),
         )
 
-    def score(self, checks: list[dict]) -> list[ScoredCheck]:
-        """Each check of a report (``CheckResult.as_dict()``) with its points and what it earned."""
+    def score(self, checks: list[dict], *, loaded: bool = True) -> list[ScoredCheck]:
+        """Each check of a report (``CheckResult.as_dict()``) with its points and what it earned; nothing
+        earned when the implementation could not be loaded (``loaded`` False: ``report_loaded``)."""
         per_section: dict[str, int] = {}
         for check in checks:
             if self._check_rule(check["id"]) is None and self._section_rule(check["section"]):
                 per_section[check["section"]] = per_section.get(check["section"], 0) + 1
-        return [self._score_one(check, per_section) for check in checks]
+        return [self._score_one(check, per_section, loaded) for check in checks]
 
-    def _score_one(self, check: dict, per_section: dict[str, int]) -> ScoredCheck:
+    def score_report(self, report: dict) -> list[ScoredCheck]:
+        return self.score(report["checks"], loaded=report_loaded(report))
+
+    def _score_one(self, check: dict, per_section: dict[str, int], loaded: bool) -> ScoredCheck:
         rule = self._check_rule(check["id"])
         section_rule = self._section_rule(check["section"])
         if rule is None and section_rule is not None:
             rule = Rule(section_rule.points / per_section[check["section"]], section_rule.visibility)
         rule = rule or self.default
-        earned = rule.points if check["status"] in self.earns else 0.0
+        earned = rule.points if loaded and check["status"] in self.earns else 0.0
         return ScoredCheck(check["id"], check["section"], check["status"], check.get("message") or "",
                            earned, rule.points, rule.visibility)
 
@@ -101,6 +118,28 @@ class Points:
     def _section_rule(self, section: str) -> Rule | None:
         return self.sections.get(section) or next(
             (rule for pattern, rule in self.sections.items() if fnmatch.fnmatchcase(section, pattern)), None)
+
+
+def report_loaded(report: dict) -> bool:
+    """Whether the report's implementation was loaded (``implementations[].loaded``; reports written before it
+    was recorded: every check an error that says the implementation could not be loaded)."""
+    recorded = [impl["loaded"] for impl in report.get("implementations", []) if "loaded" in impl]
+    if recorded:
+        return all(recorded)
+    checks = report.get("checks") or []
+    return not checks or not all(c["status"] == "error" and "could not be loaded" in (c.get("message") or "")
+                                 for c in checks)
+
+
+def _earns(value, where: str) -> tuple[str, ...]:
+    if not isinstance(value, list) or not all(isinstance(status, str) for status in value):
+        raise PointsError(f"{where}: expected a list of statuses such as [\"passed\", \"advisory\"], got {value!r}")
+    refused = [status for status in value if status not in EARNABLE]
+    if refused:
+        why = "; ".join(f"{status!r}: {NOT_EARNABLE.get(status, 'not a status of a check')}" for status in refused)
+        raise PointsError(f"{where}: {why}. Points come only from what the code computed: earns may name"
+                          f" {', '.join(EARNABLE)}")
+    return tuple(value)
 
 
 def _rule(value, where: str) -> Rule:
@@ -125,6 +164,14 @@ def totals(scored: list[ScoredCheck]) -> tuple[float, float]:
 TEMPLATE = '''# points.toml: how `transformer-conformance grade` scores a submission (docs/grading.md).
 # Every check is worth `default` points unless a section or check rule below names it.
 default = { points = 1, visibility = "visible" }
+
+# What earns a check's points: only what the submission's own code computed.
+#   passed     its answer holds the claim (of the paper, or of the lessons' published numbers)
+#   advisory   its answer holds the paper's claims, only not a convention this suite adds where the paper is
+#              silent (a query whose keys are all masked): not held against a student. An error is never advisory.
+# Never: failed (the answer is wrong), error (no answer: the code could not be loaded, raised, crashed, hung or
+# returned NaN or inf), not_implemented, blocked (a prerequisite failed), supplied (the suite's helpers answered).
+# A submission that cannot be loaded scores 0, whatever this file says.
 earns = ["passed", "advisory"]
 
 [sections]

@@ -44,6 +44,7 @@ def certify_args(args, spec: str, seed: int, report: Path) -> argparse.Namespace
         no_training=args.no_training, timeout=args.timeout, threads=args.threads, verbose=False,
         isolate=args.isolate, worker_memory=args.worker_memory, worker_total_timeout=args.worker_total_timeout,
         pass_env=args.pass_env,  # only what the grader named: a submission sees no other variable of the grader's
+        allow_read=args.allow_read,  # and reads no folder but its own, Python's and these
         # No answers kept on disk: the submission runs on this machine during grading, and could write entries
         # that name a bug it does not have (or hide one). The diagnosis never trusts files another process
         # could have written meanwhile; it recomputes every catalogue answer.
@@ -70,8 +71,9 @@ def grade_submission(args) -> int:
         report_path = Path(args.json) if args.json else Path(tmp) / "report.json"
         run = certify_args(args, spec, seed, report_path)
         try:
+            own = submission if submission.is_dir() else submission.parent  # what it may read of its own
             candidate = (unloadable_candidate(spec, failure) if failure
-                         else load(spec, **load_options(run, hide_suite_code=True), wait=False))
+                         else load(spec, **load_options(run, hide_suite_code=True, own_folder=str(own)), wait=False))
         except LoadError as exc:
             candidate = unloadable_candidate(spec, str(exc))
         preload(spec, candidate)
@@ -83,27 +85,48 @@ def grade_submission(args) -> int:
         if not report_path.is_file():
             return code
         report = finish_report(report_path, submission, spec, args, time.monotonic() - started)
+    note = report["grade"]["confinement"]
     print(f"score: {report['grade']['score']:g} / {report['grade']['max_score']:g}"
-          f" (seed {seed}; replay: transformer-conformance grade {args.submission} --seed {seed})")
+          f" (seed {seed}; replay: transformer-conformance grade {args.submission} --seed {seed})"
+          + (f"; {note}" if note else ""))
     return code
 
 
 def finish_report(path: Path, submission: Path, spec: str, args, elapsed: float) -> dict:
     """Add the submission, its score and the points used to the JSON report; write results.json if asked."""
-    from conformance.grading.points import Points, totals
+    from conformance.grading.points import Points, report_loaded, totals
     from conformance.reports.gradescope import build_results
 
     points = Points.from_toml(args.points) if args.points else Points()
     report = json.loads(path.read_text())
-    score, max_score = totals(points.score(report["checks"]))
+    score, max_score = totals(points.score_report(report))
     report["submission"] = {"name": submission_name(submission), "path": str(submission), "adapter": spec}
-    report["grade"] = {"score": score, "max_score": max_score, "points": points.source}
+    note = confinement(report)
+    report["grade"] = {"score": score, "max_score": max_score, "points": points.source,
+                       "loaded": report_loaded(report), "reads_confined": not note, "confinement": note}
     path.write_text(json.dumps(report, indent=2) + "\n")
     if args.gradescope:
         results = build_results(report, points, execution_time=elapsed)
         Path(args.gradescope).write_text(json.dumps(results, indent=2) + "\n")
         print(f"Gradescope results written to {args.gradescope}", file=sys.stderr)
     return report
+
+
+def confinement(report: dict) -> str:
+    """"" when the kernel kept the submission from reading outside its folder (Landlock), else the mark its grade
+    carries, saying why ("reads not confined: ..."): it could have read a classmate's work or a solution."""
+    from conformance.isolation.sandbox import READS_ABI, landlock_abi
+
+    isolation = (report.get("implementations") or [{}])[0].get("isolation") or {}
+    if not isolation.get("isolated"):
+        return "reads not confined: graded in this process (--no-isolate), with the grader's access to every file"
+    confined = isolation.get("reads_confined")
+    if confined is None:  # not loaded: the worker's hello, which says what applied, never came; the kernel's say
+        confined = isolation.get("limits", {}).get("landlock", True) and landlock_abi() >= READS_ABI
+    if confined:
+        return ""
+    return ("reads not confined: this kernel has no Landlock (Linux 5.13+, ABI 1), so the submission could read"
+            " any file the grader can (a classmate's work, a solution); grade on a kernel with Landlock")
 
 
 def submission_name(submission: Path) -> str:

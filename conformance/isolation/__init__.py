@@ -1,18 +1,20 @@
 """Running an implementation you do not trust: in a worker process, behind a proxy adapter.
 
 ``proxy.py`` (the grader's side: ``ProxyAdapter``, ``Limits``), ``worker.py`` (the worker and its
-supervisor), ``environment.py`` (the worker's environment: what it holds, ``--pass-env``), ``wire.py`` (the
-plain-data messages between them), ``peer.py`` (large messages straight between the two processes' memory,
-one CPU shared during a call), ``sandbox.py`` (resource limits and Landlock). docs/grading.md describes what is
-contained and how.
+supervisor), ``trampoline.py`` (the worker's first code, which loads the rest under a neutral name),
+``importing.py`` (importing the implementation, in-process and in the worker), ``environment.py`` (the worker's
+environment: what it holds, ``--pass-env``), ``reads.py`` (what it may read: its folder, Python, ``--allow-read``),
+``wire.py`` (the plain-data messages between them), ``peer.py`` (large messages straight between the two
+processes' memory, one CPU shared during a call), ``sandbox.py`` (namespaces, resource limits and Landlock).
+docs/grading.md describes what is contained and how.
 """
 
 import argparse
 import os
 
 # The defaults of the two limits the command line sets (``Limits.memory_mib``, ``Limits.total_s``), and the
-# check of ``--pass-env``, here rather than in proxy.py so that the CLI's parser (``--help``) reads them without
-# importing the isolation.
+# checks of ``--pass-env`` and ``--allow-read``, here rather than in proxy.py so that the CLI's parser (``--help``)
+# reads them without importing the isolation.
 WORKER_MEMORY_MIB = 8192
 WORKER_TOTAL_S = 1800.0
 
@@ -25,3 +27,12 @@ def variable_set_here(name: str) -> str:
             f"{name!r} is not set in this environment, so there is no value to pass to the worker. Fix: set it"
             f" (export {name}=...), or leave out --pass-env {name}")
     return name
+
+
+def existing_folder(text: str) -> str:
+    """``--allow-read PATH``'s check (an argparse ``type``): PATH must exist; the worker may then read it (and
+    what is beneath it). Returned absolute, as the report records it."""
+    if not os.path.exists(text):
+        raise argparse.ArgumentTypeError(f"{text!r} does not exist (relative to {os.getcwd()}). Fix: give the path"
+                                         " of a folder or file the isolated implementation needs to read")
+    return os.path.abspath(text)

@@ -13,32 +13,28 @@ that fails on a missing variable says the same of that variable.
 
 from __future__ import annotations
 
-import json
 import os
-import sys
 from pathlib import Path
 
 # The worker's own variables, whatever the grader's are.
 BASE = ("PATH", "HOME", "TMPDIR", "LANG", "LC_ALL", "OMP_NUM_THREADS", "MKL_NUM_THREADS", "OPENBLAS_NUM_THREADS")
-SYS_PATH = "CONFORMANCE_SYS_PATH"  # the grader's sys.path, read and removed by the worker's bootstrap
 NAMES_SHOWN = 12  # a CI runner sets a hundred variables: the first ones, then how many more
 
 
 def worker_environment(home: Path, temp_dir: Path, threads: int, pass_env: tuple[str, ...] = ()) -> dict[str, str]:
-    """The minimal environment, the variables named by ``pass_env`` with their values here, the grader's
-    ``sys.path`` last (never replaced by a passed variable)."""
+    """The minimal environment and the variables named by ``pass_env`` with their values here. Nothing of the
+    suite's own: the import path goes in the worker's boot message (``proxy.boot_message``), not a variable."""
     n = str(threads) if threads > 0 else "1"
-    grader_path = [os.path.abspath(p or os.curdir) for p in sys.path]
     values = ("/usr/local/bin:/usr/bin:/bin", str(home), str(temp_dir), "C.UTF-8", "C.UTF-8", n, n, n)
     base = dict(zip(BASE, values, strict=True))
     passed = {name: os.environ[name] for name in pass_env if name in os.environ}
-    return {**base, **passed, SYS_PATH: json.dumps(grader_path)}
+    return {**base, **passed}
 
 
 def removed(pass_env: tuple[str, ...]) -> list[str]:
     """The names of the variables set in this environment that the worker does not get (neither its own nor
     passed)."""
-    kept = {*BASE, SYS_PATH, *pass_env}
+    kept = {*BASE, *pass_env}
     return sorted(name for name in os.environ if name not in kept)
 
 

@@ -2,14 +2,14 @@
 
 ``--isolate`` / ``--no-isolate`` (default: isolated for an implementation named by a path, in-process
 for the built-ins and ``module:attribute``), ``--worker-memory MIB``, ``--worker-total-timeout S``,
-``--pass-env NAME`` (repeatable): the same names as the CLI's.
+``--pass-env NAME``, ``--allow-read PATH`` (repeatable): the same names as the CLI's.
 """
 
 from __future__ import annotations
 
 from typing import Any
 
-from conformance.isolation import variable_set_here
+from conformance.isolation import existing_folder, variable_set_here
 from conformance.isolation.proxy import Limits, ProxyAdapter
 
 
@@ -26,13 +26,18 @@ def add_options(group) -> None:
                     type=variable_set_here,
                     help="give an isolated worker this variable of this environment, with its value (repeatable;"
                          " the worker's environment is otherwise minimal)")
+    group.addoption("--allow-read", dest="conformance_allow_read", action="append", default=[], metavar="PATH",
+                    type=existing_folder,
+                    help="let an isolated worker read PATH (repeatable; it reads only its own folder, Python and its"
+                         " packages otherwise)")
 
 
 def load_options(config) -> dict[str, Any]:
     """``loading.load`` keyword arguments from the pytest options."""
     total = config.getoption("worker_total_timeout")
     limits = Limits(memory_mib=config.getoption("worker_memory"), total_s=total, cpu_s=int(total),
-                    pass_env=tuple(dict.fromkeys(config.getoption("conformance_pass_env"))))
+                    pass_env=tuple(dict.fromkeys(config.getoption("conformance_pass_env"))),
+                    allow_read=tuple(dict.fromkeys(config.getoption("conformance_allow_read"))))
     return {"isolate": config.getoption("conformance_isolate"), "limits": limits,
             "threads": config.getoption("conformance_threads")}
 

@@ -8,7 +8,8 @@ system call (0.06 s for the same 252 MB). Only the grader calls them, and only o
 request's buffers into a block the worker names, and reads an answer's buffers from where the worker says
 they are. Either way the grader touches only the worker's memory (``proxy.Worker.checked_pid``: the process
 its hello named, believed only while it is the supervisor's child, so a lying hello cannot point the grader
-at another process), and only
+at another process; in its own PID namespace the worker names itself 1, and the grader finds which of the
+supervisor's children that is: ``child_with_inner_pid``), and only
 its own buffers or blocks of the sizes the message's header announced. Where the kernel refuses (a
 container's seccomp profile, a worker that made itself non-dumpable, an address that is not mapped), the
 bytes go through the pipe as before.
@@ -80,6 +81,28 @@ def _transfer(function, pid: int, pieces: list[tuple[int, int, int]]) -> bool:
         if function(pid, local, len(batch), remote, len(batch), 0) != sum(size for _, _, size in batch):
             return False  # refused, or a partial copy (an unmapped address): the caller uses the pipe
     return True
+
+
+def child_with_inner_pid(parent: int, inner: int) -> int | None:
+    """The child of ``parent`` that its own PID namespace numbers ``inner`` (the last of its ``NSpid``: the
+    worker, process 1 of its namespace, names itself 1), as this process numbers it; None if no child is."""
+    for child in children_of(parent):
+        try:
+            with open(f"/proc/{child}/status") as status:
+                numbers = next((line.split()[1:] for line in status if line.startswith("NSpid:")), [str(child)])
+        except OSError:  # it ended meanwhile
+            continue
+        if numbers and numbers[-1] == str(inner) and parent_of(child) == parent:
+            return child
+    return None
+
+
+def children_of(pid: int) -> list[int]:
+    try:
+        with open(f"/proc/{pid}/task/{pid}/children") as children:
+            return [int(child) for child in children.read().split()]
+    except (OSError, ValueError):  # a kernel without CONFIG_PROC_CHILDREN: the processes whose parent it is
+        return [int(entry) for entry in os.listdir("/proc") if entry.isdigit() and parent_of(int(entry)) == pid]
 
 
 def parent_of(pid: int) -> int | None:

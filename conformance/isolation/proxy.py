@@ -36,7 +36,7 @@ from typing import Any
 from conformance.adapter import ADAPTER_PARTS, MODEL_PARTS, PARTS, Conventions
 from conformance.candidate import Candidate
 from conformance.errors import AdapterError, LoadError
-from conformance.isolation import WORKER_MEMORY_MIB, WORKER_TOTAL_S, environment, peer
+from conformance.isolation import WORKER_MEMORY_MIB, WORKER_TOTAL_S, environment, importing, peer, reads, sandbox
 from conformance.isolation.wire import Channel, ChannelClosed, ChannelTimeout, WireError
 
 
@@ -54,11 +54,13 @@ class Limits:
     processes: int = 64
     max_restarts: int = 20
     landlock: bool = True
-    hide_suite_code: bool = False  # grade: a submission may not read the suite's implementations and oracle
+    hide_suite_code: bool = False  # grade: of the suite, a submission may read the adapter protocol only (reads.py)
     pass_env: tuple[str, ...] = ()  # the grader's variables the worker gets (--pass-env): names, never values
+    own_folder: str | None = None  # what the worker may read of its own: None, the adapter's folder (reads.py)
+    allow_read: tuple[str, ...] = ()  # more folders it may read (--allow-read)
 
     def as_dict(self) -> dict:
-        return {**asdict(self), "pass_env": list(self.pass_env)}
+        return {**asdict(self), "pass_env": list(self.pass_env), "allow_read": list(self.allow_read)}
 
 
 SIGNAL_CAUSES = {
@@ -71,18 +73,24 @@ SIGNAL_CAUSES = {
 }
 
 
-def suite_paths(*, builtin: bool) -> list[Path]:
-    """What a worker may not read: the golden fixtures always; a graded submission (``builtin`` False)
-    also not the suite's own implementations nor its float64 oracle (it must compute, not delegate)."""
-    import importlib.util
+def start_message(spec: str, limits: Limits, *, builtin: bool, threads: int) -> dict:
+    """What the worker is told first: the implementation, its limits, what it may read (``reads.py``: of the
+    suite, the adapter protocol only for a graded submission), the parts to look for."""
+    own = own_folder_of(spec, limits, builtin=builtin)
+    allowed = reads.worker_reads(own, suite="code" if builtin or not limits.hide_suite_code else "api",
+                                 allow_read=tuple(str(Path(p).resolve()) for p in limits.allow_read))
+    path = reads.worker_path(allowed)  # first: it may make the suite's folder listable
+    return {"spec": spec, "limits": limits.as_dict(), "reads": allowed.as_dict(), "path": path,
+            "landlock": limits.landlock, "threads": threads, "parts": list(ADAPTER_PARTS),
+            "model_parts": list(MODEL_PARTS)}
 
-    import conformance
 
-    hidden = [Path(importlib.util.find_spec("conformance.fixtures").submodule_search_locations[0])]
-    if not builtin:
-        hidden.append(Path(importlib.util.find_spec("conformance.implementations").submodule_search_locations[0]))
-        hidden.append(Path(conformance.__file__).parent / "oracle.py")
-    return [path.resolve() for path in hidden]
+def own_folder_of(spec: str, limits: Limits, *, builtin: bool) -> Path | None:
+    """The folder the implementation may read as its own: the submission's (``limits.own_folder``), else its
+    file's or package's; None for a built-in (the suite's code, which the worker reads as such)."""
+    if limits.own_folder:
+        return Path(limits.own_folder).resolve()
+    return None if builtin else reads.own_folder(spec.partition(":")[0])
 
 
 class Worker:
@@ -90,7 +98,7 @@ class Worker:
 
     def __init__(self, start: dict, limits: Limits, threads: int):
         self.limits = limits
-        self.temp_dir = Path(tempfile.mkdtemp(prefix="conformance-worker-"))
+        self.temp_dir = Path(tempfile.mkdtemp())  # a name like any program's: tmpXXXXXXXX/work
         work = self.temp_dir / "work"
         work.mkdir()
         self.log_path = self.temp_dir / "output.log"
@@ -99,10 +107,10 @@ class Worker:
         control_r, self.control_w = os.pipe()
         self.status_r, status_w = os.pipe()
         with open(self.log_path, "wb") as log:
+            # "-": the program comes on standard input (trampoline.py): nothing in the command line names the suite
             self.process = subprocess.Popen(
-                [sys.executable, "-I", "-B", "-u", "-c", BOOTSTRAP, str(request_r), str(response_w), str(control_r),
-                 str(status_w), str(limits.total_s)],
-                stdin=subprocess.DEVNULL, stdout=log, stderr=subprocess.STDOUT, cwd=work,
+                [sys.executable, "-I", "-B", "-u", "-"],
+                stdin=subprocess.PIPE, stdout=log, stderr=subprocess.STDOUT, cwd=work,
                 env=environment.worker_environment(work, self.temp_dir, threads, limits.pass_env),
                 pass_fds=(request_r, response_w, control_r, status_w),
                 start_new_session=True,
@@ -110,7 +118,11 @@ class Worker:
         for fd in (request_r, response_w, control_r, status_w):
             os.close(fd)
         self.channel = Channel(response_r, request_w)
+        with contextlib.suppress(BrokenPipeError):  # a worker that died at once: its exit is the error
+            self.process.stdin.write(trampoline_program(request_r, response_w, control_r, status_w))
+            self.process.stdin.close()
         self.shortcuts = os.environ.get("CONFORMANCE_PEER_SHORTCUTS", "1") != "0"  # peer.py; 0: for measuring
+        self.channel.write_bytes(boot_message(start["path"], limits.total_s), deadline=time.monotonic() + 30)
         self.channel.send({**start, "temp_dir": str(self.temp_dir),
                            "direct": self.shortcuts and peer.direct_copies_possible()})
         self.exit_report: dict | None = None
@@ -123,11 +135,12 @@ class Worker:
         return self.channel.receive(deadline=deadline, make_model=make_model)
 
     def said_hello(self, hello: dict) -> None:
-        """The worker's pid from its hello, believed only if that process is the supervisor's child (a
-        candidate's process): large messages then go straight to and from its memory, and during a call it
-        shares the grader's CPU (``peer.py``)."""
-        pid = hello.get("pid")
-        if not self.shortcuts or not isinstance(pid, int) or pid <= 0 or peer.parent_of(pid) != self.process.pid:
+        """The worker's pid from its hello (as its own PID namespace numbers it), believed only if a child of
+        the supervisor has that number there (a candidate's process): large messages then go straight to and
+        from its memory, and during a call it shares the grader's CPU (``peer.py``)."""
+        inner = hello.get("pid")
+        pid = peer.child_with_inner_pid(self.process.pid, inner) if isinstance(inner, int) and inner > 0 else None
+        if not self.shortcuts or pid is None:
             return
         self.pid = pid
         self.channel.peer = self.checked_pid
@@ -206,7 +219,7 @@ class Worker:
 def _live_usage(supervisor: int) -> dict:
     """CPU seconds (its own and its reaped children's) and peak RSS of the supervisor's children: the worker."""
     tick, cpu_s, max_rss_mib = os.sysconf("SC_CLK_TCK"), 0.0, 0.0
-    for pid in _children(supervisor):
+    for pid in peer.children_of(supervisor):
         try:
             stat = Path(f"/proc/{pid}/stat").read_text()
             status = Path(f"/proc/{pid}/status").read_text()
@@ -219,18 +232,21 @@ def _live_usage(supervisor: int) -> dict:
     return {"cpu_s": round(cpu_s, 3), "max_rss_mib": round(max_rss_mib, 1)}
 
 
-def _children(pid: int) -> list[int]:
-    try:
-        return [int(child) for child in Path(f"/proc/{pid}/task/{pid}/children").read_text().split()]
-    except (OSError, ValueError):  # a kernel without CONFIG_PROC_CHILDREN: the processes whose parent it is
-        return [int(entry.name) for entry in Path("/proc").iterdir()
-                if entry.name.isdigit() and peer.parent_of(int(entry.name)) == pid]
+WORKER_MODULES = ("worker", "wire", "peer", "sandbox", "environment", "importing")  # what the worker runs
+_SOURCES: dict[str, str] = {}
 
 
-BOOTSTRAP = (
-    "import json, os, sys; sys.path[:] = json.loads(os.environ.pop('CONFORMANCE_SYS_PATH'));"
-    " from conformance.isolation.worker import main; sys.exit(main(sys.argv[1:]))"
-)
+def trampoline_program(*fds: int) -> bytes:
+    """The worker's program, for its standard input: trampoline.py and the call naming its pipes."""
+    return (Path(__file__).with_name("trampoline.py").read_text() + f"\nstart{fds}\n").encode()
+
+
+def boot_message(path: list[str], total_s: float) -> bytes:
+    """What the trampoline reads first: its import path, the total time limit, the worker's modules' sources."""
+    if not _SOURCES:
+        _SOURCES.update({name: Path(__file__).with_name(f"{name}.py").read_text() for name in WORKER_MODULES})
+    body = json.dumps({"path": path, "total_s": total_s, "modules": _SOURCES}).encode()
+    return len(body).to_bytes(8, "little") + body
 
 
 _LIVE: set[Worker] = set()
@@ -263,13 +279,10 @@ class ProxyAdapter:
     def __init__(self, spec: str, *, limits: Limits, timeout_s: float | None, threads: int = 1, builtin: bool,
                  wait: bool = True):
         self.spec, self.limits, self.timeout_s, self.threads = spec, limits, timeout_s, threads
-        self._start = {
-            "spec": spec,
-            "limits": limits.as_dict(),
-            "hidden": [str(p) for p in suite_paths(builtin=builtin or not limits.hide_suite_code)],
-            "landlock": limits.landlock,
-            "threads": threads,
-        }
+        self._start = start_message(spec, limits, builtin=builtin, threads=threads)
+        self._own_folder = own_folder_of(spec, limits, builtin=builtin)
+        self.refused: list = []  # what the candidate tried that the sandbox refused (worker.Refusals)
+        self.refused_total = 0
         self._deadline = time.monotonic() + limits.total_s
         self._generation, self._restarts, self._seed, self._release = 0, 0, None, []
         self._worker: Worker | None = None
@@ -294,9 +307,11 @@ class ProxyAdapter:
                 self.load_error = str(exc)
                 raise
             self._worker, self._hello = worker, hello
-            self.conventions = Conventions(**hello["conventions"])
+            self.conventions = hello["conventions"]
             self.load_warnings: list[str] = hello["warnings"]
             self.landlock: int = hello["landlock"]
+            self.namespace: str = hello["namespace"]
+            self.private_proc: bool = hello["private_proc"]
             self._parts = [part for part in hello["parts"] if part in ADAPTER_PARTS]
             self.__conformance_supplied__ = hello["supplied"]  # conformance.provenance, checked by check_hello
             if hello["model_class_parts"] is not None:
@@ -340,21 +355,32 @@ class ProxyAdapter:
             worker.cleanup()
             raise LoadError(f"the implementation {fmt_exit(report, self.limits)} while being imported"
                             + fmt_output(output)) from None
+        load_error_keys = {"load_error", "import_raised", "missing_variable", *REFUSED_KEYS}
         if not isinstance(reply, dict) or not ({"hello"} == set(reply) or "load_error" in reply
-                                               and set(reply) <= {"load_error", "import_raised", "missing_variable"}):
+                                               and set(reply) <= load_error_keys):
             worker.cleanup()
             raise LoadError("the worker answered something that is not a hello (the import wrote to its pipe?)")
         if "load_error" in reply:
+            self._note_refused(reply)
             output = worker.output()
             worker.cleanup()
             raise LoadError(self._load_error(reply) + fmt_output(output))
         try:
-            hello = check_hello(reply["hello"])
+            hello = check_hello(reply["hello"], self.spec)
         except LoadError:
             worker.cleanup()
             raise
+        self._note_refused(hello)
         worker.said_hello(hello)
         return hello
+
+    def _note_refused(self, message: dict) -> None:
+        """What the worker says the sandbox refused so far (the whole list each time, bounded)."""
+        refused, total = message.get("refused"), message.get("refused_total")
+        if isinstance(refused, list) and isinstance(total, int):
+            self.refused = [[what, path[:300], times] for what, path, times in
+                            (entry for entry in refused[:REFUSED_KEPT] if _refusal(entry))]
+            self.refused_total = max(total, len(self.refused))
 
     def _load_error(self, reply: dict) -> str:
         """The worker's load error, and what the environment has to do with it when the implementation's own
@@ -362,8 +388,19 @@ class ProxyAdapter:
         message = str(reply["load_error"])
         if not reply.get("import_raised"):
             return message
-        note = environment.load_note(self.limits.pass_env, variable_name(reply.get("missing_variable")))
+        missing = variable_name(reply.get("missing_variable"))
+        if self.refused and missing is None:  # what it tried to read says more than the variables removed
+            return f"{message.removesuffix('. ' + importing.FIX_IMPORT)}. {self._reads_note()}"
+        note = environment.load_note(self.limits.pass_env, missing)
         return f"{message}. {note}" if note else message
+
+    def _reads_note(self) -> str:
+        """What the sandbox refused, what the worker may read, and the fixes."""
+        tried = "; ".join(f"{what} {path}" for what, path, _ in self.refused[:3])
+        own = self._own_folder or "none: a built-in"
+        return (f"The sandbox refused: {tried}. The worker reads only its own folder ({own}), Python and its"
+                " packages, and its temporary folder. If the implementation needs more: --allow-read PATH"
+                " (repeatable), or --no-isolate to run in this process")
 
     def _ensure_worker(self, label: str) -> Worker:
         if self._worker is not None:
@@ -454,6 +491,10 @@ class ProxyAdapter:
         return self.timeout_s + 5.0 if self.timeout_s else self.limits.total_s
 
     def _unpack(self, reply: Any, label: str, target: int) -> Any:
+        refused_now = isinstance(reply, dict) and "refused" in reply  # the sandbox refused something in this call
+        if refused_now:
+            self._note_refused(reply)
+            reply = {key: value for key, value in reply.items() if key not in REFUSED_KEYS}
         if isinstance(reply, dict) and set(reply) == {"ok", "account"}:
             self.last_account = checked_account(reply["account"])
             return reply["ok"]
@@ -466,6 +507,8 @@ class ProxyAdapter:
                 raise NotImplementedError(str(value))
             if kind == "raised" and isinstance(value, dict):
                 note = environment.call_note(self.limits.pass_env, variable_name(value.get("missing_variable")))
+                if refused_now and not note:
+                    note = f" ({self._reads_note()})"
                 raise remote_exception(value.get("type"), str(value.get("message", "")) + note)
         self._retire()
         raise AdapterError(f"{label}: the worker's answer is not a result ({str(reply)[:100]})", part=label,
@@ -479,11 +522,24 @@ class ProxyAdapter:
             self._release.append(handle)
 
     # -- the report -----------------------------------------------------------------------------
+    def unloaded_summary(self) -> dict:
+        """The report's record of a worker that could not load the implementation: its limits, what the sandbox
+        refused while it tried."""
+        return {"isolated": True, "limits": self.limits.as_dict(), **self._refused_summary()}
+
+    def _refused_summary(self) -> dict:
+        return {"refused": [{"what": what, "path": path, "times": times} for what, path, times in self.refused],
+                "refused_total": self.refused_total}
+
     def summary(self) -> dict:
         outputs = self._outputs + ([{**self._worker.output(), **self._worker.usage()}] if self._worker else [])
         return {
             "isolated": True,
             "landlock_abi": self.landlock,
+            "reads_confined": self.landlock >= sandbox.READS_ABI,
+            "pid_namespace": bool(self.namespace),
+            "private_proc": self.private_proc,
+            **self._refused_summary(),
             "restarts": self._restarts,
             "limits": self.limits.as_dict(),
             "output_bytes": sum(o["bytes"] for o in outputs),
@@ -493,7 +549,14 @@ class ProxyAdapter:
         }
 
 
-HELLO_FIELDS = ("conventions", "load_warnings", "landlock", "model_class", "_parts")
+HELLO_FIELDS = ("conventions", "load_warnings", "landlock", "namespace", "private_proc", "model_class", "_parts")
+REFUSED_KEYS = ("refused", "refused_total")
+REFUSED_KEPT = 20
+
+
+def _refusal(entry: Any) -> bool:
+    return (isinstance(entry, list) and len(entry) == 3 and entry[0] in ("read", "list", "write")
+            and isinstance(entry[1], str) and type(entry[2]) is int)
 
 
 class _Forward:
@@ -535,11 +598,24 @@ def model_class_with(parts: list[str]) -> type:
     return type("DeclaredModel", (), {part: declared for part in parts if part in MODEL_PARTS})
 
 
-def check_hello(hello: Any) -> dict:
-    if not isinstance(hello, dict) or not isinstance(hello.get("conventions"), dict) \
-            or not isinstance(hello.get("parts"), list) or not isinstance(hello.get("warnings"), list):
+def check_hello(hello: Any, spec: str) -> dict:
+    """The worker's hello as the grader uses it: plain data checked, the conventions rebuilt and validated as
+    in-process loading does (``loading.check_declarations``: a ``LoadError`` naming the fix), the warnings."""
+    from conformance.loading import check_declarations
+
+    if not isinstance(hello, dict) or not isinstance(hello.get("parts"), list) \
+            or not isinstance(hello.get("public"), list) or not all(isinstance(n, str) for n in hello["public"]):
         raise LoadError("the worker's hello is malformed (the import wrote to its pipe?)")
-    hello.setdefault("landlock", 0)
+    declared = hello.get("conventions")
+    try:
+        conventions = Conventions(**declared) if isinstance(declared, dict) else None
+    except (TypeError, ValueError) as exc:
+        raise LoadError(f"the worker's hello has conventions that are not Conventions' fields: {exc}") from None
+    hello["warnings"] = check_declarations(conventions, hello["public"][:1000], spec)
+    hello["conventions"] = conventions
+    hello["landlock"] = hello.get("landlock") if type(hello.get("landlock")) is int else 0
+    hello["namespace"] = hello.get("namespace") if hello.get("namespace") in ("user+pid", "pid") else ""
+    hello["private_proc"] = hello.get("private_proc") is True
     hello.setdefault("model_class_parts", None)
     supplied = hello.get("supplied")
     hello["supplied"] = {part: rec for part, rec in (supplied.items() if isinstance(supplied, dict) else ())

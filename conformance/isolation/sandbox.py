@@ -1,4 +1,10 @@
-"""What the worker does to itself before it imports the candidate: resource limits and Landlock.
+"""What the worker does to itself before it imports the candidate: namespaces, resource limits, Landlock.
+
+Namespaces (Linux; unprivileged where the kernel allows user namespaces): the supervisor enters a new user
+and PID namespace before it forks the worker, so the worker is process 1 of its own PID namespace and sees no
+process but its own and those it starts; the worker mounts a fresh ``/proc`` in a mount namespace of its own,
+so ``/proc`` lists those processes only, then gives up every capability. Where user namespaces are refused a
+PID namespace alone is tried (root); where that is refused too, nothing changes and the report says so.
 
 Resource limits (``setrlimit``, POSIX): address space, CPU seconds, open files, file size, processes,
 no core files. Linux does not apply the process limit to root; the other limits hold for everyone.
@@ -6,14 +12,15 @@ no core files. Linux does not apply the process limit to root; the other limits 
 Landlock (Linux 5.13+, unprivileged; https://docs.kernel.org/userspace-api/landlock.html) makes the
 kernel refuse, for the worker and everything it starts:
 
-- writing, creating, renaming or deleting any file outside the worker's temporary directory;
-- reading the suite's private files: the golden fixtures, the built-in implementations and the
-  float64 oracle (a submission must compute, not look up or delegate);
+- reading or listing any file outside what it may read (``Reads``, from ABI 1): its own folder, the Python
+  installation and its packages, the system's libraries, its temporary directory; the suite's files only
+  as far as an implementation needs them (the adapter protocol's modules), never its golden fixtures;
+- writing, creating, renaming or deleting any file outside the worker's temporary directory (ABI 1);
 - TCP bind and connect (ABI 4+), and signals and abstract Unix sockets to processes outside the
   sandbox (ABI 6+): the worker cannot kill or talk to the grader.
 
 Where the kernel lacks Landlock the worker runs without it and the report says so
-(``isolation.landlock``); the other limits still apply.
+(``isolation.landlock_abi`` 0, ``reads_confined`` false); the other limits still apply.
 """
 
 from __future__ import annotations
@@ -21,13 +28,14 @@ from __future__ import annotations
 import ctypes
 import os
 import resource
+from dataclasses import dataclass, field
 from pathlib import Path
 
 # Linux syscall numbers (the same on every architecture, they were added after the unification).
 SYS_CREATE_RULESET, SYS_ADD_RULE, SYS_RESTRICT_SELF = 444, 445, 446
 CREATE_RULESET_VERSION = 1
 RULE_PATH_BENEATH = 1
-PR_SET_NO_NEW_PRIVS = 38
+PR_SET_NO_NEW_PRIVS, PR_CAPBSET_DROP = 38, 24
 
 # LANDLOCK_ACCESS_FS_* (include/uapi/linux/landlock.h), by the ABI version that introduced them.
 EXECUTE, WRITE_FILE, READ_FILE, READ_DIR = 1 << 0, 1 << 1, 1 << 2, 1 << 3
@@ -36,8 +44,16 @@ MAKE_SOCK, MAKE_FIFO, MAKE_BLOCK, MAKE_SYM = 1 << 9, 1 << 10, 1 << 11, 1 << 12
 REFER, TRUNCATE, IOCTL_DEV = 1 << 13, 1 << 14, 1 << 15
 FS_BY_ABI = {1: (1 << 13) - 1, 2: (1 << 14) - 1, 3: (1 << 15) - 1, 5: (1 << 16) - 1}
 FILE_ONLY = EXECUTE | WRITE_FILE | READ_FILE | TRUNCATE | IOCTL_DEV
+READ = EXECUTE | READ_FILE | READ_DIR
 NET_BIND_TCP, NET_CONNECT_TCP = 1 << 0, 1 << 1
 SCOPE_ABSTRACT_UNIX_SOCKET, SCOPE_SIGNAL = 1 << 0, 1 << 1
+READS_ABI = 1  # reading and listing are refused from the first ABI on
+
+# What a process needs of the system to run Python and its packages' native libraries: the libraries and the
+# dynamic loader's cache, the time zone, the CPU description numeric libraries read, the random devices.
+SYSTEM_TREES = ("/usr", "/lib", "/lib64", "/lib32", "/libx32", "/bin", "/sbin", "/sys/devices/system/cpu")
+SYSTEM_FILES = ("/etc/ld.so.cache", "/etc/localtime", "/dev/urandom", "/dev/random")
+PROC_FILES = ("/proc/cpuinfo", "/proc/meminfo", "/proc/stat")  # system-wide, no process's: without a private /proc
 
 
 class _PathBeneath(ctypes.Structure):
@@ -66,9 +82,30 @@ def _fs_rights(abi: int) -> int:
     return FS_BY_ABI[max(v for v in FS_BY_ABI if v <= abi)]
 
 
-def restrict(*, writable: list[Path], hidden: list[Path]) -> int:
-    """Apply Landlock to this process: write only beneath ``writable``, read anything but ``hidden``.
-    Returns the ABI applied, 0 when Landlock is not available (nothing is changed then)."""
+@dataclass
+class Reads:
+    """What the worker may read, as plain lists of paths (the grader builds it, the start message carries it).
+
+    ``trees``: read, list and execute anything beneath; ``listable``: list beneath, read nothing (a package
+    folder whose modules are read one by one); ``files``: read and execute these files; ``hidden``: not covered
+    by a tree above them (it is opened up around them); a tree or file named at or below one still counts.
+    """
+
+    trees: list[str] = field(default_factory=list)
+    listable: list[str] = field(default_factory=list)
+    files: list[str] = field(default_factory=list)
+    hidden: list[str] = field(default_factory=list)
+
+    def as_dict(self) -> dict:
+        return {"trees": list(self.trees), "listable": list(self.listable), "files": list(self.files),
+                "hidden": list(self.hidden)}
+
+
+def restrict(*, writable: list[Path], reads: Reads, private_proc: bool = False) -> int:
+    """Apply Landlock to this process: read only what ``reads`` names, write only beneath ``writable``.
+    ``private_proc``: /proc is this process's own (its PID namespace's): readable whole; else only its own
+    /proc/PID and the system-wide files of ``PROC_FILES``. Returns the ABI applied, 0 when Landlock is not
+    available (nothing is changed then)."""
     abi = landlock_abi()
     if abi < 1:
         return 0
@@ -80,10 +117,8 @@ def restrict(*, writable: list[Path], hidden: list[Path]) -> int:
     if ruleset < 0:
         return 0
     try:
-        read = EXECUTE | READ_FILE | READ_DIR
-        _allow(libc, ruleset, Path("/"), READ_DIR)  # listing is harmless; reading files is what is refused
-        for path in readable_except(hidden):
-            _allow(libc, ruleset, path, read)
+        for path, access in read_rules(reads, private_proc):
+            _allow(libc, ruleset, Path(path), access)
         for path in writable:
             _allow(libc, ruleset, path, handled)
         _allow(libc, ruleset, Path("/dev/null"), READ_FILE | WRITE_FILE | (IOCTL_DEV if abi >= 5 else 0))
@@ -92,6 +127,17 @@ def restrict(*, writable: list[Path], hidden: list[Path]) -> int:
     finally:
         os.close(ruleset)
     return abi
+
+
+def read_rules(reads: Reads, private_proc: bool) -> list[tuple[str, int]]:
+    """(path, access) of every read rule: the trees (opened up around hidden paths), the system's trees and
+    files, /proc as ``restrict`` says, the listable folders and the single files."""
+    # /proc/self is resolved by the kernel, in /proc's own PID namespace: this process's folder there
+    trees = [*reads.trees, *SYSTEM_TREES, "/proc" if private_proc else "/proc/self"]
+    files = [*reads.files, *SYSTEM_FILES, *([] if private_proc else PROC_FILES)]
+    rules = [(str(path), access) for tree in trees for path, access in readable_except(Path(tree), reads.hidden)]
+    rules += [(path, READ_DIR) for path in reads.listable]
+    return rules + [(path, EXECUTE | READ_FILE) for path in files]
 
 
 def _allow(libc, ruleset: int, path: Path, access: int) -> None:
@@ -108,26 +154,96 @@ def _allow(libc, ruleset: int, path: Path, access: int) -> None:
         os.close(fd)
 
 
-def readable_except(hidden: list[Path]) -> list[Path]:
-    """Paths whose subtrees cover the whole file system except ``hidden`` (Landlock only allows):
-    every sibling along the way from ``/`` down to each hidden path."""
-    hidden = [Path(os.path.realpath(p)) for p in hidden]
-    on_the_way = {parent for path in hidden for parent in path.parents} | set(hidden)
-    allowed, todo = [], [Path("/")]
+def readable_except(root: Path, hidden: list[str]) -> list[tuple[Path, int]]:
+    """(path, access) rules that cover ``root`` except the ``hidden`` paths strictly beneath it (Landlock only
+    allows): ``root`` itself when none is, else every sibling along the way from ``root`` down to each hidden
+    path, and the folders along the way listable (names are not contents; the import system lists a folder
+    to find a module in it). A root at or beneath a hidden path was named on purpose (a package's helpers):
+    it stays whole."""
+    root = Path(os.path.realpath(root))
+    below = [path for path in map(Path, map(os.path.realpath, hidden)) if path != root and path.is_relative_to(root)]
+    if not below:
+        return [(root, READ)]
+    on_the_way = {parent for path in below for parent in path.parents if parent.is_relative_to(root)}
+    rules, todo = [], [root]
     while todo:
         directory = todo.pop()
+        rules.append((directory, READ_DIR))
         try:
             children = sorted(directory.iterdir())
         except OSError:
             continue
         for child in children:
-            if child in hidden:
+            if child in below:
                 continue
             if child in on_the_way and child.is_dir() and not child.is_symlink():
                 todo.append(child)
             else:
-                allowed.append(child)
-    return allowed
+                rules.append((child, READ))
+    return rules
+
+
+# -- namespaces ---------------------------------------------------------------------------------
+CLONE_NEWNS, CLONE_NEWUSER, CLONE_NEWPID = 0x00020000, 0x10000000, 0x20000000
+MS_NOSUID, MS_NODEV, MS_NOEXEC, MS_REC, MS_PRIVATE = 2, 4, 8, 1 << 14, 1 << 18
+CAP_LAST = 63  # capability numbers are below 64; dropping one the kernel does not know fails harmlessly
+
+
+def enter_pid_namespace() -> str:
+    """Make this process's next child process 1 of a new PID namespace (the supervisor, before it forks the
+    worker): with a new user namespace that maps this process's user and group to themselves (unprivileged,
+    where the kernel allows it), else a PID namespace alone (root). Returns "user+pid", "pid", or "" when the
+    kernel refused both."""
+    libc = _libc()
+    uid, gid = os.getuid(), os.getgid()
+    if libc.unshare(CLONE_NEWUSER) == 0:
+        _map_ids(uid, gid)
+        if libc.unshare(CLONE_NEWPID) == 0:
+            return "user+pid"
+        return ""
+    return "pid" if libc.unshare(CLONE_NEWPID) == 0 else ""
+
+
+def _map_ids(uid: int, gid: int) -> None:
+    """The user namespace's only user and group: this process's own, so that ids and file owners read the
+    same as outside (an unprivileged process may map itself only, and must give up setgroups first)."""
+    for name, text in (("setgroups", "deny"), ("uid_map", f"{uid} {uid} 1"), ("gid_map", f"{gid} {gid} 1")):
+        try:
+            with open(f"/proc/self/{name}", "w") as file:
+                file.write(text)
+        except OSError:  # setgroups is absent before Linux 3.19; a map refused leaves the ids unmapped
+            pass
+
+
+def mount_private_proc() -> bool:
+    """In a mount namespace of this process's own, a fresh /proc of its PID namespace over the system's: it
+    lists this namespace's processes only. False (nothing changed) where the kernel refuses (a container
+    that hides parts of its /proc)."""
+    libc = _libc()
+    if libc.unshare(CLONE_NEWNS) != 0:
+        return False
+    if libc.mount(None, b"/", None, MS_REC | MS_PRIVATE, None) != 0:  # nothing mounted here leaks out
+        return False
+    return libc.mount(b"proc", b"/proc", b"proc", MS_NOSUID | MS_NODEV | MS_NOEXEC, None) == 0
+
+
+class _CapHeader(ctypes.Structure):
+    _fields_ = [("version", ctypes.c_uint32), ("pid", ctypes.c_int)]
+
+
+class _CapData(ctypes.Structure):
+    _fields_ = [("effective", ctypes.c_uint32), ("permitted", ctypes.c_uint32), ("inheritable", ctypes.c_uint32)]
+
+
+def drop_capabilities() -> None:
+    """Give up every capability, for this process and what it runs (the bounding set first, which needs one):
+    the worker needed them only to mount its /proc; without them it cannot unmount it, nor mount anything."""
+    libc = _libc()
+    for cap in range(CAP_LAST + 1):
+        libc.prctl(PR_CAPBSET_DROP, cap, 0, 0, 0)
+    header, data = _CapHeader(0x20080522, 0), (_CapData * 2)()  # _LINUX_CAPABILITY_VERSION_3: two words
+    libc.capset(ctypes.byref(header), data)
+    libc.prctl(PR_SET_NO_NEW_PRIVS, 1, 0, 0, 0)
 
 
 def set_limits(*, memory_mib: int, cpu_s: int, files: int, file_mib: int, processes: int) -> None:

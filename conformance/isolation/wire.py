@@ -49,7 +49,7 @@ from typing import Any
 
 import numpy as np
 
-from conformance.isolation import peer
+from . import peer  # relative: the worker loads these modules under another package name (trampoline.py)
 
 HEADER = struct.Struct("<QB")  # header length, route
 PIPE, PUSHED, OFFERED = 0, 1, 2
@@ -321,6 +321,10 @@ class Channel:
         for fd in (read_fd, write_fd):
             os.set_blocking(fd, False)
             _grow_pipe(fd)
+
+    def write_bytes(self, data: bytes, *, deadline: float | None = None) -> None:
+        """Raw bytes, outside the message format (the worker's boot message: ``proxy.boot_message``)."""
+        self._write(data, deadline)
 
     def send(self, value: Any, *, deadline: float | None = None, model_handle=None) -> None:
         """One message; small buffers go out with the header in one write (a call's arrays are small)."""

@@ -30,7 +30,7 @@ adapter = TorchAdapter(
         mask="keep", batch_first=True, framework="torch",
         supports={"eps": (1e-06,), "attention_bias": (True,), "share_embeddings": (True,), "tie_output": (True,)},
         reasons={"eps": "the LayerNorms' eps is fixed in the implementation",
-                 "attention_bias": "the projections always carry biases",
+                 "attention_bias": "the attention projections always carry biases",
                  "share_embeddings": "one vocabulary and one table",
                  "tie_output": "one vocabulary and one table"}),
     positional_encoding=positional_encoding, learning_rate=rate,

@@ -1,9 +1,10 @@
 """Attack: detect the grader (pytest's or CI's environment variables, a parent process named like the
 suite) and then answer from memory, the printed numbers, instead of computing.
 
-Expected: under the grader it is scored on what it answers: the published-number checks pass, the
-randomised twins fail, and the report says "hard-coded?"; it never scores more than an honest
-implementation of the same part.
+Expected: it finds none of them. The worker's environment holds no such variable; in its own PID namespace
+it has no parent to look at (``os.getppid()`` is 0), and without one Landlock refuses to read other processes'
+folders in /proc. So it computes, as it would run anywhere else, and is scored on that: never more than an
+honest implementation of the same part.
 """
 
 import os

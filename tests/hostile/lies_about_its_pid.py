@@ -1,9 +1,10 @@
 """Attack: name the grader as the worker. At import, ``os.getpid`` is made to return the grader's pid (the
 supervisor's parent), so the worker's hello names the grader: were it believed, the grader would copy large
-messages into and out of its own memory at addresses the worker chooses.
+messages into and out of its own memory at addresses the worker chooses. In its own PID namespace the worker
+cannot see the grader (``os.getppid()`` is 0): it names process 2 there, which is not the worker.
 
-Expected: the grader believes a pid only if that process is the supervisor's child; large messages then go
-through the pipe, the answers are right, and the LayerNorm checks pass as an honest LayerNorm's do.
+Expected: the grader believes a pid only if a child of the supervisor has that number; large messages then
+go through the pipe, the answers are right, and the LayerNorm checks pass as an honest LayerNorm's do.
 """
 
 import os
@@ -18,8 +19,15 @@ def parent_of(pid: int) -> int:
     return int(Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()[1])
 
 
-GRADER = parent_of(os.getppid())
-os.getpid = lambda: GRADER
+def the_grader() -> int:
+    try:
+        return parent_of(os.getppid())
+    except (OSError, ValueError, IndexError):  # no parent to see: the worker is process 1 of its namespace
+        return 2
+
+
+LIE = the_grader()
+os.getpid = lambda: LIE
 
 
 class Adapter:
