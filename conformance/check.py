@@ -33,8 +33,8 @@ def reporting() -> bool:
 
 
 class Check:
-    def __init__(self, candidate=None, *, diagnose: bool = True):
-        self.candidate, self.diagnose = candidate, diagnose
+    def __init__(self, candidate=None, *, diagnose: bool = True, check_id: str | None = None):
+        self.candidate, self.diagnose, self.check_id = candidate, diagnose, check_id
         self.measurements: list[dict] = []
         self.data: dict = {}
         self.facts: set[str] = set()  # the published facts this check compared against
@@ -115,9 +115,13 @@ class Check:
         """Append the diagnosis to ``failure``: confirmed known bug, first divergence, structure."""
         from conformance.diagnosis import confirmed_matches
         from conformance.diagnosis.matching import answers_vary, offered
-        from conformance.diagnosis.message import RANDOM_AT_EVALUATION, named, tail
+        from conformance.diagnosis.measurements import describe
+        from conformance.diagnosis.message import RANDOM_AT_EVALUATION, fmt_descriptions, named, tail
 
-        if not (reporting() and self.diagnose) or self.candidate is None:
+        if not reporting() or self.candidate is None:
+            return
+        self._lookup_evidence()
+        if not self.diagnose:
             return
         tol = tol or (ask.tol if ask is not None and ask.tol else for_dtype(MODEL, self.candidate.conventions.dtype))
         matches = _quietly(lambda: confirmed_matches(self.candidate, ask, tol)) if ask is not None else []
@@ -132,9 +136,25 @@ class Check:
         elif ask is not None and _quietly(lambda: answers_vary(self.candidate, ask)):
             failure.fields["likely_cause"] = RANDOM_AT_EVALUATION
             lines.append(f"  likely cause: {RANDOM_AT_EVALUATION}")
+        elif ask is not None:  # no known bug: what was measured, confirmed on a second problem
+            described = _quietly(lambda: describe(self.candidate, ask, tol)) or []
+            failure.fields["descriptions"] = described
+            lines[:0] = fmt_descriptions(described)
+            if described and not patterns:
+                failure.fields["likely_cause"] = f"measured: {described[0]['text']}"
         if lines:
             failure.message = "\n".join([failure.message, *lines])
             failure.args = (failure.message,)
+
+
+    def _lookup_evidence(self) -> None:
+        """A failing randomised twin of a published-number check: is there evidence of a look-up (``twins``)?"""
+        from conformance.twins import TWIN_IDS, base_id, lookup_evidence
+
+        if self.check_id and base_id(self.check_id) in TWIN_IDS and "lookup" not in self.data:
+            evidence = _quietly(lambda: lookup_evidence(self.candidate, self.check_id))
+            if evidence is not None:
+                self.record("lookup", evidence)
 
 
 def _looser(fact_id: str, floor: Tolerance | None) -> Tolerance:

@@ -212,7 +212,8 @@ def check(request, candidate):
     """The check's recorder and explainer (``conformance.check.Check``): comparisons, claims, data."""
     from conformance.check import Check
 
-    recorder = Check(candidate, diagnose=not request.config.getoption("conformance_no_diagnosis"))
+    recorder = Check(candidate, diagnose=not request.config.getoption("conformance_no_diagnosis"),
+                     check_id=check_id(request.node))
     request.node.stash[_recorder_key] = recorder
     return recorder
 
@@ -487,6 +488,8 @@ def _classify(item, call, candidate) -> CheckResult:
     unanswered = candidate.ledger.unanswered
     if result.status == "failed" and unanswered:  # a verdict on no answer (a check that reads a raise as a claim)
         result.status, result.message = "error", f"{unanswered} (the check's own verdict: {result.message})"
+    if result.status == "error" and result.expected == "finite values":
+        describe_nonfinite(item, result, candidate)
     if result.status == "error" and not unanswered and claims.judges_non_finite(item) and non_finite(exc):
         result.status = "failed"  # NaN or inf is the very answer this convention judges (the paper's formula gives it)
     # The paper is silent here: the suite's convention advises, never decides. Only an answer that differs from it
@@ -504,6 +507,25 @@ def _classify(item, call, candidate) -> CheckResult:
 def non_finite(exc: BaseException) -> bool:
     """Whether the candidate answered, with NaN or inf values (``candidate.expect_array``'s ``BadOutput``)."""
     return isinstance(exc, BadOutput) and exc.fields.get("actual") == "NaN/inf"
+
+
+def describe_nonfinite(item, result: CheckResult, candidate) -> None:
+    """An output that is not finite ends the check before any comparison: say where the non-finite values fall
+    and which input makes them (``diagnosis.measurements.nonfinite``), when the diagnosis is on."""
+    from conformance.diagnosis.measurements import enabled
+    from conformance.diagnosis.measurements.nonfinite import describe_nonfinite as measured
+    from conformance.diagnosis.measurements.nonfinite import part_of
+
+    part = part_of(result.part)
+    if item.config.getoption("conformance_no_diagnosis") or not enabled() or part is None:
+        return
+    try:
+        found = measured(candidate, part) if candidate.provides(part) else []
+    except Exception:  # noqa: BLE001 - a description that cannot be measured is not offered
+        found = []
+    if found:
+        result.descriptions = found
+        result.message += "\n" + "\n".join(f"  measured: {d['text']}" for d in found)
 
 
 def judged(item) -> list[str]:

@@ -80,28 +80,44 @@ def cause_text(name: str, results: list[CheckResult]) -> str:
     return PATTERNS.get(name, name.replace("_", " "))
 
 
+def measured_causes(result: CheckResult) -> dict[str, str]:
+    """The descriptions of a non-passing check (what was measured where no known bug matches): key -> text."""
+    return {found["key"]: found["text"] for found in result.descriptions or []}
+
+
 def profile(results: list[CheckResult]) -> dict:
     """The implementation's profile: every deviation the run confirmed with the failures it explains, most first,
-    and the failures nothing explains, so a report with 30 failures says in one line that it has two causes."""
+    then every measured description with the failures it describes (``kind`` "named" or "measured"), and the
+    failures neither explains, so a report with 30 failures says in one line that it has two causes."""
     failures = [r for r in results if r.status in PROFILED]
     explained: dict[str, list[str]] = {}
+    measured: dict[str, list[str]] = {}
+    texts: dict[str, str] = {}
     for result in failures:
         for name in cause_names(result):
             explained.setdefault(name, []).append(result.id)
-    causes = [{"name": name, "text": cause_text(name, failures), "explains": len(ids), "checks": ids}
+        for key, text in measured_causes(result).items():
+            measured.setdefault(key, []).append(result.id)
+            texts.setdefault(key, text)
+    causes = [{"name": name, "kind": "named", "text": cause_text(name, failures), "explains": len(ids), "checks": ids}
               for name, ids in sorted(explained.items(), key=lambda item: (-len(item[1]), item[0]))]
-    unexplained = [r.id for r in failures if not cause_names(r)]
+    causes += [{"name": key, "kind": "measured", "text": texts[key], "explains": len(ids), "checks": ids}
+               for key, ids in sorted(measured.items(), key=lambda item: (-len(item[1]), item[0]))]
+    unexplained = [r.id for r in failures if not cause_names(r) and not measured_causes(r)]
     return {"failures": len(failures), "causes": causes, "unexplained": unexplained,
             "line": profile_line(len(failures), causes, unexplained)}
 
 
 def profile_line(failures: int, causes: list[dict], unexplained: list[str]) -> str:
-    """"pre_norm: explains 13 of 13 failures"; "; nothing explains 2" when some stay unexplained."""
+    """"pre_norm: explains 13 of 13 failures"; "measured: <what>: describes 2 of 13"; "; nothing explains 2"."""
     if not failures:
         return "no failures"
-    named = [f"{cause['name']}: explains {cause['explains']} of {failures} failures" for cause in causes]
+    named = [f"{cause['name']}: explains {cause['explains']} of {failures} failures" for cause in causes
+             if cause.get("kind", "named") == "named"]
+    measured = [f"measured: {cause['text']}: describes {cause['explains']} of {failures}" for cause in causes
+                if cause.get("kind") == "measured"]
     rest = [f"nothing known explains {len(unexplained)} of {failures}"] if unexplained else []
-    return "; ".join(named + rest)
+    return "; ".join(named + measured + rest)
 
 
 def provenance_summary(results: list[CheckResult], implementation: dict) -> dict:

@@ -55,6 +55,7 @@ class CheckResult:
     measurements: list[dict] = field(default_factory=list)
     diagnosis: list[dict] = field(default_factory=list)  # mutants whose output the failing output matches
     patterns: list[str] = field(default_factory=list)  # structural patterns the probe found (diagnosis.PATTERNS)
+    descriptions: list[dict] = field(default_factory=list)  # what was measured where no known bug matches
     facts: list[str] = field(default_factory=list)  # ids of the published facts the check compared against
     claim: dict | None = None  # {source: paper | lesson | convention, text, where}: what the verdict rests on
     examples: dict | None = None  # property checks: {ran, skipped, reasons}: examples run, and skipped as unsupported

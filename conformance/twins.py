@@ -2,10 +2,13 @@
 
 Every check that compares against a number the lessons print has a twin that makes the same claim on
 inputs drawn for the run (sizes, steps, logits nobody can predict). An implementation that hard-codes the
-printed numbers passes the first and fails the twin; ``annotate_hard_coding`` then says so on the twin's
-failure, unless a known bug explains it (the twin's diagnosis names a mutant): a bug that the printed
-inputs happen not to exercise (padding, eps, a second axis) gives the same pattern honestly. Measured
-over the 46 mutants (``transformer-conformance mutants --json``): no mutant is flagged.
+printed numbers passes the first and fails the twin. That pattern alone is no evidence: a bug the printed
+inputs cannot show (padding, eps, a second axis, a second row) gives it honestly. So a failing twin is asked
+one more question (``lookup_evidence``): the published inputs moved by a tiny amount (the next step, a
+perturbation of 1e-4, one more row, one more token in the vocabulary). A computed answer, right or wrong, moves
+as a formula does, by about as much as the paper's; an answer looked up stays frozen where the paper's moves, or
+jumps by far more. ``annotate_hard_coding`` says "hard-coded?" only on that evidence, and only when no known
+bug explains the twin's failure; otherwise the failure is described like any other.
 
 Left out on purpose: ``pe_position_0_is_sin_0_and_cos_0`` (sin 0 and cos 0 whatever the frequencies: passing
 it is no sign of a look-up; FSMT's frequencies pass it and were told "hard-coded?"), shape checks (every buggy
@@ -15,6 +18,10 @@ outputs survive many bugs (15 mutants pass one of them and fail its fresh-input 
 """
 
 from __future__ import annotations
+
+from collections.abc import Callable
+
+import numpy as np
 
 from conformance.results import FAILING, CheckResult
 
@@ -56,11 +63,127 @@ def base_id(check_id: str) -> str:
     return check_id.split("[", 1)[0]
 
 
+# -- the evidence of a look-up: the published inputs moved a little ----------------------------------------
+JUMP = 10.0  # a computed answer moves at most this many times as far as the paper's (plus the tolerance)
+
+
+def _moves(candidate_pair, paper_pair, atol: float) -> str | None:
+    """"frozen" when the paper's answer moves and the candidate's does not, "jump" when the candidate's moves far
+    more than the paper's; None when it moves as a computed answer does."""
+    before, after = (np.asarray(v, np.float64) for v in candidate_pair)
+    paper_before, paper_after = (np.asarray(v, np.float64) for v in paper_pair)
+    if before.shape != after.shape or not (np.isfinite(before).all() and np.isfinite(after).all()):
+        return "jump"
+    moved, paper_moved = float(np.abs(after - before).max()), float(np.abs(paper_after - paper_before).max())
+    if moved == 0.0 and paper_moved > atol:
+        return "frozen"
+    if abs(moved - paper_moved) > JUMP * paper_moved + atol:
+        return "jump"
+    return None
+
+
+def _relative(pair):
+    before, after = pair
+    return 0.0, (after - before) / abs(before) if before else 0.0
+
+
+def _rates(candidate) -> list[str | None]:
+    from conformance import formulas
+
+    points = [(s, 512, 4000) for s in (1, 100, 1000, 4000, 10000, 40000, 100000)]
+    points += [(s, 64, 400) for s in (100, 400, 1600, 2, 501, 1001, 2001, 3001)]
+    found = []
+    for step, d, w in points:
+        mine = (candidate.learning_rate(step, d, w), candidate.learning_rate(step + 1, d, w))
+        paper = (formulas.lrate(step, d, w), formulas.lrate(step + 1, d, w))
+        found.append(_moves(_relative(mine), _relative(paper), 1e-6))
+    return found
+
+
+def _layer_norm(candidate) -> list[str | None]:
+    from conformance import formulas
+
+    x = np.array([1.0, 2.0, 3.0, 6.0])
+    ones, zeros = np.ones(4), np.zeros(4)
+    found = []
+    for delta in (np.array([0.3, -0.2, 0.5, 0.1]), np.array([-0.4, 0.1, 0.2, -0.3])):
+        moved = x + 1e-4 * delta
+        mine = (candidate.layer_norm(x, ones, zeros, 1e-5), candidate.layer_norm(moved, ones, zeros, 1e-5))
+        paper = (formulas.layer_norm(x, ones, zeros, 1e-5), formulas.layer_norm(moved, ones, zeros, 1e-5))
+        found.append(_moves(mine, paper, 1e-6))
+    return found
+
+
+def _table(candidate) -> list[str | None]:
+    """The published tables asked with one more row: a computed table's first rows do not depend on how many."""
+    found = []
+    for n, d in ((3, 64), (2, 64), (2, 512), (50, 64)):
+        first, more = candidate.positional_encoding(n, d), candidate.positional_encoding(n + 1, d)[:n]
+        found.append("jump" if np.abs(np.asarray(more, np.float64) - np.asarray(first, np.float64)).max() > 1e-6
+                     else None)
+    return found
+
+
+def _smoothing(candidate) -> list[str | None]:
+    from conformance import formulas
+
+    V, eps, right, no_pad = 13, 0.1, 5, 12
+    q = formulas.smoothed_target(V, eps, right)[None]
+    sure = np.zeros((1, V))
+    sure[0, right] = 20.0
+    found = []
+    for logits in (np.log(q), sure):
+        moved = logits + 1e-4 * np.random.default_rng(0).normal(0, 1, logits.shape)
+        args = (np.array([right]), eps, no_pad)
+        mine = (candidate.label_smoothed_loss(logits, *args), candidate.label_smoothed_loss(moved, *args))
+        paper = (formulas.smoothed_loss(logits, *args), formulas.smoothed_loss(moved, *args))
+        found.append(_moves(mine, paper, 1e-6))
+    return found
+
+
+def _counts(candidate) -> list[str | None]:
+    from conformance.config import base_config, german_config, toy_config
+    from conformance.weights import parameter_count
+
+    found = []
+    for config in (base_config(), base_config(tie_output=False), toy_config(), german_config(),
+                   base_config(attention_bias=False)):
+        more = config.replace(src_vocab=config.src_vocab + 1, tgt_vocab=config.tgt_vocab + 1)
+        mine = (candidate.parameter_count(config), candidate.parameter_count(more))
+        paper = (parameter_count(config), parameter_count(more))
+        found.append(_moves(mine, paper, 0.5))
+    return found
+
+
+LOOKUPS: dict[tuple[str, ...], Callable] = {_PE: _table, _WAVELENGTHS: _table, _ROTATION: _table,
+                                            _LAYER_NORM: _layer_norm, _LRATE: _rates, _SMOOTHING: _smoothing,
+                                            _COUNT: _counts}
+TWIN_IDS = {twin for twins in TWINS.values() for twin in twins}
+
+
+def lookup_evidence(candidate, check_id: str) -> dict | None:
+    """For a failing twin: do the published inputs, moved a little, move the candidate's answer as they move the
+    paper's? {"looked_up", "frozen", "jumps", "points"}; a look-up when at least half the points are frozen or
+    jump. None for a check that is no twin, or a part that cannot be asked."""
+    twin = base_id(check_id)
+    probe = next((fn for group, fn in LOOKUPS.items() if twin in group), None)
+    if probe is None:
+        return None
+    try:
+        found = probe(candidate)
+    except Exception:  # noqa: BLE001 - a part that cannot answer the moved inputs gives no evidence either way
+        return None
+    frozen, jumps = found.count("frozen"), found.count("jump")
+    return {"looked_up": bool(found) and 2 * (frozen + jumps) >= len(found), "frozen": frozen, "jumps": jumps,
+            "points": len(found)}
+
+
 def hard_coded_twins(results: list[CheckResult]) -> dict[tuple[str, str], list[str]]:
     """(impl, failing twin id) -> the published-number checks of that impl that passed; only twins whose
-    failure no known bug explains."""
+    failure no known bug explains, and whose published inputs, moved a little, gave evidence of a look-up."""
     passed = {(r.impl, base_id(r.id)): r.id for r in results if r.status == "passed"}
-    failing = {(r.impl, base_id(r.id)) for r in results if r.status in FAILING and not r.diagnosis}
+    failing = {(r.impl, base_id(r.id)) for r in results if r.status in FAILING and not r.diagnosis
+               and ((r.data or {}).get("lookup") or {}).get("looked_up")}
     found: dict[tuple[str, str], list[str]] = {}
     for (impl, check), check_id in passed.items():
         for twin in TWINS.get(check, ()):
@@ -74,5 +197,8 @@ def annotate_hard_coding(results: list[CheckResult]) -> None:
     for (impl, twin), published in hard_coded_twins(results).items():
         for result in results:
             if result.impl == impl and base_id(result.id) == twin and HARD_CODED not in result.message:
-                result.message += f"\n  {HARD_CODED} ({', '.join(sorted(published))} passed)"
+                lookup = result.data["lookup"]
+                result.message += (f"\n  {HARD_CODED} ({', '.join(sorted(published))} passed; the published inputs"
+                                   f" moved a little: {lookup['frozen']} of {lookup['points']} answers frozen,"
+                                   f" {lookup['jumps']} jumped, where a formula's move smoothly)")
                 result.likely_cause = HARD_CODED  # the pattern outranks a numeric coincidence (kept in the message)

@@ -13,6 +13,7 @@ from html import escape
 from conformance.reports import figures
 from conformance.reports.svg import fmt_number
 from conformance.reports.view import (
+    cause_label,
     checks_of,
     counted_total,
     data_of,
@@ -111,7 +112,8 @@ def _profile(report: dict, name: str) -> str:
     if found is None:
         return ""
     total = found["failures"]
-    rows = [f"<li><b>{escape(cause['name'])}</b>: explains {cause['explains']} of {total} failures"
+    rows = [f"<li><b>{escape(cause_label(cause))}</b>: {'describes' if cause.get('kind') == 'measured' else 'explains'}"
+            f" {cause['explains']} of {total} failures"
             f' <span class="muted">({escape(cause["text"])}: {escape(listed(cause["checks"]))})</span></li>'
             for cause in found["causes"]]
     if found["unexplained"]:
@@ -209,6 +211,11 @@ def _detail_lines(check: dict) -> list[str]:
                        for d in check["diagnosis"])
         out.append("<p><b>diagnosis</b>: the output matches these known bugs, closest first</p>"
                    f"<table><tr><th>mutant</th><th>bug</th><th>max diff</th></tr>{rows}</table>")
+    if check.get("descriptions"):
+        rows = "".join(f"<li>{escape(d['text'])} <span class=\"muted\">({escape(d['measurement'])},"
+                       f" {escape(d['kind'])})</span></li>" for d in check["descriptions"])
+        out.append("<p><b>measured</b> (no known bug matches; each confirmed on a second problem)</p>"
+                   f"<ul>{rows}</ul>")
     if check.get("reproduction"):
         out.append(f"<p><b>reproduce</b>: <code>{escape(check['reproduction'])}</code></p>")
     return out

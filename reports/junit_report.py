@@ -59,8 +59,12 @@ def _profile_properties(report: dict, name: str) -> dict[str, str]:
     found = profile_of(report, name)
     if found:
         values["profile"] = found["line"]
+        named = [cause for cause in found["causes"] if cause.get("kind") != "measured"]
         values.update({f"profile.{cause['name']}": f"explains {cause['explains']} of {found['failures']}:"
-                       f" {', '.join(cause['checks'])}" for cause in found["causes"]})
+                       f" {', '.join(cause['checks'])}" for cause in named})
+        values.update({f"profile.measured.{cause['name']}": f"describes {cause['explains']} of {found['failures']}:"
+                       f" {cause['text']}: {', '.join(cause['checks'])}" for cause in found["causes"]
+                       if cause.get("kind") == "measured"})
         if found["unexplained"]:
             values["profile.unexplained"] = ", ".join(found["unexplained"])
     supplied = provenance_of(report, name)

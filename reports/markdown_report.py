@@ -98,6 +98,9 @@ def _failure(report: dict, check: dict, impl: str | None) -> list[str]:
     if check.get("diagnosis"):
         named = ", ".join(f"`mutant:{d['mutant']}` ({_inline(d.get('bug') or '')})" for d in check["diagnosis"][:3])
         entry.append(f"**diagnosis** (matches these known bugs, closest first): {named}  ")
+    if check.get("descriptions"):
+        measured = "; ".join(_inline(d["text"]) for d in check["descriptions"][:3])
+        entry.append(f"**measured** (no known bug matches): {measured}  ")
     cited = sources(report, check)
     if cited:
         entry.append(f"**golden values from:** {_inline('; '.join(cited))}  ")

@@ -180,6 +180,12 @@ def provenance_of(report: dict, impl: str) -> dict | None:
     return found if found and (found.get("supplied") or found.get("converted")) else None
 
 
+def cause_label(cause: dict) -> str:
+    """A profile cause's name: the known bug's or pattern's, or "measured" for a description of what was measured
+    where no known bug matched (its name is a key, its text says what)."""
+    return "measured" if cause.get("kind") == "measured" else cause["name"]
+
+
 def listed(ids: list[str], shown: int = 4) -> str:
     """"a, b, c and 5 more"."""
     return ", ".join(ids[:shown]) + (f" and {len(ids) - shown} more" if len(ids) > shown else "")
@@ -192,7 +198,7 @@ def profile_lines(report: dict, impl: str) -> list[str]:
         return []
     total = found["failures"]
     lines = [f"profile: {found['line']}"]
-    lines += [f"  {cause['name']} ({cause['explains']} of {total}): {cause['text']}: {listed(cause['checks'])}"
+    lines += [f"  {cause_label(cause)} ({cause['explains']} of {total}): {cause['text']}: {listed(cause['checks'])}"
               for cause in found["causes"]]
     if found["unexplained"]:
         lines.append(f"  no known cause ({len(found['unexplained'])} of {total}): {listed(found['unexplained'])}")

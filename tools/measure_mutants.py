@@ -10,8 +10,8 @@ mutant whose table says ``training = true``) and compares the failed, errored an
 its table (``caught_by``, ``errored``, ``advisory``); a new mutant without a table gets one. It also says
 which pinned ``messages`` no longer appear. Review each difference before writing it: a new check that a
 mutant fails belongs in its ``caught_by``, a check that stopped catching a mutant is a weakened check.
-``--write`` replaces only the measured sets: ``messages``, ``training`` and ``caught_by_training`` stay
-as written (edit them by hand).
+``--write`` replaces only the measured sets: ``messages``, ``training``, ``caught_by_training``, ``described``
+and ``consequences`` stay as written (edit them by hand).
 """
 
 from __future__ import annotations

@@ -67,9 +67,9 @@ MAX_TERMS = 4
 MIN_LENGTH = 16  # fewer rows are no positional table (4 d is two norms, not 4 positions)
 
 
-def combinations(config: ModelConfig):
+def combinations(config: ModelConfig, terms: tuple[Term, ...] = TERMS):
     """Every (term, multiplicity) choice of at most MAX_TERMS terms, smallest first."""
-    live = [t for t in TERMS if t.size(config)]
+    live = [t for t in terms if t.size(config)]
     for k in range(1, MAX_TERMS + 1):
         for chosen in itertools.combinations(live, k):
             for counts in itertools.product(*(t.counts for t in chosen)):
@@ -94,13 +94,14 @@ def second_size(config: ModelConfig) -> ModelConfig:
                           d_ff=40, N=3)
 
 
-def solve(config: ModelConfig, difference: int, probe: ModelConfig, probe_difference: int) -> list[tuple]:
+def solve(config: ModelConfig, difference: int, probe: ModelConfig, probe_difference: int,
+          terms: tuple[Term, ...] = TERMS) -> list[tuple]:
     """The combinations with the fewest terms that give ``difference`` at ``config`` and ``probe_difference``
     at ``probe``; each solution is (combo, rows R of learned positions or None), the positions counting as a term."""
     if difference == 0:
         return []
     found: list[tuple[int, tuple]] = []
-    for combo in [(), *combinations(config)]:
+    for combo in [(), *combinations(config, terms)]:
         rest, probe_rest = difference - total(combo, config), probe_difference - total(combo, probe)
         if combo and rest == 0 and probe_rest == 0:
             found.append((len(combo), (combo, None)))
@@ -137,3 +138,81 @@ def explain_count(config: ModelConfig, got: int, probe: ModelConfig, probe_got: 
 def _sizes(c: ModelConfig) -> str:
     vocab = f"V={c.src_vocab}" if c.share_embeddings else f"V={c.src_vocab}/{c.tgt_vocab}"
     return f"{vocab}, d_model={c.d_model}, d_ff={c.d_ff}, N={c.N}"
+
+
+# -- A size other than the configuration's: the FFN's inner size, the number of layers ------------------------
+# A count off by a multiple of one component's size is that component built at another size: d_ff' inner units
+# (each of the 2 N FFNs holds (2 d_model + 1) per unit), or N' layers (an encoder and a decoder layer each). The
+# size is solved at the configuration and named only when one law (the same constant, or the same fraction of
+# the configured size) also gives the difference at the second configuration.
+
+
+def _ffn_units(config: ModelConfig, difference: int) -> int | None:
+    per_unit = 2 * config.N * (2 * config.d_model + 1)
+    units, left = divmod(difference, per_unit)
+    return config.d_ff + units if not left and config.d_ff + units > 0 else None
+
+
+def _layers(config: ModelConfig, difference: int) -> int | None:
+    one = config.replace(N=1)
+    per_layer = parameter_count(one) - parameter_count(one.replace(N=0)) if config.N else 0
+    if not per_layer:
+        return None
+    layers, left = divmod(difference, per_layer)
+    return config.N + layers if not left and config.N + layers >= 0 else None
+
+
+def _law(size: int, configured: int, probe_size: int | None, probe_configured: int) -> str | None:
+    """"64" (a constant) or "d_ff / 4" (a fraction of the configured size), whichever the probe's size follows."""
+    if probe_size is None:
+        return None
+    if probe_size == size:
+        return "the same at every configuration"
+    if size * probe_configured == probe_size * configured:
+        ratio = configured / size
+        return f"1/{ratio:g} of the configured size" if ratio == int(ratio) else f"{size}/{configured} of it"
+    return None
+
+
+def explain_sizes(config: ModelConfig, got: int, probe: ModelConfig, probe_got: int) -> str | None:
+    """"the FFN's inner size is 64 instead of 256 (...)", "3 layers per stack instead of 6", or None."""
+    difference, probe_difference = got - parameter_count(config), probe_got - parameter_count(probe)
+    if difference == 0:
+        return None
+    units = _ffn_units(config, difference)
+    law = _law(units, config.d_ff, _ffn_units(probe, probe_difference), probe.d_ff) if units else None
+    if law:
+        return (f"difference {difference:+,} = {2 * config.N} FFNs x (2 x {config.d_model} + 1) x ({units:,} -"
+                f" {config.d_ff:,}): the FFN's inner size is {units:,} instead of {config.d_ff:,} ({law}); the same"
+                f" size law gives {probe_difference:+,} at a second size ({_sizes(probe)})")
+    layers = _layers(config, difference)
+    law = _law(layers, config.N, _layers(probe, probe_difference), probe.N) if layers is not None else None
+    if law:
+        return (f"difference {difference:+,} = ({layers} - {config.N}) x (one encoder and one decoder layer):"
+                f" {layers} layers per stack instead of {config.N} ({law}); the same gives {probe_difference:+,} at a"
+                f" second size ({_sizes(probe)})")
+    return None
+
+
+# -- Components missing whole: a LayerNorm fewer per layer ----------------------------------------------------
+# Real code that leaves a sublayer out usually leaves its norm out with it (a decoder without cross-attention has
+# two norms per layer, not three). Tried beside TERMS when TERMS alone explain nothing (``explain_count``'s
+# answer is unchanged wherever it had one).
+MORE_TERMS = (
+    Term("a LayerNorm fewer in each decoder layer", lambda c: -2 * c.d_model * c.N,
+         lambda c: f"-{c.N} decoder layers x 2 x {c.d_model}"),
+    Term("a LayerNorm fewer in each encoder layer", lambda c: -2 * c.d_model * c.N,
+         lambda c: f"-{c.N} encoder layers x 2 x {c.d_model}"),
+)
+
+
+def explain_more(config: ModelConfig, got: int, probe: ModelConfig, probe_got: int) -> str | None:
+    """``explain_count`` with MORE_TERMS beside TERMS, for a difference TERMS alone do not explain."""
+    difference, probe_difference = got - parameter_count(config), probe_got - parameter_count(probe)
+    solutions = solve(config, difference, probe, probe_difference, TERMS + MORE_TERMS)
+    if not solutions:
+        return None
+    confirmed = f"the same terms give {probe_difference:+,} at a second size ({_sizes(probe)})"
+    listed = " | ".join(describe(s, config) for s in solutions[:3])
+    one_of = "" if len(solutions) == 1 else "one of (same counts): "
+    return f"difference {difference:+,} = {one_of}{listed}; {confirmed}"

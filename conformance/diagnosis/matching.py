@@ -11,6 +11,7 @@ import numpy as np
 from conformance.compare import measure
 from conformance.diagnosis import answer_cache
 from conformance.diagnosis.catalogue import catalogue_name, known_bugs, numpy_paper, paper
+from conformance.diagnosis.degenerate import degenerate
 from conformance.diagnosis.question import Question
 from conformance.tolerances import Tolerance
 
@@ -196,7 +197,11 @@ class _Second:
                 self.problem = self.candidate.fit(second)
                 self.mine = _answer(self.question, self.candidate, self.problem)
                 self.correct = known_answer(self.question, reference, self.problem)
-        return not (self.mine is None or self.correct is None or self.same(self.mine, self.correct))
+        # A collapsed answer here confirms nothing, whatever matches it: every bug that collapses the same way
+        # does (a decoding of nothing but padding). The failing problem is drawn, not chosen, and may be too
+        # small to be anything but degenerate (one query: every softmax gives weight 1); this one is built not to.
+        return not (self.mine is None or self.correct is None or self.same(self.mine, self.correct)
+                    or degenerate(self.mine, self.correct) is not None)
 
     def confirms(self, known) -> float | None:
         """``known``'s distance from the candidate on the second problem when it matches there and differs

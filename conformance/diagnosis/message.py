@@ -29,6 +29,18 @@ def fmt_structure(patterns: list[str]) -> str | None:
     return "likely cause (structure): " + "; and ".join(PATTERNS[name] for name in patterns) if patterns else None
 
 
+def fmt_descriptions(descriptions: list[dict]) -> list[str]:
+    """"  measured (no known bug matches): <text>, confirmed ...", one line per description."""
+    lines = []
+    for found in descriptions:
+        where = ""
+        if found.get("max_abs") is not None:
+            where = (f", reproduced on a second, bigger problem (max diff {found['max_abs']:.1g} here,"
+                     f" {found['probe_max_abs']:.1g} there)")
+        lines.append(f"  measured (no known bug matches): {found['text']}{where}")
+    return lines
+
+
 # Said by the ablation of a model-only adapter and by any failing check whose question gets two answers.
 RANDOM_AT_EVALUATION = ("two identical calls give different outputs: dropout (or other randomness) at evaluation"
                         " suspected (model.eval() not called?)")

@@ -43,7 +43,10 @@ class Expected:
 
     ``caught_by`` failed, ``errored`` error, ``advisory`` advisory (a convention of the suite the mutant
     breaks: docs/claims.md; not a kill); ``messages`` {check id: a text its failure message contains};
-    ``caught_by_training`` the training checks that catch a forward mutant when it is trained."""
+    ``caught_by_training`` the training checks that catch a forward mutant when it is trained; ``described``
+    the words a correct description of the bug must contain, every one (``benchmarks/diagnosis_accuracy.py``,
+    with the mutant left out of the catalogue); ``consequences`` phrases of other true descriptions, each what a
+    measurement found of this bug's effects (a description that contains neither is counted false)."""
 
     caught_by: frozenset[str] = frozenset()
     errored: frozenset[str] = frozenset()
@@ -51,6 +54,8 @@ class Expected:
     messages: dict[str, str] = field(default_factory=dict)
     training: bool = False
     caught_by_training: frozenset[str] | None = None
+    described: tuple[str, ...] = ()
+    consequences: tuple[str, ...] = ()
 
     @property
     def caught(self) -> frozenset[str]:
@@ -58,13 +63,14 @@ class Expected:
 
     @classmethod
     def from_table(cls, table: dict) -> Expected:
-        unknown = set(table) - {*OUTCOMES, "messages", "training", "caught_by_training"}
+        unknown = set(table) - {*OUTCOMES, "messages", "training", "caught_by_training", "described", "consequences"}
         if unknown:
             raise ValueError(f"unknown keys {sorted(unknown)}")
         sets = {key: frozenset(table.get(key, ())) for key in OUTCOMES}
         training_set = table.get("caught_by_training")
         return cls(**sets, messages=dict(table.get("messages", {})), training=bool(table.get("training", False)),
-                   caught_by_training=None if training_set is None else frozenset(training_set))
+                   caught_by_training=None if training_set is None else frozenset(training_set),
+                   described=tuple(table.get("described", ())), consequences=tuple(table.get("consequences", ())))
 
 
 def expected(path: Path = EXPECTED_PATH) -> dict[str, Expected]:
@@ -88,6 +94,8 @@ HEADER = """\
 #   training            true for a bug only training can show
 #   caught_by_training  the training checks that catch a forward mutant when it is trained (tests/test_training.py)
 #   messages            {check id: a text its failure message must contain}
+#   described           the words a correct description must contain, every one, with the mutant left out of the
+#                       catalogue (benchmarks/diagnosis_accuracy.py); consequences: phrases of other true ones
 #
 # Measured, then reviewed: `python tools/measure_mutants.py [names] [--jobs 2]` prints each difference from this
 # file, `--write` rewrites it (the whole file, in this layout: a mutant's story belongs in its docstring).
@@ -116,6 +124,10 @@ def render(tables: dict[str, Expected]) -> str:
             text += "training = true\n"
         if e.caught_by_training is not None:
             text += _strings("caught_by_training", e.caught_by_training)
+        if e.described:
+            text += f"described = {json.dumps(list(e.described), ensure_ascii=False)}\n"
+        if e.consequences:
+            text += f"consequences = {json.dumps(list(e.consequences), ensure_ascii=False)}\n"
         if e.messages:
             text += f"\n[{name}.messages]\n" + "".join(
                 f"{_key(k)} = {json.dumps(v, ensure_ascii=False)}\n"

@@ -1,0 +1,115 @@
+"""One failing question, asked of the candidate and of the paper on the failing problem and a second one.
+
+``Asked.of`` records which parts the question calls (a model question calls ``build_model``, a table question
+``positional_encoding``), keeps the candidate's and the paper's answers on both problems, and refuses a question
+whose answers are no evidence: the candidate right on the second problem, or a degenerate answer there. A
+neighbouring formula (``refitted``) is confirmed on it as a known bug is: it answers as the candidate on both
+problems, and the paper does not on the second.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import numpy as np
+
+from conformance.diagnosis.degenerate import degenerate
+from conformance.diagnosis.matching import _answer, _distance, _same, known_answer
+from conformance.diagnosis.question import Question
+
+
+class _Recorder:
+    """The candidate, noting every method the question calls on it (its parts, ``build_model``...)."""
+
+    def __init__(self, candidate):
+        self._candidate, self.called = candidate, set()
+
+    def __getattr__(self, name):
+        value = getattr(self._candidate, name)
+        if callable(value):
+            self.called.add(name)
+        return value
+
+
+@dataclass
+class Asked:
+    candidate: object
+    question: Question
+    same: object  # how two answers are judged equal
+    problem: object
+    second: object
+    mine: np.ndarray
+    mine_second: np.ndarray
+    paper: np.ndarray | None
+    paper_second: np.ndarray
+    parts: set
+    max_abs: float | None = None
+    probe_max_abs: float | None = None
+
+    @classmethod
+    def of(cls, candidate, question: Question, tol) -> Asked | None:
+        """The question's answers, or None when they are no evidence of anything."""
+        from conformance.diagnosis.catalogue import paper
+
+        reference = paper()
+        second = question.second()
+        if reference is None or second is None:
+            return None
+        problem, second = candidate.fit(question.problem), candidate.fit(second)
+        recorder = _Recorder(candidate)
+        mine = _answer(question, recorder, problem)
+        mine_second = _answer(question, candidate, second)
+        same = _same(question, tol)
+        theirs, theirs_second = (known_answer(question, reference, p) for p in (problem, second))
+        if mine is None or mine_second is None or theirs_second is None:
+            return None
+        if not np.isfinite(mine).all() or degenerate(mine_second, theirs_second) or same(mine_second, theirs_second):
+            return None  # collapsed on the second problem, or right there: nothing to confirm
+        return cls(candidate, question, same, problem, second, mine, mine_second, theirs, theirs_second,
+                   recorder.called)
+
+    # -- the neighbouring formula ---------------------------------------------------------------------
+    def reproduces(self, neighbour) -> tuple[float, float] | None:
+        """(max diff here, there) when ``neighbour`` answers as the candidate on both problems and not as the
+        paper on the second; else None."""
+        here = known_answer(self.question, neighbour, self.problem)
+        if not self.same(self.mine, here):
+            return None
+        there = known_answer(self.question, neighbour, self.second)
+        if not self.same(self.mine_second, there) or self.same(there, self.paper_second):
+            return None
+        return _distance(self.mine, here), _distance(self.mine_second, there)
+
+    def refitted(self, knobs: list) -> list[dict]:
+        """One description per knob of the neighbouring formula that reproduces this question's answers, the
+        knobs it does not need left out (a schedule knob says nothing of an attention question)."""
+        from conformance.diagnosis.measurements import as_description
+
+        if not knobs:
+            return []
+        used = {knob.name: knob for knob in knobs}
+        confirmed = self.reproduces(_neighbour(used))
+        if confirmed is None:
+            return []
+        for name in sorted(used):
+            fewer = {k: v for k, v in used.items() if k != name}
+            if fewer and (again := self.reproduces(_neighbour(fewer))) is not None:
+                used, confirmed = fewer, again
+        self.max_abs, self.probe_max_abs = confirmed
+        return [as_description(knob.key.split(":", 1)[0], "refit", knob.text, knob.key, max_abs=confirmed[0],
+                               probe_max_abs=confirmed[1], facts=knob.facts) for knob in used.values()]
+
+
+_NEIGHBOURS: dict = {}
+
+
+def _neighbour(knobs: dict):
+    """The neighbouring formula with ``knobs`` as a candidate, one per set of knobs (so its answers are kept)."""
+    from conformance.candidate import Candidate
+    from conformance.diagnosis.neighbour import Neighbour
+
+    key = tuple(sorted((name, id(knob)) for name, knob in knobs.items()))
+    if key not in _NEIGHBOURS:
+        laws = {name: knob.law for name, knob in knobs.items()}
+        _NEIGHBOURS[key] = (list(knobs.values()), Candidate(Neighbour(laws), name="neighbour", timeout_s=None))
+    return _NEIGHBOURS[key][1]

@@ -1,0 +1,232 @@
+"""What the diagnosis measures where no known bug matches, and what it refuses to claim.
+
+A description is built from measurements of the candidate (a constant of the paper's formulas refitted from its
+outputs, an invariance probed on purpose, where non-finite values fall) and confirmed on a second problem like a
+name; a degenerate answer confirms nothing; hard-coding is suspected only on evidence of a look-up.
+"""
+
+from pathlib import Path
+
+import numpy as np
+import pytest
+from conftest import adapter_path
+
+from conformance.diagnosis import Question, catalogue, confirmed_matches
+from conformance.diagnosis.counts import explain_sizes, second_size
+from conformance.diagnosis.degenerate import degenerate
+from conformance.diagnosis.measurements import (
+    attention,
+    describe,
+    feed_forward,
+    invariances,
+    layer_norm,
+    model,
+    positional,
+    schedule,
+    smoothing,
+)
+from conformance.diagnosis.measurements.nonfinite import describe_nonfinite
+from conformance.loading import load
+from conformance.scenarios import LayerSizes
+from conformance.tolerances import LAYER, Tolerance
+
+TOL = Tolerance(0.0, 1e-9, "exact arithmetic")
+
+
+def texts(found) -> str:
+    return " | ".join(getattr(item, "text", None) or item["text"] for item in found)
+
+
+# -- no claim from degenerate evidence -----------------------------------------------------------------------
+
+
+def test_a_constant_a_collapsed_or_a_non_finite_answer_is_no_evidence():
+    varied = np.arange(12.0)
+    assert degenerate(np.zeros(12), varied) == "a constant (0 everywhere)"
+    assert "only 2 distinct values" in degenerate(np.tile([0.0, 2.0], 6), varied)
+    assert "non-finite" in degenerate(np.full(12, np.nan), varied)
+    assert degenerate(varied + 1, varied) is None
+    assert degenerate(np.zeros(4), np.zeros(4)) is None  # the paper's answer is constant too: a fully masked row
+    assert degenerate(np.array([3.0]), np.array([2.0])) is None  # a scalar (a loss) is judged by its value
+
+
+class Answers:
+    """A stand-in candidate whose answer to a problem (an int) is ``f(problem)``, an array."""
+
+    def __init__(self, f):
+        self.f = f
+
+    def fit(self, problem):
+        return problem
+
+    def value(self, problem):
+        return np.asarray(self.f(problem), dtype=float)
+
+
+def answer(candidate, problem):
+    return candidate.value(problem)
+
+
+@pytest.fixture
+def collapsing(monkeypatch):
+    """A catalogue of one bug whose answer is all padding (zeros) on every problem; the paper's varies."""
+    paper = Answers(lambda p: np.arange(6) + p)
+    monkeypatch.setattr(catalogue, "_loaded", lambda: (
+        catalogue.KnownBug("returns_padding", "returns padding", Answers(lambda p: np.zeros(6))),))
+    monkeypatch.setattr(catalogue, "paper", lambda: paper)
+    monkeypatch.setattr("conformance.diagnosis.matching.paper", lambda: paper)
+
+
+def test_a_degenerate_answer_names_no_known_bug_even_at_max_diff_0_on_both_problems(collapsing):
+    """A decoding that returns only padding equals every bug that also returns only padding, here and there."""
+    assert confirmed_matches(Answers(lambda p: np.zeros(6)), Question(answer, 1, probe=5), TOL) == []
+
+
+def test_a_match_confirmed_on_a_second_problem_that_is_not_degenerate_stands(monkeypatch):
+    """The failing example may be too small to be anything but constant (one query's weight is 1 under every
+    softmax); the second problem, built not to be, carries the evidence."""
+    paper = Answers(lambda p: np.arange(6) + p)
+    bug = Answers(lambda p: np.zeros(6) if p == 1 else np.arange(6) * p)
+    monkeypatch.setattr(catalogue, "_loaded", lambda: (catalogue.KnownBug("scaled", "scaled", bug),))
+    monkeypatch.setattr(catalogue, "paper", lambda: paper)
+    monkeypatch.setattr("conformance.diagnosis.matching.paper", lambda: paper)
+    assert [m["mutant"] for m in confirmed_matches(bug, Question(answer, 1, probe=5), TOL)] == ["scaled"]
+
+
+# -- refitted constants of the paper's formulas --------------------------------------------------------------
+
+
+@pytest.fixture(scope="module")
+def candidates():
+    return {name: load(name) for name in (
+        "reference", "mutant:attention_scaled_by_d_k", "mutant:attention_scaled_by_sqrt_d_model",
+        "mutant:softmax_over_queries", "mutant:masked_scores_filled_with_zero", "mutant:pe_frequencies_over_d_minus_2",
+        "mutant:pe_halves_concatenated", "mutant:layer_norm_unbiased_variance", "mutant:gelu_instead_of_relu",
+        "mutant:ffn_kernel_size_3", "mutant:schedule_warmup_exponent_minus_one", "mutant:schedule_no_warmup",
+        "mutant:label_smoothing_over_v_minus_2", "mutant:label_smoothing_as_kl_divergence")}
+
+
+@pytest.mark.parametrize("name, measure, words", [
+    ("mutant:attention_scaled_by_d_k", attention.score_scale, "scores multiplied by d_k^-1 (paper: d_k^-0.5)"),
+    ("mutant:attention_scaled_by_sqrt_d_model", attention.score_scale, "d_model^-0.5 = (h d_k)^-0.5"),
+    ("mutant:softmax_over_queries", attention.score_scale, "normalised over the queries"),
+    ("mutant:masked_scores_filled_with_zero", attention.attention_mask, "scores set to 0 instead of -inf"),
+    ("mutant:pe_frequencies_over_d_minus_2", positional.positional_table, "10000^(-2i/(d_model - 2))"),
+    ("mutant:pe_halves_concatenated", positional.positional_table, "halves concatenated"),
+    ("mutant:layer_norm_unbiased_variance", layer_norm.layer_norm, "the variance divided by d - 1"),
+    ("mutant:gelu_instead_of_relu", feed_forward.activation, "is GELU (paper: ReLU)"),
+    ("mutant:schedule_warmup_exponent_minus_one", schedule.schedule, "the warm-up peak is at step 252, not 4,000"),
+    ("mutant:schedule_no_warmup", schedule.schedule, "no warm-up"),
+    ("mutant:label_smoothing_over_v_minus_2", smoothing.smoothing, "eps / (V - 2) on each wrong token; 0 on the"
+                                                                  " padding column"),
+    ("mutant:label_smoothing_as_kl_divergence", smoothing.smoothing, "KL divergence"),
+])
+def test_a_constant_of_the_papers_formula_is_refitted_from_the_candidates_outputs(candidates, name, measure, words):
+    assert words in texts(measure(candidates[name])), texts(measure(candidates[name]))
+    assert measure(candidates["reference"]) == []  # the paper's own outputs refit to the paper: nothing to say
+
+
+def test_a_part_that_fits_no_neighbouring_formula_gets_no_constant_but_its_invariance(candidates):
+    """The FFN of kernel size 3 is no activation and no inner size; what it reads is measured instead."""
+    kernel = candidates["mutant:ffn_kernel_size_3"]
+    assert feed_forward.activation(kernel) == [] and feed_forward.ffn_inner(kernel) == []
+    assert "at t-1, t+1 changes" in texts(feed_forward.ffn_positions(kernel))
+
+
+def test_a_refitted_formula_describes_a_failing_question_only_when_it_reproduces_its_answer(candidates):
+    """The GELU refitted from the FFN part reproduces the candidate's encoder layer on the failing problem and on
+    the second one: described, with the max diffs; the paper's own answer is described by nothing."""
+    from conformance.questions import encoder_layer_output
+
+    question = Question(encoder_layer_output, LayerSizes(B=2, S=4, T=3, h=2, d_k=3, d_ff=12, bias=True, seed=5))
+    tol = Tolerance(1e-9, 1e-9, "float64")
+    (found,) = describe(candidates["mutant:gelu_instead_of_relu"], question, tol)
+    assert found["kind"] == "refit" and "GELU" in found["text"] and found["probe_max_abs"] < 1e-9
+    assert describe(candidates["reference"], question, LAYER["float32"]) == []
+
+
+def test_the_description_of_a_question_leaves_out_the_knobs_it_does_not_need(candidates):
+    """A candidate with two refitted formulas: its LayerNorm question is described by the LayerNorm's alone."""
+    from conformance.candidate import Candidate
+    from conformance.implementations.mutants.gelu_instead_of_relu import adapter as gelu
+    from conformance.implementations.mutants.layer_norm_unbiased_variance import adapter as unbiased
+
+    both = Candidate(type("Both", (type(gelu), type(unbiased)), {})(), name="both", timeout_s=None)
+    x = np.random.default_rng(0).normal(0, 1, (3, 8))
+    question = Question(lambda c, p: c.layer_norm(*p), (x, np.ones(8), np.zeros(8), 1e-5),
+                        probe=(x[:2] * 3, np.full(8, 2.0), np.ones(8), 1e-5))
+    found = describe(both, question, Tolerance(1e-9, 1e-9, "float64"))
+    assert [d["measurement"] for d in found] == ["layer_norm"], found
+
+
+# -- invariances probed on purpose ------------------------------------------------------------------------------
+
+
+def test_model_invariances_say_what_the_output_depends_on_and_should_not():
+    assert "the decoder reads the future" in texts(invariances.model_invariances(load("mutant:no_causal_mask")))
+    assert "does not read the source" in texts(invariances.model_invariances(
+        load("mutant:cross_attention_on_decoder_states")))
+    assert invariances.model_invariances(load("reference")) == []
+
+
+def test_model_constants_are_refitted_from_the_logits():
+    assert "the logits multiplied by d_model^-0.5" in texts(model.model_scales(
+        load("mutant:logits_scaled_by_inverse_sqrt_d_model")))
+    unscaled = load("mutant:embedding_not_scaled")
+    assert "the embeddings multiplied by 1 (not scaled)" in texts(model.model_scales(unscaled))
+
+
+# -- non-finite values, parameter counts -----------------------------------------------------------------------
+
+
+def test_non_finite_values_are_located_with_the_input_that_makes_them():
+    (found,) = describe_nonfinite(load(adapter_path("layer_norm_without_eps"), isolate=False), "layer_norm")
+    assert "exactly at the rows whose values are all equal" in found["text"]
+    assert describe_nonfinite(load("reference"), "layer_norm") == []
+
+
+def test_a_count_off_by_a_components_size_names_the_size():
+    from conformance.config import base_config
+    from conformance.weights import parameter_count
+
+    config, probe = base_config(), second_size(base_config())
+    text = explain_sizes(config, parameter_count(config.replace(d_ff=64)), probe,
+                         parameter_count(probe.replace(d_ff=64)))
+    assert "the FFN's inner size is 64 instead of 2,048 (the same at every configuration)" in text
+
+
+# -- hard-coding only on evidence of a look-up -------------------------------------------------------------------
+
+
+def test_a_look_up_is_told_from_an_honest_bug_the_published_example_cannot_show():
+    from conformance.twins import lookup_evidence
+
+    looked_up = load(str(Path(__file__).parent / "hostile" / "hard_coded.py"), isolate=False)
+    assert lookup_evidence(looked_up, "layer_norm_matches_formula")["looked_up"]
+    assert lookup_evidence(looked_up, "lrate_matches_formula_for_any_step")["looked_up"]
+    for honest, twin in (("mutant:layer_norm_over_wrong_axis", "layer_norm_matches_formula"),
+                         ("mutant:schedule_counts_steps_from_zero", "lrate_matches_formula_for_any_step"),
+                         ("mutant:pe_positions_from_one", "pe_matches_formula_for_any_size")):
+        assert not lookup_evidence(load(honest), twin)["looked_up"], honest
+
+
+def test_an_honest_bug_the_published_example_cannot_show_is_described_not_called_hard_coded(certify, monkeypatch):
+    """LayerNorm over the batch axis passes the published one-row example and fails its twin. With its entry left
+    out of the catalogue, that pattern alone used to say "hard-coded?"; now the twin is described instead."""
+    monkeypatch.setenv(catalogue.EXCLUDE_ENV, "layer_norm_over_wrong_axis")
+    run = certify("mutant:layer_norm_over_wrong_axis", "-k", "layer_norm_matches", "--no-training")
+    (twin,) = [check for check in run.report["checks"] if check["id"] == "layer_norm_matches_formula"]
+    assert twin["status"] == "failed" and "hard-coded?" not in twin["message"]
+    assert twin["data"]["lookup"]["looked_up"] is False
+    assert "first (batch) axis" in twin["descriptions"][0]["text"]
+    (cause,) = [c for c in run.report["profile"]["mutant:layer_norm_over_wrong_axis"]["causes"]]
+    assert cause["kind"] == "measured" and cause["checks"] == ["layer_norm_matches_formula"]
+
+
+def test_a_decoding_is_read_against_the_papers_row_by_row():
+    from conformance.diagnosis.measurements.answers import _decoding
+
+    paper = np.array([[5, 2, 0, 0], [5, 6, 7, 2]])
+    assert _decoding(np.array([[5, 2, 2, 2], [5, 6, 7, 2]]), paper) == "goes on"
+    assert _decoding(paper[:, :2], paper) == "cut"
+    assert _decoding(np.array([[5, 3, 0, 0], [5, 6, 7, 2]]), paper) is None  # a wrong token: nothing so simple
