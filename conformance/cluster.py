@@ -15,6 +15,7 @@ inside the functions that use it: without ``--scheduler`` nothing imports it.
 
 from __future__ import annotations
 
+import argparse
 import contextlib
 import os
 import signal
@@ -37,8 +38,6 @@ class ClusterError(RuntimeError):
 
 def scheduler_address(text: str) -> str:
     """``--scheduler``'s value, checked: ``local:N`` (N >= 1) or a scheduler's address (``tcp://host:port``)."""
-    import argparse
-
     if text.startswith(LOCAL):
         count = text[len(LOCAL):]
         if not count.isdigit() or int(count) < 1:

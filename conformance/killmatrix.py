@@ -16,10 +16,14 @@ with the same checks, in a process of its own on a worker.
 
 from __future__ import annotations
 
+import json
+import os
+import sys
 from dataclasses import dataclass, field
 
+from conformance.cluster import as_they_finish, run_conformance, task_failure
 from conformance.implementations import mutants
-from conformance.results import FAILING
+from conformance.results import FAILING, CheckResult
 
 CAUGHT = ("failed", "error", "advisory")  # advisory: a suite convention the mutant breaks (docs/claims.md)
 # The checks that need the full convergence run (minutes per mutant): only with --training.
@@ -133,7 +137,6 @@ def render(rows: list[MutantRow], checks: list[str] | None = None) -> str:
 def run(args) -> bool:
     """Certify every mutant, print the kill matrix (and write ``args.json``); True when every mutant is
     killed and every declared catch happened."""
-    import json
     import time
     from pathlib import Path
 
@@ -199,13 +202,6 @@ def certify_arguments(row: MutantRow, training: bool) -> list[str]:
 def on_cluster(args, rows: list[MutantRow]) -> list:
     """Every mutant certified by one task on the Dask cluster ``args.scheduler``; the results, the mutants
     without training first (as ``run`` orders its local sessions)."""
-    import json
-    import os
-    import sys
-
-    from conformance.cluster import as_they_finish, run_conformance, task_failure
-    from conformance.results import CheckResult
-
     tasks = {row.name: (certify_arguments(row, args.training), TASK_TIMEOUT_S, os.getcwd()) for row in rows}
     found: dict[str, list] = {}
     for name, result in as_they_finish(args.scheduler, run_conformance, tasks):
