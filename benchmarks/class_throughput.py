@@ -38,7 +38,7 @@ def make_submission(folder: Path, module: str) -> None:
 
 
 def build_class(root: Path, students: int, references: int) -> None:
-    from conformance.killmatrix import catalogue
+    from conformance.run.killmatrix import catalogue
 
     mutants = [row.name for row in catalogue() if not row.training]
     for i in range(students):

@@ -29,12 +29,12 @@ os.environ.setdefault("OMP_NUM_THREADS", "1")
 
 import numpy as np  # noqa: E402
 
-from conformance import questions  # noqa: E402
 from conformance.diagnosis import EXCLUDE_ENV, Question, confirmed_matches  # noqa: E402
 from conformance.diagnosis.catalogue import _loaded  # noqa: E402
 from conformance.diagnosis.combine import combine  # noqa: E402
 from conformance.implementations.numpy_impl.adapter import NumpyAdapter  # noqa: E402
-from conformance.scenarios import LayerSizes  # noqa: E402
+from conformance.problems import questions  # noqa: E402
+from conformance.problems.scenarios import LayerSizes  # noqa: E402
 from conformance.tolerances import LAYER, for_candidate  # noqa: E402
 
 SIZES = LayerSizes(B=2, S=5, T=4, h=2, d_k=4, d_ff=16, bias=True, seed=3)
@@ -52,7 +52,7 @@ SAME = 1e-12
 def numpy_mutants() -> list[str]:
     """The NumPy mutants whose answer to one of the questions differs from the paper's (the schedule, label
     smoothing and parameter-count bugs are not asked here)."""
-    from conformance.loading import load
+    from conformance.boundary.loading import load
 
     paper = load("numpy")
     return [known.name for known in _loaded() if isinstance(getattr(known.candidate, "adapter", None), NumpyAdapter)

@@ -195,7 +195,7 @@ def score_in_a_process(name: str, script: str, heldout: bool = False) -> dict:
     """On a Dask worker: ``score(name)`` (``score_heldout`` for a held-out bug's path) in a fresh process of this
     script (``--row``): a certify per process, as under ``--jobs``, and none in a worker's thread. The workers read
     the script and the held-out files at the client's paths."""
-    from conformance.cluster import dies_with
+    from conformance.run.cluster import dies_with
 
     command = [sys.executable, script, "--row", *(["--heldout", Path(name).stem] if heldout else [name])]
     done = subprocess.run(command, capture_output=True, text=True, preexec_fn=dies_with(os.getpid()))
@@ -205,7 +205,7 @@ def score_in_a_process(name: str, script: str, heldout: bool = False) -> dict:
 
 
 def score_on_cluster(address: str, names: list[str], *, heldout: bool = False) -> list[dict]:
-    from conformance.cluster import as_they_finish
+    from conformance.run.cluster import as_they_finish
 
     script = str(Path(__file__).resolve())
     rows = {}
@@ -303,8 +303,8 @@ def cache_state() -> str:
 
 
 def main(argv: list[str] | None = None) -> int:
-    from conformance.cluster import scheduler_address
     from conformance.implementations import mutants
+    from conformance.run.cluster import scheduler_address
 
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("names", nargs="*", help="mutants (or held-out bugs) to score (default: all)")

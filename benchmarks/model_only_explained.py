@@ -32,7 +32,7 @@ from concurrent.futures import ProcessPoolExecutor
 from pathlib import Path
 
 VIEW = '''
-from conformance.loading import import_target
+from conformance.boundary.loading import import_target
 
 inner = import_target("mutant:{name}")
 

@@ -5,7 +5,7 @@
     python benchmarks/training_check.py --seeds 20-39 --verdicts --jobs 2   # the check's verdicts
 
 Benchmark, in one process with torch.set_num_threads(2) (``--threads``): (1) the training check exactly as the suite
-runs it on the reference (``conformance.training.train``: data, train_step through the candidate
+runs it on the reference (``conformance.judging.training.train``: data, train_step through the candidate
 boundary, the rate check, greedy evaluation of 500 held-out sequences every 100 steps from step 300,
 the early verdict); (2) the lesson's train_reversal.py as a plain loop, 3,000 steps, on the same model
 class and the same batches, evaluating exact match at steps 1, 500, 1,000, 2,000 and 3,000 as its log
@@ -31,9 +31,9 @@ from concurrent.futures import ProcessPoolExecutor
 import numpy as np
 import torch
 
-from conformance import training
+from conformance.boundary.loading import load
 from conformance.config import toy_config
-from conformance.loading import load
+from conformance.judging import training
 
 
 def seeds_arg(text: str) -> list[int]:

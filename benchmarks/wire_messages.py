@@ -4,7 +4,7 @@
     python benchmarks/wire_messages.py --rounds 30
 
 An isolated certify run sends about 1,550 requests and as many answers, 16,000 arrays in all
-(``conformance/isolation/wire.py``); each costs Python on both sides: encoding (the tree, its JSON), reading
+(``conformance/boundary/isolation/wire.py``); each costs Python on both sides: encoding (the tree, its JSON), reading
 the sizes from the header, and decoding (an array per buffer). Here both ends are in this process, joined by a
 pipe, so the figures are the wire's own work, without the other process's wake-ups. The median over the rounds
 is printed for each step; the last line is the figure: ``wire: <us> us a decoder-layer request, sent and
@@ -21,7 +21,7 @@ import time
 
 import numpy as np
 
-from conformance.isolation import wire
+from conformance.boundary.isolation import wire
 
 
 def decoder_layer_request(d_model: int = 32, d_ff: int = 64) -> dict:

@@ -38,7 +38,8 @@ class Conventions:
     suite picks tolerances from it.
     framework: a free-text name shown in reports (``"torch"``, ``"numpy"``, ``"jax"``).
     supports: the configurations the implementation can build, when it cannot build them all: feature ->
-    the values it supports (``conformance.supports.FEATURES``; ``max_len``: the most positions, one integer), e.g.
+    the values it supports (``conformance.problems.supports.FEATURES``; ``max_len``: the most positions, one
+    integer), e.g.
     ``{"attention_bias": (True,), "eps": (1e-6,), "d_ff_ratio": (4,), "max_len": 100}``. The suite draws its
     examples within them, and never asks for another value (that would be *not implemented*); each feature binds
     the parts that build with it (``supports.BINDS``: the layers' eps, not the layer_norm function's argument).

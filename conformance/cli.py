@@ -19,7 +19,7 @@ from pathlib import Path
 
 # Only the standard library at the top, here and in session: ``--help`` and ``list`` start as fast as a bare
 # ``import numpy`` (issue 16; tests/test_cli_startup.py). Each command imports what it needs.
-from conformance.session import (  # noqa: F401 - the exit codes and checks_dir are the CLI's public names too
+from conformance.run.session import (  # noqa: F401 - the exit codes and checks_dir are the CLI's public names too
     EXIT_FAILED,
     EXIT_INTERNAL,
     EXIT_NOTHING_RAN,
@@ -87,7 +87,9 @@ def build_parser() -> argparse.ArgumentParser:
 
 
 def add_scheduler_argument(parser, what: str) -> None:
-    from conformance.cluster import scheduler_address  # the standard library alone: Dask only when it runs
+    from conformance.run.cluster import (
+        scheduler_address,  # the standard library alone: Dask only when it runs
+    )
 
     parser.add_argument("--scheduler", metavar="ADDRESS", type=scheduler_address,
                         help=f"run on a Dask cluster, {what}: a scheduler's address (tcp://HOST:PORT) or local:N"
@@ -155,7 +157,7 @@ def grade(args) -> int:
 
 def on_cluster_or_usage(command, args) -> int:
     """``command(args)``; a cluster that cannot be used (Dask missing, no scheduler there) is a usage error."""
-    from conformance.cluster import ClusterError
+    from conformance.run.cluster import ClusterError
 
     try:
         return command(args)
@@ -166,7 +168,7 @@ def on_cluster_or_usage(command, args) -> int:
 
 def add_isolation_arguments(parser, *, default: bool | None = None) -> None:
     # Limits' defaults and --pass-env's check, without the proxy
-    from conformance.isolation import WORKER_MEMORY_MIB, WORKER_TOTAL_S, existing_folder, variable_set_here
+    from conformance.boundary.isolation import WORKER_MEMORY_MIB, WORKER_TOTAL_S, existing_folder, variable_set_here
 
     group = parser.add_mutually_exclusive_group()
     group.add_argument("--isolate", dest="isolate", action="store_const", const=True, default=default,
@@ -188,18 +190,20 @@ def add_isolation_arguments(parser, *, default: bool | None = None) -> None:
 
 
 def add_report_flags(parser) -> None:
-    from conformance.reports import add_flags  # the flags alone: formats.py imports every renderer
+    from conformance.reports import (
+        add_flags,  # the flags alone: formats.py imports every renderer
+    )
 
     add_flags(parser)
 
 
 def certify(args) -> int:
+    from conformance.boundary.isolation.proxy import stop_all_workers
+    from conformance.boundary.loading import discard_preloaded, load, preload
     from conformance.errors import LoadError
-    from conformance.isolation.proxy import stop_all_workers
-    from conformance.loading import discard_preloaded, load, preload
 
     if args.deviations:
-        from conformance import deviations
+        from conformance.judging import deviations
 
         try:
             deviations.load(args.deviations)
@@ -241,7 +245,7 @@ def render_report(args) -> int:
 def list_checks(args) -> int:
     """The checks' node ids: the reference's from the shipped index (no pytest, hypothesis or torch), any
     other implementation's by collecting them with it loaded (what it supersedes depends on its parts)."""
-    from conformance import listing
+    from conformance.run import listing
 
     if args.impl == listing.INDEXED_IMPL:
         return listing.print_index()
@@ -277,7 +281,7 @@ def template_from(source: str) -> int:
 
 
 def fixtures(args) -> int:
-    from conformance.coverage import fixture_summary
+    from conformance.run.coverage import fixture_summary
 
     summary = fixture_summary(used=facts_read_by_checks("reference"))
     v = summary["verifier"]
@@ -312,7 +316,7 @@ def facts_read_by_checks(impl: str) -> set[str]:
 
 
 def kill_matrix(args) -> int:
-    from conformance.killmatrix import run
+    from conformance.run.killmatrix import run
 
     return on_cluster_or_usage(lambda args: EXIT_OK if run(args) else EXIT_FAILED, args)
 
@@ -329,8 +333,8 @@ def run() -> None:
 
 def main(argv: list[str] | None = None) -> int:
     profile = os.environ.get("CONFORMANCE_PROFILE")
-    if profile:  # opt-in: where the run's time goes, written to that path (conformance/phases.py)
-        from conformance.phases import profiled
+    if profile:  # opt-in: where the run's time goes, written to that path (conformance/run/profile.py)
+        from conformance.run.profile import profiled
 
         return profiled(profile, run_command, argv)
     return run_command(argv)

@@ -144,7 +144,7 @@ def assert_close(actual, expected, tol: Tolerance, *, what: str) -> Measurement:
 
     Equivalent to ``np.testing.assert_allclose(actual, expected, rtol, atol)`` with a message that shows
     the worst index and the margin. Which known bug a failure is, is the diagnosis's to say
-    (``conformance.check``), once it is confirmed.
+    (``conformance.judging.check``), once it is confirmed.
     """
     __tracebackhide__ = True
     assert_shape(actual, np.shape(expected), what=what)

@@ -1,4 +1,4 @@
-"""The JSON report: the report model (``conformance.report``) written as JSON.
+"""The JSON report: the report model (``conformance.run.report``) written as JSON.
 
 Schema ``transformer-conformance/report`` version 1 (docs/report-format.md); the JSON Schema of this format
 ships beside this module: ``report.schema.json``.

@@ -2,13 +2,13 @@
 
 from __future__ import annotations
 
+from conformance.problems.supports import describe as describe_supports
 from conformance.reports.view import profile_lines, provenance_lines, section_key, style
 from conformance.results import FAILING, CheckResult, count_statuses
-from conformance.supports import describe as describe_supports
 
 
 def render(report: dict) -> str:
-    """The terminal's rendering of a report (``conformance.report.build_report``): per implementation, its
+    """The terminal's rendering of a report (``conformance.run.report.build_report``): per implementation, its
     conventions, one line per check grouped by paper section, the details of what did not pass, a summary."""
     lines = []
     checks = [CheckResult.from_dict(c) for c in report["checks"]]

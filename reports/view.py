@@ -168,13 +168,13 @@ def first_line(text: str) -> str:
 
 
 def profile_of(report: dict, impl: str) -> dict | None:
-    """The profile of ``impl`` (``conformance.report.profile``) when the run had failures, else None."""
+    """The profile of ``impl`` (``conformance.run.report.profile``) when the run had failures, else None."""
     found = (report.get("profile") or {}).get(impl)
     return found if found and found.get("failures") else None
 
 
 def provenance_of(report: dict, impl: str) -> dict | None:
-    """Whose code answered for ``impl`` (``conformance.report.provenance_summary``), when the suite supplied or an
+    """Whose code answered for ``impl`` (``conformance.run.report.provenance_summary``), when the suite supplied or an
     adapter's helper converted anything, else None."""
     found = (report.get("provenance") or {}).get(impl)
     return found if found and (found.get("supplied") or found.get("converted")) else None

@@ -18,10 +18,11 @@ import pytest
 
 from conformance.cli import main
 
-# One BLAS and OpenMP thread per process, as certify's --threads 1 gives torch (conformance.plugin.limit_torch_threads):
-# the checks' arrays are tiny, and with two xdist workers on two cores every extra thread spins on a core the other
-# worker needs (the NumPy implementation's matrix products cost a third more with OpenBLAS's default). Set here,
-# before pytest-xdist starts its workers, which read it when they load NumPy; isolated submissions inherit it.
+# One BLAS and OpenMP thread per process, as certify's --threads 1 gives torch
+# (conformance.run.plugin.limit_torch_threads): the checks' arrays are tiny, and with two xdist workers on two cores
+# every extra thread spins on a core the other worker needs (the NumPy implementation's matrix products cost a third
+# more with OpenBLAS's default). Set here, before pytest-xdist starts its workers, which read it when they load NumPy;
+# isolated submissions inherit it.
 for _variable in ("OMP_NUM_THREADS", "OPENBLAS_NUM_THREADS", "MKL_NUM_THREADS"):
     os.environ.setdefault(_variable, "1")
 
@@ -51,7 +52,7 @@ def imports_out_of_the_garbage_collectors_walks():
     import hypothesis  # noqa: F401
 
     import conformance.diagnosis.matching  # noqa: F401
-    import conformance.plugin  # noqa: F401
+    import conformance.run.plugin  # noqa: F401
 
     gc.collect()
     gc.freeze()

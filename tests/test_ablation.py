@@ -10,13 +10,13 @@ import numpy as np
 import pytest
 from conftest import adapter_path
 
-from conformance import oracle, questions
-from conformance.candidate import Candidate
+from conformance.boundary.candidate import Candidate
+from conformance.boundary.loading import import_target
 from conformance.config import ModelConfig
 from conformance.diagnosis import ablation
 from conformance.diagnosis.localise import locate_decode, locate_encode, locate_forward
-from conformance.loading import import_target
-from conformance.scenarios import ModelSizes, loaded_model
+from conformance.problems import oracle, questions
+from conformance.problems.scenarios import ModelSizes, loaded_model
 
 VIEWS = adapter_path("views")
 CONFIG = ModelConfig(src_vocab=11, tgt_vocab=11, d_model=8, h=2, d_ff=16, N=2)

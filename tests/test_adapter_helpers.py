@@ -5,8 +5,8 @@ import math
 import numpy as np
 import pytest
 
-from conformance import published
 from conformance.adapters import cross_entropy_from_kl, mean_from_sum, rate_from_lambda_lr, smoothed_target_entropy
+from conformance.paper import published
 
 torch = pytest.importorskip("torch")
 

@@ -15,10 +15,10 @@ import numpy as np
 import pytest
 from conftest import adapter_path
 
-from conformance import questions
 from conformance.cli import main
 from conformance.diagnosis import answer_cache, catalogue, matching
-from conformance.scenarios import LayerSizes
+from conformance.problems import questions
+from conformance.problems.scenarios import LayerSizes
 
 FAILING = ("mutant:attention_no_scaling", "--no-training", "-k", "self_attention_matches_reference")
 SIZES = LayerSizes(B=1, S=3, T=2, h=2, d_k=2, d_ff=8, bias=True, seed=3)

@@ -3,7 +3,7 @@
 ``numpy`` (pure NumPy, float64, additive masks, forward-only), ``torch-fused-qkv`` (PyTorch, fused QKV,
 sequence-first, "blocked" masks) and ``reference-float64`` (the reference in torch.float64) are loaded
 by their built-in names and driven directly, each in its own declared conventions: this file converts
-layouts and mask polarities itself rather than through ``conformance.candidate``, so that it is an
+layouts and mask polarities itself rather than through ``conformance.boundary.candidate``, so that it is an
 independent witness of those conventions. Weights come from ``random_weights`` (trained-looking: gamma
 far from 1, non-zero biases), so a wrong LayerNorm or a missing bias cannot hide.
 """
@@ -14,8 +14,8 @@ import numpy as np
 import pytest
 
 from conformance.adapter import Conventions
+from conformance.boundary.loading import import_target
 from conformance.config import toy_config
-from conformance.loading import import_target
 from conformance.weights import model_shapes, random_weights, sub_weights
 
 PAD, BOS, EOS = 0, 1, 2

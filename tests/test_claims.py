@@ -4,8 +4,8 @@ from pathlib import Path
 
 import pytest
 
-from conformance import claims
 from conformance.cli import checks_dir
+from conformance.paper import claims
 
 
 class Items:

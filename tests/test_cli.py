@@ -115,8 +115,8 @@ def test_template_from_a_class_built_from_one_config_object_builds_that_object(c
     pytest.importorskip("torch")
     import numpy as np
 
+    from conformance.boundary.loading import import_target
     from conformance.config import ModelConfig
-    from conformance.loading import import_target
     from conformance.weights import model_shapes, random_weights
 
     shutil.copy(Path(__file__).parents[1] / "docs" / "walkthrough" / "my_transformer.py", tmp_path)
@@ -185,7 +185,7 @@ def test_certify_keeps_the_collected_objects_out_of_full_collections_and_hands_t
     """``session.FreezeCollected``: frozen after collection, thawed after pytest; never when another freeze holds."""
     import gc
 
-    from conformance.session import FreezeCollected
+    from conformance.run.session import FreezeCollected
 
     held = gc.get_freeze_count()  # the suite's own session freeze (tests/conftest.py)
     gc.unfreeze()

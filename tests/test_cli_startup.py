@@ -1,5 +1,6 @@
 """`--help` and `list` start as fast as a bare `import numpy` (issue 16): they import the standard library alone,
-and `list` reads the shipped index of the checks (conformance/checks/index.json), which must equal a collection."""
+and `list` reads the shipped index of the checks (conformance/judging/checks/index.json), which must equal a
+collection."""
 
 import json
 import subprocess
@@ -7,13 +8,13 @@ import sys
 
 import pytest
 
-from conformance import listing
+from conformance.run import listing
 
-HEAVY = ("numpy", "torch", "hypothesis", "pytest", "conformance.adapter", "conformance.candidate",
-         "conformance.plugin", "conformance.loading", "importlib.metadata")
-# conformance.reports and conformance.isolation (the packages) hold the flags and the limits' defaults, stdlib only;
-# none of their modules (renderers, the proxy, the worker) may load.
-HEAVY_PREFIXES = ("torch.", "hypothesis.", "_pytest.", "conformance.reports.", "conformance.isolation.")
+HEAVY = ("numpy", "torch", "hypothesis", "pytest", "conformance.adapter", "conformance.boundary.candidate",
+         "conformance.run.plugin", "conformance.boundary.loading", "importlib.metadata")
+# conformance.reports and conformance.boundary.isolation (the packages) hold the flags and the limits' defaults,
+# stdlib only; none of their modules (renderers, the proxy, the worker) may load.
+HEAVY_PREFIXES = ("torch.", "hypothesis.", "_pytest.", "conformance.reports.", "conformance.boundary.isolation.")
 
 PROBE = """
 import contextlib, io, json, sys

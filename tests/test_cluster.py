@@ -335,7 +335,7 @@ def test_the_kill_matrix_on_dask_gives_the_local_sessions_results(tmp_path, monk
     import argparse
     import warnings
 
-    from conformance import killmatrix
+    from conformance.run import killmatrix
 
     names = ["pe_sine_cosine_swapped", "train_no_warmup"]
     everything = killmatrix.catalogue

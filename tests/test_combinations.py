@@ -8,14 +8,14 @@ import numpy as np
 import pytest
 from conftest import adapter_path
 
-from conformance import questions
-from conformance.candidate import Candidate
+from conformance.boundary.candidate import Candidate
+from conformance.boundary.loading import load
 from conformance.config import ModelConfig
 from conformance.diagnosis import EXCLUDE_ENV, Question, confirmed_matches
 from conformance.diagnosis.combine import combine
 from conformance.diagnosis.message import fmt_matches
-from conformance.loading import load
-from conformance.scenarios import LayerSizes, ModelSizes
+from conformance.problems import questions
+from conformance.problems.scenarios import LayerSizes, ModelSizes
 from conformance.tolerances import LAYER, MODEL, for_candidate
 
 LAYER_PROBLEM = LayerSizes(B=2, S=5, T=4, h=2, d_k=4, d_ff=16, bias=True, seed=3)

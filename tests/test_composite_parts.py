@@ -8,10 +8,10 @@ import numpy as np
 import pytest
 from conftest import adapter_path
 
+from conformance.boundary.isolation.proxy import Limits
+from conformance.boundary.loading import load
 from conformance.errors import BadOutput
-from conformance.isolation.proxy import Limits
-from conformance.loading import load
-from conformance.oracle import attention_sublayer, multi_head_attention
+from conformance.problems.oracle import attention_sublayer, multi_head_attention
 from conformance.weights import attention_shapes, random_weights, sublayer_weights
 
 pytest.importorskip("torch")

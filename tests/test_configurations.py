@@ -10,9 +10,9 @@ only when it needs a configuration the candidate cannot build at all.
 import pytest
 from conftest import adapter_path
 
-from conformance import supports
 from conformance.config import ModelConfig, toy_config
-from conformance.scenarios import LayerSizes, ModelSizes
+from conformance.problems import supports
+from conformance.problems.scenarios import LayerSizes, ModelSizes
 
 VIEWS = adapter_path("views")
 # The only checks whose claim needs a configuration beyond the paper's: untied and German counts, no biases.
@@ -132,9 +132,9 @@ def test_fit_moves_a_model_configuration_and_keeps_it_valid():
 
 
 def test_a_call_outside_the_declaration_is_not_implemented_with_the_declared_reason():
-    from conformance.candidate import Candidate
+    from conformance.boundary.candidate import Candidate
+    from conformance.boundary.loading import import_target
     from conformance.errors import PartNotImplemented
-    from conformance.loading import import_target
 
     candidate = Candidate(import_target(f"{VIEWS}:paper_only_reference"), name="paper-only")
     with pytest.raises(PartNotImplemented, match=r"declares eps in \(1e-05,\) only \(asked for 1e-06\): eps is fixed"):

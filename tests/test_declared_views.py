@@ -13,10 +13,10 @@ lets an error through.
 import pytest
 from conftest import adapter_path, shared_run
 
-from conformance import supports
+from conformance.boundary.loading import import_target
 from conformance.config import ModelConfig, toy_config
-from conformance.loading import import_target
-from conformance.scenarios import LayerSizes, ModelSizes, SmoothedLossProblem
+from conformance.problems import supports
+from conformance.problems.scenarios import LayerSizes, ModelSizes, SmoothedLossProblem
 
 VIEWS = adapter_path("views")
 

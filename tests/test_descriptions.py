@@ -11,6 +11,7 @@ import numpy as np
 import pytest
 from conftest import adapter_path
 
+from conformance.boundary.loading import load
 from conformance.diagnosis import Question, catalogue, confirmed_matches
 from conformance.diagnosis.counts import explain_sizes, second_size
 from conformance.diagnosis.degenerate import degenerate
@@ -26,8 +27,7 @@ from conformance.diagnosis.measurements import (
     smoothing,
 )
 from conformance.diagnosis.measurements.nonfinite import describe_nonfinite
-from conformance.loading import load
-from conformance.scenarios import LayerSizes
+from conformance.problems.scenarios import LayerSizes
 from conformance.tolerances import LAYER, Tolerance
 
 TOL = Tolerance(0.0, 1e-9, "exact arithmetic")
@@ -136,7 +136,7 @@ def test_a_part_that_fits_no_neighbouring_formula_gets_no_constant_but_its_invar
 def test_a_refitted_formula_describes_a_failing_question_only_when_it_reproduces_its_answer(candidates):
     """The GELU refitted from the FFN part reproduces the candidate's encoder layer on the failing problem and on
     the second one: described, with the max diffs; the paper's own answer is described by nothing."""
-    from conformance.questions import encoder_layer_output
+    from conformance.problems.questions import encoder_layer_output
 
     question = Question(encoder_layer_output, LayerSizes(B=2, S=4, T=3, h=2, d_k=3, d_ff=12, bias=True, seed=5))
     tol = Tolerance(1e-9, 1e-9, "float64")
@@ -147,7 +147,7 @@ def test_a_refitted_formula_describes_a_failing_question_only_when_it_reproduces
 
 def test_the_description_of_a_question_leaves_out_the_knobs_it_does_not_need(candidates):
     """A candidate with two refitted formulas: its LayerNorm question is described by the LayerNorm's alone."""
-    from conformance.candidate import Candidate
+    from conformance.boundary.candidate import Candidate
     from conformance.implementations.mutants.gelu_instead_of_relu import adapter as gelu
     from conformance.implementations.mutants.layer_norm_unbiased_variance import adapter as unbiased
 
@@ -199,7 +199,7 @@ def test_a_count_off_by_a_components_size_names_the_size():
 
 
 def test_a_look_up_is_told_from_an_honest_bug_the_published_example_cannot_show():
-    from conformance.twins import lookup_evidence
+    from conformance.judging.twins import lookup_evidence
 
     looked_up = load(str(Path(__file__).parent / "hostile" / "hard_coded.py"), isolate=False)
     assert lookup_evidence(looked_up, "layer_norm_matches_formula")["looked_up"]

@@ -73,7 +73,7 @@ def test_an_unknown_deviation_is_a_usage_error_with_a_suggestion(certify, declar
     assert run.code == EXIT_USAGE and "unknown deviation 'prenorm'" in run.err and "pre_norm" in run.err
 
 
-# -- attribution of a diagnosis that names a combination (conformance.deviations.attribute) ---------------
+# -- attribution of a diagnosis that names a combination (conformance.judging.deviations.attribute) ---------------
 
 PRE_NORM_AND_FINAL_NORMS = [{"mutant": "extra_final_layer_norm+pre_norm",
                              "mutants": ["extra_final_layer_norm", "pre_norm"]}]
@@ -86,7 +86,7 @@ def failing(diagnosis, patterns=(), check_id="encode_matches_reference"):
 
 
 def test_a_combination_is_a_confirmed_deviation_when_each_of_its_parts_is_declared():
-    from conformance.deviations import Deviation, attribute, named_by_diagnosis
+    from conformance.judging.deviations import Deviation, attribute, named_by_diagnosis
 
     declared = [Deviation("pre_norm", "OpenNMT-py's layers"), Deviation("extra_final_layer_norm", "its final norms")]
     deviation = attribute(failing(PRE_NORM_AND_FINAL_NORMS), declared)
@@ -96,7 +96,7 @@ def test_a_combination_is_a_confirmed_deviation_when_each_of_its_parts_is_declar
 
 
 def test_a_combination_with_an_undeclared_part_stays_a_failure():
-    from conformance.deviations import Deviation, attribute
+    from conformance.judging.deviations import Deviation, attribute
 
     assert attribute(failing(PRE_NORM_AND_FINAL_NORMS), [Deviation("pre_norm")]) is None
     # one of two alternatives declared whole explains the output, as for single matches

@@ -20,9 +20,9 @@ import pytest
 pytest.importorskip("torch")
 
 from conformance.adapters.draft import draft  # noqa: E402
+from conformance.boundary.loading import import_target  # noqa: E402
 from conformance.cli import EXIT_NOTHING_RAN, main  # noqa: E402
 from conformance.config import ModelConfig, toy_config  # noqa: E402
-from conformance.loading import import_target  # noqa: E402
 from conformance.weights import model_shapes, random_weights  # noqa: E402
 
 DRAFTING = Path(__file__).parent / "drafting"

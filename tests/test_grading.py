@@ -148,7 +148,7 @@ def test_the_points_template_says_what_earns_points_and_why(tmp_path):
 
 
 def test_the_class_summary_counts_each_status_apart_and_reads_a_check_nobody_implements_as_such():
-    from conformance.reports.class_summary import build_summary, render_markdown
+    from conformance.grading.class_summary import build_summary, render_markdown
 
     def report(name, statuses):
         return {"submission": {"name": name}, "verdict": {name: "not conformant"},

@@ -16,9 +16,9 @@ from pathlib import Path
 import numpy as np
 import pytest
 
+from conformance.boundary.isolation.proxy import Limits, load_isolated
+from conformance.boundary.isolation.sandbox import landlock_abi
 from conformance.cli import EXIT_FAILED, EXIT_OK, EXIT_USAGE, main
-from conformance.isolation.proxy import Limits, load_isolated
-from conformance.isolation.sandbox import landlock_abi
 
 HOSTILE = Path(__file__).parent / "hostile"
 LANDLOCK = landlock_abi()
@@ -403,8 +403,9 @@ def test_the_worker_names_no_test_runner_nor_the_suite_where_a_program_looks(tmp
     texts = [*seen["frames"], *seen["argv"], *seen["environ"], seen["cwd"], seen["comm"], *seen["cmdline"][1:]]
     named = [text for text in texts if "conformance" in text.lower() or "pytest" in text.lower()]
     assert not named and not runners, (named, runners)
-    assert seen["imports"] == {"conformance.isolation.worker": "refused", "conformance.checks": "refused",
-                               "conformance.oracle": "refused", "conformance.adapter": "ok"}
+    assert seen["imports"] == {"conformance.boundary.isolation.worker": "refused",
+                               "conformance.judging.checks": "refused",
+                               "conformance.problems.oracle": "refused", "conformance.adapter": "ok"}
 
 
 def _startup_modules() -> set[str]:
@@ -451,7 +452,8 @@ class Adapter:
             g = info.frame.f_globals
             frames += [info.filename, info.function, str(g.get("__name__")), str(g.get("__file__")),
                        str(g.get("__doc__"))]
-        names = ("conformance.isolation.worker", "conformance.checks", "conformance.oracle", "conformance.adapter")
+        names = ("conformance.boundary.isolation.worker", "conformance.judging.checks", "conformance.problems.oracle",
+                 "conformance.adapter")
         return {"frames": frames, "modules": BEFORE, "argv": sys.argv,
                 "environ": [f"{k}={v}" for k, v in os.environ.items()] + proc("environ").split("\\\\0"),
                 "cwd": os.getcwd(), "comm": proc("comm"), "cmdline": proc("cmdline").split("\\\\0"),

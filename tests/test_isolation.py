@@ -10,10 +10,10 @@ import time
 import numpy as np
 import pytest
 
-from conformance.candidate import Candidate
+from conformance.boundary.candidate import Candidate
+from conformance.boundary.isolation.proxy import ProxyAdapter, load_isolated
+from conformance.boundary.isolation.wire import Channel, Foreign, WireError, decode, encode
 from conformance.errors import AdapterError
-from conformance.isolation.proxy import ProxyAdapter, load_isolated
-from conformance.isolation.wire import Channel, Foreign, WireError, decode, encode
 
 
 def round_trip(value):
@@ -210,7 +210,7 @@ def test_build_model_returns_a_model_proxy_with_only_its_parts(isolated):
 
 
 def test_a_worker_closed_without_waiting_ends_by_itself_and_is_reaped_at_the_end(isolated):
-    from conformance.isolation import proxy
+    from conformance.boundary.isolation import proxy
 
     worker = isolated.adapter._worker
     isolated.adapter.close(wait=False)  # the end of a run: the report is printed while the worker winds down

@@ -13,10 +13,10 @@ from pathlib import Path
 import pytest
 from conftest import adapter_path
 
+from conformance.boundary.isolation import environment
+from conformance.boundary.isolation.proxy import Limits, RemoteException, load_isolated
 from conformance.cli import EXIT_OK, EXIT_USAGE, main
 from conformance.errors import LoadError
-from conformance.isolation import environment
-from conformance.isolation.proxy import Limits, RemoteException, load_isolated
 
 VALUE = "/secret/checkout-of-some-root"  # never written to a report
 PE_ONLY = "pe_matches_published_values or pe_position_0"

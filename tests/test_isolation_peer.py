@@ -10,9 +10,9 @@ import time
 import numpy as np
 import pytest
 
-from conformance.isolation import peer, wire
-from conformance.isolation.proxy import load_isolated
-from conformance.isolation.wire import HEADER, OFFERED, PUSHED, Channel, WireError
+from conformance.boundary.isolation import peer, wire
+from conformance.boundary.isolation.proxy import load_isolated
+from conformance.boundary.isolation.wire import HEADER, OFFERED, PUSHED, Channel, WireError
 
 BIG = (1024, 1024)  # 8 MB of float64: above wire.DIRECT_MIN
 

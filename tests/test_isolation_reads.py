@@ -17,11 +17,11 @@ from pathlib import Path
 import pytest
 
 import conformance
-from conformance import session
+from conformance.boundary.isolation import reads
+from conformance.boundary.isolation.proxy import Limits, load_isolated
+from conformance.boundary.isolation.sandbox import READS_ABI, landlock_abi
 from conformance.cli import EXIT_USAGE, main
-from conformance.isolation import reads
-from conformance.isolation.proxy import Limits, load_isolated
-from conformance.isolation.sandbox import READS_ABI, landlock_abi
+from conformance.run import session
 
 requires_reads_confined = pytest.mark.skipif(landlock_abi() < READS_ABI, reason="this kernel has no Landlock")
 SUITE = Path(conformance.__file__).parent
@@ -57,8 +57,9 @@ class Adapter:
     def parameter_count(self, config):
         import importlib
         found = {}
-        for name in ("conformance.checks.test_attention", "conformance.oracle", "conformance.isolation.worker",
-                     "conformance.implementations.reference.model", "conformance.adapters.torch"):
+        for name in ("conformance.judging.checks.test_attention", "conformance.problems.oracle",
+                     "conformance.boundary.isolation.worker", "conformance.implementations.reference.model",
+                     "conformance.adapters.torch"):
             try:
                 importlib.import_module(name)
                 found[name] = "imported"
@@ -116,9 +117,10 @@ def test_a_graded_submission_reads_its_folder_python_and_the_protocol_and_nothin
     assert {name for name, outcome in read.items() if outcome == "read"} == {"own", "stdlib", "numpy", "protocol"}
     assert {outcome for name, outcome in read.items() if name not in ("own", "stdlib", "numpy", "protocol")} == {
         "refused"}
-    assert imports == {"conformance.checks.test_attention": "refused", "conformance.oracle": "refused",
-                       "conformance.isolation.worker": "refused", "conformance.implementations.reference.model":
-                       "refused", "conformance.adapters.torch": "imported"}
+    assert imports == {"conformance.judging.checks.test_attention": "refused", "conformance.problems.oracle": "refused",
+                       "conformance.boundary.isolation.worker": "refused",
+                       "conformance.implementations.reference.model": "refused",
+                       "conformance.adapters.torch": "imported"}
     assert isolation["reads_confined"] and isolation["landlock_abi"] >= READS_ABI
     refused = {(r["what"], r["path"]) for r in isolation["refused"]}
     assert ("read", paths["classmate"]) in refused and ("list", paths["class_folder"]) in refused
@@ -131,7 +133,7 @@ def test_certify_lets_it_read_the_suites_code_and_implementations_not_the_fixtur
     assert {name for name, outcome in read.items() if outcome == "read"} == {"checks", "worker", "reference",
                                                                             "protocol"}
     assert imports["conformance.implementations.reference.model"] == "imported"
-    assert imports["conformance.oracle"] == "refused"
+    assert imports["conformance.problems.oracle"] == "refused"
 
 
 @requires_reads_confined

@@ -3,8 +3,8 @@
 import pytest
 from conftest import adapter_path
 
+from conformance.boundary.loading import load
 from conformance.errors import LoadError
-from conformance.loading import load
 
 
 def test_builtin_name_loads_the_reference():

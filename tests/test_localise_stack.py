@@ -10,13 +10,13 @@ import numpy as np
 import pytest
 from conftest import adapter_path
 
-from conformance import oracle, questions
-from conformance.candidate import Candidate
+from conformance.boundary.candidate import Candidate
+from conformance.boundary.loading import import_target
 from conformance.config import ModelConfig
 from conformance.diagnosis.localise import fmt_divergence, locate_decode, locate_encode, locate_forward
 from conformance.diagnosis.message import tail
-from conformance.loading import import_target
-from conformance.scenarios import ModelSizes, loaded_model
+from conformance.problems import oracle, questions
+from conformance.problems.scenarios import ModelSizes, loaded_model
 
 CONFIG = ModelConfig(src_vocab=11, tgt_vocab=11, d_model=8, h=2, d_ff=16, N=2)
 WEIGHTS, SRC, TGT_IN = questions.model_problem(ModelSizes(CONFIG, B=2, S=5, T=4, seed=3))

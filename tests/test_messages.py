@@ -69,13 +69,13 @@ def test_an_alternative_identical_to_the_cause_wherever_the_question_looks_is_no
     """padding_mask_ignored (no padding mask built) and attention_mask_ignored (no mask applied at all) answer an
     encoder's call the same way: the encoder has no causal mask, the one place they differ. Both match, the message
     offers the first alone; on the decoder's call, where they differ, the other stays an alternative."""
-    from conformance import questions
-    from conformance.check import Check
+    from conformance.boundary.loading import load
     from conformance.config import ModelConfig
     from conformance.diagnosis import Question
     from conformance.errors import CheckFailure
-    from conformance.loading import load
-    from conformance.scenarios import ModelSizes
+    from conformance.judging.check import Check
+    from conformance.problems import questions
+    from conformance.problems.scenarios import ModelSizes
     from conformance.tolerances import MODEL, for_dtype
 
     tol = for_dtype(MODEL, "float32")

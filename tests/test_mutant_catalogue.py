@@ -181,8 +181,8 @@ def test_numpy_mutants_import_without_torch():
 
 
 def test_kill_matrix_marks_declared_missed_and_extra_catches_and_names_survivors():
-    from conformance.killmatrix import MutantRow, render, tabulate
     from conformance.results import CheckResult
+    from conformance.run.killmatrix import MutantRow, render, tabulate
 
     rows = [MutantRow("a", "bug a", {"c1", "c2"}), MutantRow("b", "bug b", {"c1"})]
     results = [CheckResult(id=cid, impl=f"mutant:{name}", title="", section="", status=status)
@@ -196,8 +196,8 @@ def test_kill_matrix_marks_declared_missed_and_extra_catches_and_names_survivors
 
 
 def test_a_convention_only_mutant_advised_as_declared_is_neither_killed_nor_a_survivor():
-    from conformance.killmatrix import MutantRow, render, tabulate
     from conformance.results import CheckResult
+    from conformance.run.killmatrix import MutantRow, render, tabulate
 
     rows = [MutantRow("a", "bug a", {"c1"}), MutantRow("conv", "fill -1e9", {"c2"}, convention_only=True),
             MutantRow("silent", "fill -1e9 too", {"c2"}, convention_only=True)]

@@ -1,12 +1,12 @@
-"""Progress on stderr while the checks run (reports/progress.py): a live line on a terminal, plain lines
+"""Progress on stderr while the checks run (conformance/run/progress.py): a live line on a terminal, plain lines
 otherwise, at most a few a second; the training check's step, loss and exact match as it goes."""
 
 import io
 
 from conftest import FAILING_RUN, adapter_path
 
-from conformance import training
-from conformance.reports.progress import ProgressDisplay
+from conformance.judging import training
+from conformance.run.progress import ProgressDisplay
 
 
 class Clock:

@@ -6,12 +6,13 @@ import pytest
 import torch
 from torch import nn
 
-from conformance import formulas, provenance
+from conformance import provenance
 from conformance.adapters.torch import on_tensors
-from conformance.candidate import Candidate
+from conformance.boundary.candidate import Candidate
+from conformance.boundary.loading import load
 from conformance.cli import EXIT_NOTHING_RAN
 from conformance.config import toy_config
-from conformance.loading import load
+from conformance.paper import formulas
 from tests.conftest import adapter_path
 
 HELPERS = adapter_path("with_helpers")
@@ -179,8 +180,8 @@ def test_a_function_part_runs_the_modules_it_calls_in_evaluation_mode():
 def test_a_check_that_reads_another_checks_run_is_judged_on_the_parts_that_run_used():
     """The toy is trained once and its learned behaviour read by several checks: a check that judges the loss the
     training reported is looked up in the run's calls (and the adapter's declaration), not only its own."""
-    from conformance.candidate import Ledger
-    from conformance.plugin import judged_ledger
+    from conformance.boundary.candidate import Ledger
+    from conformance.run.plugin import judged_ledger
 
     class Trained:
         ledger, history = Ledger(), Ledger()

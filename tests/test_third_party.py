@@ -16,7 +16,7 @@ import sys
 import pytest
 from conftest import certify_quietly
 
-from conformance.loading import LoadError, import_target
+from conformance.boundary.loading import LoadError, import_target
 
 pytestmark = pytest.mark.filterwarnings("ignore::DeprecationWarning", "ignore::FutureWarning")
 MODULES = {"hf-marian": "hf_marian", "hf-fsmt": "hf_fsmt", "opennmt-py": "onmt_py"}

@@ -11,11 +11,12 @@ import warnings
 import numpy as np
 import pytest
 
-from conformance import Conventions, oracle
+from conformance import Conventions
 from conformance.adapters import NameMapError
 from conformance.adapters.propose import propose_mapping
 from conformance.config import ModelConfig, toy_config
-from conformance.formulas import lrate
+from conformance.paper.formulas import lrate
+from conformance.problems import oracle
 from conformance.weights import attention_shapes, model_shapes, random_weights
 
 torch = pytest.importorskip("torch")
@@ -453,7 +454,7 @@ def test_tables_are_placed_by_what_they_are_a_tied_output_is_the_table_and_an_un
 
 def test_a_declared_adapter_has_the_parts_it_was_given_and_no_other():
     from conformance.adapters.torch import Component, TorchAdapter, on_tensors
-    from conformance.candidate import Candidate
+    from conformance.boundary.candidate import Candidate
 
     adapter = TorchAdapter(lambda c: nn.Linear(c.d_model, c.d_model), names={}, conventions=Conventions(),
                            learning_rate=lambda step, d_model, warmup: step / warmup,

@@ -13,10 +13,10 @@ import numpy as np
 import pytest
 import torch
 
+from conformance.boundary.loading import import_target
 from conformance.config import base_config, toy_config
 from conformance.implementations.reference.adapter import ReferenceAdapter
 from conformance.implementations.torch_nn.adapter import torch_nn_default, torch_nn_fixed
-from conformance.loading import import_target
 from conformance.weights import attention_shapes, model_shapes, random_weights, sub_weights
 
 PAD, BOS = 0, 1

@@ -1,4 +1,4 @@
-"""The training check (conformance/training.py, conformance/checks/test_training.py) and its mutants.
+"""The training check (conformance/judging/training.py, conformance/judging/checks/test_training.py) and its mutants.
 
 Fast tests first: the data, the formulas, the verdict logic on scripted candidates (no torch, no
 learning), the progress line. Then the cheap training checks against the reference and every
@@ -17,12 +17,12 @@ import pytest
 import torch
 from conftest import TRAINED_REFERENCE_RUN, TRAINING_CHECKS, adapter_path, shared_run
 
-from conformance import training
 from conformance.adapter import Conventions
-from conformance.candidate import Candidate
+from conformance.boundary.candidate import Candidate
+from conformance.boundary.loading import load
 from conformance.config import toy_config
 from conformance.implementations import mutants
-from conformance.loading import load
+from conformance.judging import training
 
 CONFIG = toy_config()
 CHEAP = (
@@ -38,7 +38,8 @@ LEARNED = (
     "top_probabilities_stay_near_the_smoothed_target",
 )
 ALL_CHECKS = CHEAP + ("reversal_task_is_learned",) + LEARNED
-TRAINING_SECTIONS = ("§5.3-5.4 Training", "The toy run: learned behaviour")  # conformance/checks/test_training.py's
+# conformance/judging/checks/test_training.py's
+TRAINING_SECTIONS = ("§5.3-5.4 Training", "The toy run: learned behaviour")
 TRAINING_MUTANTS = (
     "train_no_warmup",
     "train_adam_default_betas",
@@ -226,7 +227,7 @@ class LoadingAdapter(ScriptedAdapter):
 
 def test_a_model_that_loads_weights_starts_from_the_reference_init_of_the_seed():
     """Every candidate that can load weights starts where the reference starts: the check certifies the recipe."""
-    from conformance import oracle
+    from conformance.problems import oracle
     from conformance.weights import model_shapes
 
     run = training.train(Candidate(LoadingAdapter(Script(accuracy=lambda s: 1.0)), name="loads", timeout_s=None), 3,

@@ -1,10 +1,10 @@
-"""conformance/twins.py names real checks, and flags a twin only when its published-number check passed."""
+"""conformance/judging/twins.py names real checks, and flags a twin only when its published-number check passed."""
 
 import re
 
 from conformance.cli import main
+from conformance.judging.twins import HARD_CODED, TWINS, annotate_hard_coding
 from conformance.results import CheckResult
-from conformance.twins import HARD_CODED, TWINS, annotate_hard_coding
 
 
 def collected_check_ids(capsys) -> set[str]:
@@ -55,7 +55,7 @@ def test_a_twin_that_fails_where_the_published_example_cannot_show_it_is_not_cal
 
 
 def test_the_class_summary_accuses_no_one_without_evidence_of_a_look_up():
-    from conformance.reports.class_summary import student_row
+    from conformance.grading.class_summary import student_row
 
     def report(data):
         checks = [result("published_layer_norm_example", "passed"), result("layer_norm_matches_formula", "failed")]

@@ -1,4 +1,4 @@
-"""Write conformance/checks/index.json: what ``transformer-conformance list`` prints, from a real collection.
+"""Write conformance/judging/checks/index.json: what ``transformer-conformance list`` prints, from a real collection.
 
     python tools/index_checks.py           # collect the checks for the reference and write the index
     python tools/index_checks.py --check   # exit 1 (and say what differs) if the index is stale
@@ -12,7 +12,7 @@ import argparse
 import json
 import sys
 
-from conformance import listing
+from conformance.run import listing
 
 
 def main(argv: list[str] | None = None) -> int:

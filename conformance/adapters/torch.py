@@ -44,7 +44,7 @@ from torch import Tensor, nn
 
 from conformance.adapters.names import NameMap, NameMapError, Slot, attention_modules, layer_names, sublayer_names
 from conformance.config import ModelConfig, Recipe
-from conformance.formulas import lrate
+from conformance.paper.formulas import lrate
 from conformance.provenance import copy_mark, marked, record
 from conformance.weights import check_names, model_shapes
 

@@ -22,10 +22,11 @@ from __future__ import annotations
 
 import numpy as np
 
-from conformance import formulas, oracle
 from conformance.diagnosis.matching import agrees
 from conformance.diagnosis.message import RANDOM_AT_EVALUATION, fmt_layers
 from conformance.errors import ConformanceOutcome
+from conformance.paper import formulas
+from conformance.problems import oracle
 from conformance.tolerances import MODEL, for_dtype
 
 HEAD = "model-only localisation (sublayers switched off through load_weights): "

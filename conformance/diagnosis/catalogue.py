@@ -21,12 +21,12 @@ EXCLUDE_ENV = "CONFORMANCE_DIAGNOSIS_EXCLUDE"
 class KnownBug:
     name: str  # the mutant's module name, as ``mutant:<name>`` and in deviation files
     bug: str  # the first line of its docstring
-    candidate: Any  # a conformance.candidate.Candidate
+    candidate: Any  # a conformance.boundary.candidate.Candidate
 
 
 @functools.cache
 def _loaded() -> tuple[KnownBug, ...]:
-    from conformance.candidate import Candidate
+    from conformance.boundary.candidate import Candidate
     from conformance.implementations import mutants
 
     loaded = []
@@ -73,7 +73,7 @@ def known_bugs() -> list[KnownBug]:
 @functools.cache
 def paper():
     """The candidate that computes the paper's model: the reference, or the NumPy implementation without torch."""
-    from conformance.loading import load
+    from conformance.boundary.loading import load
 
     for name in ("reference", "numpy"):
         try:
@@ -86,7 +86,7 @@ def paper():
 @functools.cache
 def numpy_paper():
     """The NumPy implementation (float64), which the NumPy mutants are built on: loaded once, None when absent."""
-    from conformance.loading import load
+    from conformance.boundary.loading import load
 
     try:
         return named(load("numpy"), "paper:numpy")

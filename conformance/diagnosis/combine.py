@@ -185,7 +185,7 @@ def compose(adapters: list, name: str):
 class Combination:
     names: tuple[str, ...]  # sorted
     bug: str  # the bugs' first lines, joined
-    candidate: object  # a conformance.candidate.Candidate
+    candidate: object  # a conformance.boundary.candidate.Candidate
 
     @property
     def name(self) -> str:
@@ -201,7 +201,7 @@ def combined_bug(bugs: list[str]) -> str:
 def combination(names: tuple[str, ...]) -> Combination | None:
     """The catalogue's mutants ``names`` (sorted) composed into one candidate, or None when they do not
     compose (or one of them is not in the catalogue)."""
-    from conformance.candidate import Candidate
+    from conformance.boundary.candidate import Candidate
 
     by_name = {known.name: known for known in _loaded()}
     if len(set(names)) != len(names) or not all(name in by_name for name in names):

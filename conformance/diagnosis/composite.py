@@ -11,7 +11,7 @@ from __future__ import annotations
 import numpy as np
 
 from conformance.diagnosis.matching import agrees
-from conformance.scenarios import key_padding
+from conformance.problems.scenarios import key_padding
 from conformance.weights import sublayer_weights
 
 COARSE = {"multi_head_attention": "attention_sublayer", "feed_forward": "ffn_sublayer"}

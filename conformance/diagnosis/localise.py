@@ -20,13 +20,14 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from conformance import formulas, oracle
 from conformance.diagnosis import composite
 from conformance.diagnosis.ablation import AblationFailed, ablate
 from conformance.diagnosis.matching import agrees
 from conformance.diagnosis.message import Location, fmt_layers
 from conformance.diagnosis.structure import EXTRA_NORM_FOUND
-from conformance.scenarios import LOADED_MODEL, key_padding, loaded_model
+from conformance.paper import formulas
+from conformance.problems import oracle
+from conformance.problems.scenarios import LOADED_MODEL, key_padding, loaded_model
 from conformance.tolerances import LAYER, MODEL, Tolerance, for_dtype
 from conformance.weights import sub_weights
 

@@ -214,7 +214,7 @@ class _Second:
 
 def _cost(problem) -> int | None:
     """Roughly the multiply-adds one answer to ``problem`` takes (a layer or a model problem), else None."""
-    from conformance.scenarios import LayerSizes, ModelSizes
+    from conformance.problems.scenarios import LayerSizes, ModelSizes
 
     if isinstance(problem, LayerSizes):
         return problem.B * max(problem.S, problem.T) * problem.d_model * max(problem.d_model, problem.d_ff)

@@ -36,7 +36,7 @@ class Question:
 def probe_of(problem: Any) -> Any:
     """A second, non-degenerate problem of the same kind: several heads, several positions with padding,
     two layers, d_model 16, fresh seed; the features a candidate declares (biases, eps, d_ff ratio) kept."""
-    from conformance.scenarios import LayerSizes, ModelSizes
+    from conformance.problems.scenarios import LayerSizes, ModelSizes
 
     if isinstance(problem, LayerSizes):
         d_ff = 4 * 16 if problem.d_ff == 4 * problem.d_model else 24

@@ -87,7 +87,7 @@ def probe_config():
 
 
 def _probe_ids(rng, config, lengths, start=None) -> np.ndarray:
-    from conformance.scenarios import token_ids
+    from conformance.problems.scenarios import token_ids
 
     L = max(lengths)
     keep = np.arange(L)[None, :] < np.array(lengths)[:, None]  # trailing padding, row 0 full
@@ -112,8 +112,8 @@ def structural_probe(candidate, stack: str) -> list[str]:
 
 
 def _structural_probe(candidate, stack: str, config) -> list[str]:
-    from conformance import oracle
-    from conformance.scenarios import loaded_model, model_weights
+    from conformance.problems import oracle
+    from conformance.problems.scenarios import loaded_model, model_weights
     from conformance.tolerances import MODEL, for_dtype
 
     rng = np.random.default_rng(0)

@@ -3,7 +3,7 @@
 Each submission is graded by its own ``transformer-conformance grade`` process (its own grader, its own
 worker), at most ``--jobs`` at a time, all with one seed (the same inputs for everyone, recorded). What
 one submission does to its worker cannot reach another's. With ``--scheduler`` the same processes run on
-the workers of a Dask cluster, one task per submission (``conformance/cluster.py``), and their reports come
+the workers of a Dask cluster, one task per submission (``conformance/run/cluster.py``), and their reports come
 back here. The per-submission reports land in ``--out``
 (``NAME.json``, and the terminal report ``NAME.txt``), then the class summary: ``summary.csv`` (one row
 per student) and ``summary.md`` (the students, the checks by pass rate, the most common diagnosed bugs).
@@ -103,7 +103,7 @@ def no_report(folder: Path, why: str) -> dict:
 def grade_on_cluster(folders: list[Path], out: Path, seed: int, args) -> list[dict]:
     """Every submission graded by a task on the Dask cluster ``args.scheduler``; the reports, in folder order.
     The files are written here, from each task's one result: a task rerun after its worker died counts once."""
-    from conformance.cluster import as_they_finish, run_conformance
+    from conformance.run.cluster import as_they_finish, run_conformance
 
     by_name = {folder.name: folder for folder in folders}
     cwd = os.getcwd()
@@ -118,7 +118,7 @@ def grade_on_cluster(folders: list[Path], out: Path, seed: int, args) -> list[di
 
 def cluster_report(folder: Path, out: Path, result) -> dict:
     """Write one task's report and output as the local pool would (``NAME.json``, ``NAME.txt``); its report."""
-    from conformance.cluster import task_failure
+    from conformance.run.cluster import task_failure
 
     report_path, log_path = out / f"{folder.name}.json", out / f"{folder.name}.txt"
     report_path.unlink(missing_ok=True)
@@ -170,7 +170,7 @@ def summarise(args) -> int:
 
 
 def write_summary(reports: list[dict], out: Path) -> None:
-    from conformance.reports.class_summary import build_summary, render_csv, render_markdown
+    from conformance.grading.class_summary import build_summary, render_csv, render_markdown
 
     out.mkdir(parents=True, exist_ok=True)
     summary = build_summary(reports)

@@ -54,9 +54,9 @@ def certify_args(args, spec: str, seed: int, report: Path) -> argparse.Namespace
 
 def grade_submission(args) -> int:
     """Grade ``args.submission``; print the report and the score; exit as ``certify`` would."""
-    from conformance.isolation.proxy import stop_all_workers
-    from conformance.loading import discard_preloaded, load, preload
-    from conformance.session import AwaitWorker, load_options, run_checks, unloadable_candidate  # noqa: F401
+    from conformance.boundary.isolation.proxy import stop_all_workers
+    from conformance.boundary.loading import discard_preloaded, load, preload
+    from conformance.run.session import AwaitWorker, load_options, run_checks, unloadable_candidate  # noqa: F401
 
     started = time.monotonic()
     submission = Path(args.submission)
@@ -94,8 +94,8 @@ def grade_submission(args) -> int:
 
 def finish_report(path: Path, submission: Path, spec: str, args, elapsed: float) -> dict:
     """Add the submission, its score and the points used to the JSON report; write results.json if asked."""
+    from conformance.grading.gradescope import build_results
     from conformance.grading.points import Points, report_loaded, totals
-    from conformance.reports.gradescope import build_results
 
     points = Points.from_toml(args.points) if args.points else Points()
     report = json.loads(path.read_text())
@@ -115,7 +115,7 @@ def finish_report(path: Path, submission: Path, spec: str, args, elapsed: float)
 def confinement(report: dict) -> str:
     """"" when the kernel kept the submission from reading outside its folder (Landlock), else the mark its grade
     carries, saying why ("reads not confined: ..."): it could have read a classmate's work or a solution."""
-    from conformance.isolation.sandbox import READS_ABI, landlock_abi
+    from conformance.boundary.isolation.sandbox import READS_ABI, landlock_abi
 
     isolation = (report.get("implementations") or [{}])[0].get("isolation") or {}
     if not isolation.get("isolated"):

@@ -13,7 +13,7 @@ import os
 
 import numpy as np
 
-from conformance.loading import import_target
+from conformance.boundary.loading import import_target
 
 PAPER = {"attention_bias": (True,), "eps": (1e-5,), "d_ff_ratio": (4,), "share_embeddings": (True,),
          "tie_output": (True,)}
@@ -163,7 +163,7 @@ class OutsideTheDeclaration(RuntimeError):
 
 
 class Held:
-    """What a declaration allows, judged here on its own terms (not through ``conformance.supports``)."""
+    """What a declaration allows, judged here on its own terms (not through ``conformance.problems.supports``)."""
 
     def __init__(self, supports: dict):
         self.supports = supports

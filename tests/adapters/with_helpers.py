@@ -16,9 +16,9 @@ import numpy as np
 from conformance import Conventions
 from conformance.adapters import cross_entropy_from_kl, mean_from_sum, rate_from_lambda_lr
 from conformance.adapters.torch import TorchAdapter, torch_layer_norm
-from conformance.formulas import lrate
 from conformance.implementations.reference.adapter import ATTENTION, NAMES
 from conformance.implementations.reference.model import REFERENCE, Transformer
+from conformance.paper.formulas import lrate
 
 CONVENTIONS = Conventions(mask="keep", batch_first=True, dtype="float32", framework="torch")
 MODEL = {"forward": lambda m, src, tgt_in: m(src, tgt_in), "attention": ATTENTION}

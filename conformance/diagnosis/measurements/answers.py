@@ -22,7 +22,7 @@ from conformance.diagnosis.measurements import Finding, measurement
 
 def _sizes(problem) -> dict[str, float]:
     """The sizes a law may be written in: those of a layer or model problem."""
-    from conformance.scenarios import LayerSizes, ModelSizes
+    from conformance.problems.scenarios import LayerSizes, ModelSizes
 
     if isinstance(problem, LayerSizes):
         return {"d_model": problem.d_model, "d_k": problem.d_k, "h": problem.h, "d_ff": problem.d_ff}
@@ -102,8 +102,8 @@ def answer_transform(asked):
 
 def _padding(asked, problem, answer) -> np.ndarray | None:
     """The (B, L) keep mask of the inputs the answer's first two axes run along, when the problem has one."""
-    from conformance import questions
-    from conformance.scenarios import ModelSizes
+    from conformance.problems import questions
+    from conformance.problems.scenarios import ModelSizes
 
     if not isinstance(problem, ModelSizes) or np.ndim(answer) < 2:
         return None

@@ -105,7 +105,7 @@ _NEIGHBOURS: dict = {}
 
 def _neighbour(knobs: dict):
     """The neighbouring formula with ``knobs`` as a candidate, one per set of knobs (so its answers are kept)."""
-    from conformance.candidate import Candidate
+    from conformance.boundary.candidate import Candidate
     from conformance.diagnosis.neighbour import Neighbour
 
     key = tuple(sorted((name, id(knob)) for name, knob in knobs.items()))

@@ -11,9 +11,9 @@ from __future__ import annotations
 
 import numpy as np
 
-from conformance import oracle
 from conformance.diagnosis.measurements import Finding, measurement
-from conformance.scenarios import (
+from conformance.problems import oracle
+from conformance.problems.scenarios import (
     LOADED_MODEL,
     LayerSizes,
     activations,

@@ -18,7 +18,7 @@ import numpy as np
 
 from conformance.diagnosis.measurements import Knob, measured, measurement, registry
 from conformance.diagnosis.neighbour import nice
-from conformance.scenarios import LOADED_MODEL, ModelSizes, loaded_model, model_weights, source_and_target
+from conformance.problems.scenarios import LOADED_MODEL, ModelSizes, loaded_model, model_weights, source_and_target
 from conformance.tolerances import MODEL, for_dtype
 
 D_MODELS = (8, 16)
@@ -128,7 +128,7 @@ def _problem(candidate, d_model: int, seed: int):
 
 
 def _neighbour(part_knobs: dict, scales: ModelScales | None):
-    from conformance.candidate import Candidate
+    from conformance.boundary.candidate import Candidate
     from conformance.diagnosis.neighbour import Neighbour
 
     laws = {name: knob.law for name, knob in part_knobs.items()}

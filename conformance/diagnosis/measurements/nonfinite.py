@@ -12,7 +12,7 @@ from __future__ import annotations
 import numpy as np
 
 from conformance.diagnosis.measurements import as_description, measurement
-from conformance.scenarios import LayerSizes, layer_weights, loaded_model, model_weights, token_ids
+from conformance.problems.scenarios import LayerSizes, layer_weights, loaded_model, model_weights, token_ids
 
 
 def _bad(values) -> np.ndarray:

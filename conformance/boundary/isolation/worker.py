@@ -1,0 +1,407 @@
+"""The worker process: its supervisor, and the worker that imports the candidate and answers its calls.
+
+Started by ``proxy.Worker`` as ``python -I -B -u -``, in a new session, a temporary working directory and a
+minimal environment; ``trampoline.py``, read from its standard input, loads this module and its siblings from
+the sources the grader sends, under the package name ``app`` (kept out of ``sys.modules``), and calls ``main``
+with the pipes' file descriptors (REQ RESP CTL STATUS). This process forks once: the parent stays small and
+becomes the **supervisor**, the child becomes the **worker**: process 1 of a PID namespace of its own where the
+kernel allows one (``sandbox.enter_pid_namespace``; otherwise the supervisor is a child subreaper, and whatever
+the candidate starts and abandons is re-parented to it). The worker lowers its resource limits, mounts its own
+/proc, applies Landlock, imports the candidate and serves calls: each request is a part name with plain-data
+arguments (``wire``), each answer a plain-data result, a ``NotImplementedError`` reason, or an exception's type
+and message. Models stay here; the grader holds handles. Nothing here imports the suite: what a candidate
+that looks at its stack or its modules finds is this program, not a test runner.
+
+The supervisor waits for the worker to exit, for the grader to close CTL (stop, or the grader died),
+or for the total wall-clock limit; then it kills every process left below it, writes the worker's
+exit status as one JSON line on STATUS, and exits.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import ctypes
+import errno
+import gc
+import inspect
+import json
+import os
+import select
+import signal
+import sys
+import time
+from pathlib import Path
+
+# Relative: these modules are ``app.*`` here (trampoline.py), ``conformance.boundary.isolation.*`` in the grader.
+# All are imported now: once the candidate runs, the package is gone from sys.modules and a later import would fail.
+from . import environment, importing, sandbox, wire
+
+PR_SET_CHILD_SUBREAPER = 36
+
+
+def main(request_fd: int, response_fd: int, control_fd: int, status_fd: int, total_s: float,
+         namespace: str = "") -> int:
+    """``namespace``: what ``sandbox.enter_pid_namespace`` made of this process before (the trampoline calls it
+    while the process has one thread): "user+pid", "pid", or "" (none; the supervisor is then a subreaper)."""
+    ctypes.CDLL(None, use_errno=True).prctl(PR_SET_CHILD_SUBREAPER, 1, 0, 0, 0)
+    child = os.fork()
+    if child == 0:
+        os.close(control_fd)
+        os.close(status_fd)
+        try:
+            serve(request_fd, response_fd, namespace)
+        finally:
+            os._exit(0)
+    os.close(request_fd)
+    os.close(response_fd)
+    return supervise(child, control_fd, status_fd, total_s)
+
+
+# -- the supervisor ------------------------------------------------------------------------------
+def supervise(child: int, control_fd: int, status_fd: int, total_s: float) -> int:
+    deadline, status, reason, usage = time.monotonic() + total_s, None, None, None
+    poller = select.poll()
+    poller.register(control_fd, select.POLLIN | select.POLLHUP)
+    exited = _pidfd(child)  # readable when the worker exits (Linux 5.3+); else wait4 every 50 ms
+    if exited is not None:
+        poller.register(exited, select.POLLIN)
+    while status is None:
+        pid, raw, usage = os.wait4(child, os.WNOHANG)
+        if pid == child:
+            status = raw
+            break
+        left_ms = max(0, int((deadline - time.monotonic()) * 1000)) + 1
+        events = poller.poll(50 if exited is None else min(left_ms, 60_000))
+        if any(fd == control_fd for fd, _ in events):  # the grader closed CTL: stop now
+            reason = "stopped by the grader"
+        elif time.monotonic() > deadline:
+            reason = f"total time limit of {total_s:g} s"
+        else:
+            continue
+        os.kill(child, signal.SIGKILL)
+        _, status, usage = os.wait4(child, 0)
+    if exited is not None:
+        os.close(exited)
+    killed = kill_descendants()
+    report = {"exit": os.WEXITSTATUS(status)} if os.WIFEXITED(status) else {"signal": os.WTERMSIG(status)}
+    report.update(killed_descendants=killed, reason=reason,
+                  cpu_s=round(usage.ru_utime + usage.ru_stime, 3), max_rss_mib=round(usage.ru_maxrss / 1024, 1))
+    try:
+        os.write(status_fd, (json.dumps(report) + "\n").encode())
+    except OSError:
+        pass
+    return 0
+
+
+def _pidfd(pid: int) -> int | None:
+    try:
+        return os.pidfd_open(pid)
+    except (AttributeError, OSError):
+        return None
+
+
+def kill_descendants(rounds: int = 20) -> int:
+    """SIGKILL every process below this one (orphans come back to us, the subreaper); reap them."""
+    killed = 0
+    for _ in range(rounds):
+        below = descendants(os.getpid())
+        if not below:
+            break
+        for pid in below:
+            try:
+                os.kill(pid, signal.SIGKILL)
+                killed += 1
+            except ProcessLookupError:
+                pass
+        _reap(deadline=time.monotonic() + 1.0)
+    return killed
+
+
+def _reap(deadline: float) -> None:
+    while time.monotonic() < deadline:
+        try:
+            pid, _ = os.waitpid(-1, os.WNOHANG)
+        except ChildProcessError:
+            return
+        if pid == 0:
+            time.sleep(0.01)
+
+
+def descendants(root: int) -> list[int]:
+    children: dict[int, list[int]] = {}
+    for entry in os.scandir("/proc"):
+        if entry.name.isdigit():
+            try:
+                stat = Path(entry.path, "stat").read_text()
+            except OSError:
+                continue
+            ppid = int(stat.rsplit(")", 1)[1].split()[1])
+            children.setdefault(ppid, []).append(int(entry.name))
+    found, todo = [], [root]
+    while todo:
+        for pid in children.get(todo.pop(), []):
+            found.append(pid)
+            todo.append(pid)
+    return found
+
+
+# -- the worker ----------------------------------------------------------------------------------
+def serve(request_fd: int, response_fd: int, namespace: str) -> None:
+    keep_freed_memory()
+    channel = wire.Channel(request_fd, response_fd)
+    channel.worker_side = True
+    start = channel.receive()
+    channel.offer = bool(start.get("direct"))  # large answers: the grader copies them out (peer.py)
+    spec, refused = start["spec"], Refusals()
+    try:
+        adapter, hello = load(start, namespace, refused)
+    except BaseException as exc:  # noqa: BLE001 - whatever the import does, the grader hears of it
+        channel.send({**load_error(exc, spec), **refused.report()})
+        return
+    channel.send({"hello": {**hello, **refused.report()}})
+    model_parts = start["model_parts"]
+    del start, hello  # the frames above the candidate's calls hold nothing of the grader's request
+    # What the import made (torch, the candidate) lives as long as the worker: frozen, a full collection walks
+    # only what the calls made. Without it the reference's parameter_count ran 2-3 times slower than in-process.
+    gc.freeze()
+    Server(adapter, channel, refused, model_parts).run()
+
+
+M_TRIM_THRESHOLD, M_MMAP_THRESHOLD = -1, -3  # glibc's mallopt parameters
+
+
+def keep_freed_memory() -> None:
+    """Serve allocations up to 32 MB from the heap and keep what is freed (glibc ``mallopt``). A fresh
+    process maps every allocation above 128 KiB anew and unmaps it when freed, so each of the candidate's
+    tensors costs page faults and a zero-fill of its memory, which the grader's long-lived heap (in-process
+    runs) mostly does not pay: perf counted 0.7 s of page faults in the worker of a certify run."""
+    try:
+        libc = ctypes.CDLL(None)
+        libc.mallopt(M_MMAP_THRESHOLD, 32 * 2**20)
+        libc.mallopt(M_TRIM_THRESHOLD, 2**30)
+    except (OSError, AttributeError):  # not glibc: its allocator's own defaults
+        pass
+
+
+def load(start: dict, namespace: str, refused: Refusals):
+    """Confine this process, then import the candidate; (adapter, hello). The grader validates what the hello
+    declares (``loading.check_declarations``)."""
+    limits = start["limits"]
+    # before /proc is replaced: the process limit counts this user's processes there
+    sandbox.set_limits(memory_mib=limits["memory_mib"], cpu_s=limits["cpu_s"], files=limits["files"],
+                       file_mib=limits["file_mib"], processes=limits["processes"])
+    private_proc = bool(namespace) and sandbox.mount_private_proc()
+    if namespace:
+        sandbox.drop_capabilities()
+    reads, writable = sandbox.Reads(**start["reads"]), [Path(start["temp_dir"])]
+    landlock = sandbox.restrict(writable=writable, reads=reads, private_proc=private_proc) \
+        if start.get("landlock", True) else 0
+    if landlock:  # what the sandbox refuses, as far as Python's own opens and listings show it
+        refused.watch(sandbox.read_rules(reads, private_proc), writable)
+    target = importing.import_target(start["spec"])
+    adapter = target() if inspect.isclass(target) else target
+    limit_threads(start.get("threads", 1))
+    hello = describe_adapter(adapter, start["parts"], start["model_parts"])
+    hello.update(landlock=landlock, namespace=namespace, private_proc=private_proc, pid=os.getpid())
+    return adapter, hello
+
+
+def describe_adapter(adapter, parts: list[str], model_parts: list[str]) -> dict:
+    """What the grader needs to stand in for the adapter: its conventions (None unless they are the protocol's
+    ``Conventions``), its parts, its public callables' names (for the misspelt-part warnings), the records of
+    what the suite's helpers supply (only an adapter that imported them can have any), its model's parts."""
+    protocol, provenance = sys.modules.get("conformance.adapter"), sys.modules.get("conformance.provenance")
+    conventions = getattr(adapter, "conventions", None)
+    declared = protocol is not None and isinstance(conventions, protocol.Conventions)
+    model_class = getattr(adapter, "model_class", None)
+    provided = [part for part in parts if callable(getattr(adapter, part, None))]
+    return {
+        "conventions": conventions.as_dict() if declared else None,
+        "public": [name for name in dir(adapter) if not name.startswith("_") and callable(getattr(adapter, name))],
+        "parts": provided,
+        "supplied": provenance.static_records(adapter, provided) if provenance is not None else {},
+        "model_class_parts": None if model_class is None
+        else [part for part in model_parts if callable(getattr(model_class, part, None))],
+    }
+
+
+def load_error(exc: BaseException, spec: str) -> dict:
+    """The reply to a failed load: its message, whether the implementation's own code raised or exited (not
+    a name that is not there), and the variable whose lookup failed, if one did (``environment``)."""
+    failed = isinstance(exc, importing.ImportFailed)
+    raised = not failed or exc.__cause__ is not None or exc.__context__ is not None
+    missing = environment.missing_variable(exc)
+    return {"load_error": load_error_message(exc, spec, missing), "import_raised": raised, "missing_variable": missing}
+
+
+def load_error_message(exc: BaseException, spec: str, missing: str | None = None) -> str:
+    """The load error's text. When a variable's lookup failed, without a fix: the grader, which knows what the
+    sandbox removed, adds it."""
+    failed = isinstance(exc, importing.ImportFailed)
+    raised = exc.__cause__ if failed and exc.__cause__ is not None else exc
+    if missing is not None and not isinstance(raised, (importing.ImportFailed, SystemExit)):
+        return f"importing {spec} raised {type(raised).__name__}: {raised}"
+    if failed:
+        return str(exc)
+    if isinstance(exc, SystemExit):
+        return importing.exited_at_import(exc)
+    return f"importing {spec} raised {type(exc).__name__}: {exc}. {importing.FIX_IMPORT}"
+
+
+def limit_threads(threads: int) -> None:
+    torch = sys.modules.get("torch")
+    if torch is not None and threads > 0:
+        torch.set_num_threads(threads)
+
+
+class Refusals:
+    """What the candidate tried that the sandbox refuses: reading or listing outside what it may read, writing
+    outside its temporary directory. Seen by an audit hook (``sys.addaudithook``) on Python's own opens and
+    listings, judged by the rules Landlock applies; what native code does directly is not seen (Landlock still
+    refuses it). Only paths that exist are noted for reads: a missing file is not the sandbox's refusal."""
+
+    KEPT = 20  # distinct attempts named; the rest are counted
+    WATCHED = frozenset({"open", "os.listdir", "os.scandir"})
+    WRITES = os.O_WRONLY | os.O_RDWR | os.O_CREAT | os.O_TRUNC | os.O_APPEND
+
+    def __init__(self):
+        self.rights: dict[str, int] = {}
+        self.found: dict[tuple[str, str], int] = {}
+        self.total = self.reported = 0
+        self.busy = False
+
+    def watch(self, read_rules: list[tuple[str, int]], writable: list[Path]) -> None:
+        for path, access in [*read_rules, *((str(p), sandbox.WRITE_FILE | sandbox.READ) for p in writable),
+                             ("/dev/null", sandbox.READ_FILE | sandbox.WRITE_FILE)]:
+            real = os.path.realpath(path)
+            self.rights[real] = self.rights.get(real, 0) | access
+        sys.addaudithook(self.hook)
+
+    def hook(self, event: str, args: tuple) -> None:
+        if event not in self.WATCHED or self.busy:
+            return
+        self.busy = True
+        try:
+            self.judge(event, args)
+        except BaseException:  # noqa: BLE001, S110 - a hook that raises would fail the candidate's own call
+            pass
+        finally:
+            self.busy = False
+
+    def judge(self, event: str, args: tuple) -> None:
+        path = args[0] if args else None
+        if isinstance(path, int):  # a file descriptor: opened before
+            return
+        path = os.path.abspath(os.fsdecode(path) if path is not None else ".")
+        if event == "open":
+            flags = args[2] if len(args) > 2 and isinstance(args[2], int) else 0
+            what, need = ("write", sandbox.WRITE_FILE) if flags & self.WRITES else ("read", sandbox.READ_FILE)
+        else:
+            what, need = "list", sandbox.READ_DIR
+        if self.allows(path, need):
+            return
+        real = os.path.realpath(path)
+        if (real != path and self.allows(real, need)) or (what != "write" and not os.path.lexists(real)):
+            return
+        self.note(what, real)
+
+    def allows(self, path: str, need: int) -> bool:
+        """Whether a rule on ``path`` or a folder above it grants ``need`` (Landlock's rights add up down a path)."""
+        granted = 0
+        while True:
+            granted |= self.rights.get(path, 0)
+            if granted & need:
+                return True
+            parent = os.path.dirname(path)
+            if parent == path:
+                return False
+            path = parent
+
+    def note(self, what: str, path: str) -> None:
+        self.total += 1
+        key = (what, path[:300])
+        if key in self.found or len(self.found) < self.KEPT:
+            self.found[key] = self.found.get(key, 0) + 1
+
+    def report(self) -> dict:
+        """``{"refused": [[what, path, times], ...], "refused_total": n}`` when something new was refused since the
+        last report; {} otherwise (an answer then carries nothing more)."""
+        if self.total == self.reported:
+            return {}
+        self.reported = self.total
+        return {"refused": [[what, path, times] for (what, path), times in self.found.items()],
+                "refused_total": self.total}
+
+
+class Server:
+    """Answers calls until the grader closes the pipe."""
+
+    def __init__(self, adapter, channel, refused: Refusals, model_parts: list[str]):
+        self.adapter, self.channel, self.refused, self.model_parts = adapter, channel, refused, model_parts
+        self.models: dict[int, object] = {}
+        self.next_handle = 1
+
+    def run(self) -> None:
+        while True:
+            try:
+                request = self.channel.receive()
+            except wire.ChannelClosed:
+                return
+            answer = self.answer(request)
+            answer.update(self.refused.report())
+            del request  # its large arrays are views of the channel's block: unless the candidate keeps
+            try:  # them, the next message is read into the same memory (wire.Channel._read_buffers)
+                self.channel.send(answer, model_handle=self.model_handle)
+            except wire.ChannelClosed:
+                return
+            except Exception as exc:  # a result whose description itself raised (a hostile property)
+                self.channel.send({"raised": {"type": type(exc).__name__,
+                                              "message": f"its result could not be described: {exc}"}})
+            del answer  # an answer may be a view of its arguments
+
+    def answer(self, request: dict) -> dict:
+        for handle in request.get("release", []):
+            self.models.pop(handle, None)
+        if request.get("seed") is not None:
+            torch = sys.modules.get("torch")
+            if torch is not None:
+                torch.manual_seed(request["seed"])
+        target = self.adapter if request["target"] == 0 else self.models.get(request["target"])
+        if target is None:
+            return {"raised": {"type": "LookupError", "message": "the model this call names is gone"}}
+        # Whose code answered: only the suite's helpers, which the candidate imported itself, leave records
+        # (conformance.provenance); a candidate that never imported them has none to read.
+        provenance = sys.modules.get("conformance.provenance")
+        part = request["part"] if request["target"] == 0 else f"model.{request['part']}"
+        try:
+            method = getattr(target, request["part"])
+            with provenance.conversions() if provenance is not None else contextlib.nullcontext([]) as converted:
+                result = method(*request["args"], **request["kwargs"])
+            supplied = provenance.record_of(method, target, part) if provenance is not None else None
+        except NotImplementedError as exc:
+            return {"not_implemented": str(exc)}
+        except BaseException as exc:  # noqa: BLE001 - SystemExit and KeyboardInterrupt are answers too
+            return {"raised": self.describe_exception(exc)}
+        if request["part"] == "build_model" and request["target"] == 0:
+            self.pending_model = result
+        if supplied is None and not converted:
+            return {"ok": result}
+        return {"ok": result, "account": {"supplied": supplied, "converted": converted}}
+
+    def model_handle(self, value):
+        if value is not getattr(self, "pending_model", None):
+            return None
+        handle, self.next_handle = self.next_handle, self.next_handle + 1
+        self.models[handle], self.pending_model = value, None
+        return handle, [part for part in self.model_parts if callable(getattr(value, part, None))]
+
+    @staticmethod
+    def describe_exception(exc: BaseException) -> dict:
+        message = str(exc)[:4000]
+        if isinstance(exc, SystemExit):
+            message = f"the implementation called sys.exit({exc.code!r})"
+        elif isinstance(exc, MemoryError):
+            message = (message + " " if message else "") + "(the worker ran into its memory limit)"
+        elif isinstance(exc, OSError) and exc.errno == errno.EFBIG:
+            message += " (the worker's file-size limit: its stdout and stderr count; it wrote too much)"
+        return {"type": type(exc).__name__, "message": message, "missing_variable": environment.missing_variable(exc)}

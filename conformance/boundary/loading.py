@@ -1,0 +1,116 @@
+"""Naming an implementation: a built-in name, ``package.module:attribute``, or a path to a ``.py`` file.
+
+The attribute defaults to ``adapter``; a class is instantiated without arguments. Modules are
+imported, never ``exec``-ed. Every failure raises ``LoadError`` with a message that names the fix.
+"""
+
+from __future__ import annotations
+
+import difflib
+import inspect
+from typing import Any
+
+from conformance.adapter import ADAPTER_PARTS, Conventions
+from conformance.boundary.candidate import Candidate
+from conformance.boundary.isolation import importing
+from conformance.boundary.naming import BUILTINS, MUTANT_PREFIX, builtin_names, resolve  # noqa: F401 - loading's names too
+from conformance.errors import LoadError
+from conformance.problems import supports
+
+
+def import_target(spec: str) -> Any:
+    """Import ``module:attr`` or ``path.py[:attr]`` and return the attribute."""
+    target = resolve(spec)
+    location = target.partition(":")[0]
+    if not location.endswith(".py") and not (location and all(p.isidentifier() for p in location.split("."))):
+        raise LoadError(
+            f"cannot read implementation {spec!r}. Fix: give a built-in name ({', '.join(builtin_names())},"
+            " mutant:<name>), a module path like mypkg.adapter:adapter, or a path to a .py file"
+        )
+    try:
+        return importing.import_target(target, spec=spec, module_name=lambda path: f"conformance_candidate_{path.stem}")
+    except importing.ImportFailed as exc:
+        raise LoadError(str(exc)) from exc.__cause__
+
+
+exited_at_import = importing.exited_at_import
+
+
+def validate(adapter: Any, spec: str) -> list[str]:
+    """Raise ``LoadError`` for an unusable adapter; return warnings (e.g. a misspelt part)."""
+    conventions = getattr(adapter, "conventions", None)
+    public = [name for name in dir(adapter) if not name.startswith("_") and callable(getattr(adapter, name))]
+    return check_declarations(conventions if isinstance(conventions, Conventions) else None, public, spec)
+
+
+def check_declarations(conventions: Conventions | None, public: list[str], spec: str) -> list[str]:
+    """``validate`` on what an adapter declares: its conventions (None: none, or not ``Conventions``) and its
+    public callables' names. An isolated adapter's are read from the worker's hello."""
+    if conventions is None:
+        raise LoadError(
+            f"{spec}: the adapter declares no conventions. Fix: add"
+            ' `conventions = Conventions(mask="keep", batch_first=True, dtype="float32", framework=...)`'
+            " (from conformance import Conventions); see docs/adapter-protocol.md"
+        )
+    problems = supports.validate(conventions.supports)
+    if problems:
+        raise LoadError(f"{spec}: Conventions(supports=...) is not usable: {'; '.join(problems)}. Fix the"
+                        " declaration; docs/adapter-protocol.md lists the features")
+    warnings = []
+    for name in public:
+        if name not in ADAPTER_PARTS:
+            close = difflib.get_close_matches(name, ADAPTER_PARTS, n=1, cutoff=0.8)
+            if close:
+                warnings.append(f"{spec}: method {name!r} is not a part; did you mean {close[0]!r}?")
+    if not any(name in ADAPTER_PARTS for name in public):
+        raise LoadError(
+            f"{spec}: the adapter provides none of the parts ({', '.join(ADAPTER_PARTS)}). Fix: define at"
+            " least one method; see implementations/template.py"
+        )
+    return warnings
+
+
+def is_builtin(spec: str) -> bool:
+    """A built-in name or a mutant: the suite's own code, trusted to run in its process."""
+    return spec in BUILTINS or spec.startswith(MUTANT_PREFIX)
+
+
+def names_a_path(spec: str) -> bool:
+    return resolve(spec).partition(":")[0].endswith(".py")
+
+
+def should_isolate(spec: str, isolate: bool | None) -> bool:
+    """``isolate`` None: the default, isolated for an implementation named by a path."""
+    return names_a_path(spec) if isolate is None else isolate
+
+
+_PRELOADED: dict[str, Candidate] = {}
+
+
+def preload(spec: str, candidate: Candidate) -> None:
+    """Hand a candidate loaded before pytest starts (the CLI's) to the next ``load(spec)``: an isolated
+    implementation's worker is then started once per run, not twice."""
+    _PRELOADED[spec] = candidate
+
+
+def discard_preloaded() -> None:
+    _PRELOADED.clear()
+
+
+def load(spec: str, *, timeout_s: float | None = None, isolate: bool | None = None, limits=None,
+         threads: int = 1, wait: bool = True) -> Candidate:
+    """Load and validate an implementation; the result is what every check receives. Isolated (see
+    ``should_isolate``), the adapter lives in a worker process behind ``isolation.proxy.ProxyAdapter``."""
+    if spec in _PRELOADED:
+        return _PRELOADED.pop(spec)
+    if should_isolate(spec, isolate):
+        from conformance.boundary.isolation.proxy import load_isolated
+
+        return load_isolated(spec, timeout_s=timeout_s, limits=limits, threads=threads, builtin=is_builtin(spec),
+                             wait=wait)
+    target = import_target(spec)
+    adapter = target() if inspect.isclass(target) else target
+    warnings = validate(adapter, spec)
+    candidate = Candidate(adapter, name=spec, **({"timeout_s": timeout_s} if timeout_s else {}))
+    candidate.load_warnings = warnings
+    return candidate

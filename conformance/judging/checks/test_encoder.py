@@ -1,0 +1,68 @@
+"""§3.1 Encoder stack: N identical layers of multi-head self-attention, then the position-wise FFN,
+each sublayer wrapped as LayerNorm(x + Dropout(Sublayer(x))): the norm comes after the residual
+addition (post-norm). ``encode`` applies the N layers to sqrt(d_model) E[src] + PE and returns the
+memory, (B, S, d_model) ("The original transformer, step by step", Steps 1-3; "Vanilla Transformer" §2).
+
+Compared with the reference run in float64 on random canonical weights with gamma and beta far from
+1 and 0 (so an extra or a missing LayerNorm shows), and padded sources. When ``encode`` fails, the
+message names the known bug it matches (confirmed on a second problem), the first encoder layer and
+sublayer that diverges on the oracle's own inputs, and whether the model shows a structural pattern on
+a padded probe batch (an extra LayerNorm after the stack, padded positions replaced by a constant).
+"""
+
+import pytest
+from hypothesis import given
+
+from conformance.diagnosis import Question, find_structure
+from conformance.diagnosis.localise import locate_encode, suspect_in_encoder_layer
+from conformance.paper import claims
+from conformance.problems import oracle, questions
+from conformance.problems.scenarios import LOADED_MODEL, LayerSizes, fast_failure, layer_sizes, model_sizes
+from conformance.tolerances import LAYER, MODEL, for_candidate
+
+SECTION = "§3.1 Encoder stack"
+
+
+def assert_layer_matches_oracle(candidate, check, sizes: LayerSizes, *, what: str):
+    weights, x, keep = questions.encoder_layer_problem(sizes)
+    check.close(
+        questions.encoder_layer_output(candidate, sizes), oracle.encoder_layer(x, weights, sizes.h, sizes.eps, keep),
+        for_candidate(LAYER, candidate), what=f"{what} (x{x.shape}, h={sizes.h})",
+        ask=Question(questions.encoder_layer_output, sizes),
+        locate=lambda: suspect_in_encoder_layer(candidate, x, weights, sizes.h, sizes.eps, keep),
+    )
+
+
+@claims.POST_NORM
+@pytest.mark.requires("encoder_layer")
+@fast_failure()
+@given(sizes=layer_sizes())
+def test_encoder_layer_matches_reference(candidate, check, sizes):
+    """An encoder layer with a padded source equals the reference: post-norm self-attention, then FFN."""
+    assert_layer_matches_oracle(candidate, check, sizes, what="encoder layer")
+
+
+@claims.POST_NORM
+@pytest.mark.requires("encoder_layer")
+def test_encoder_layer_matches_reference_at_base_size(candidate, check):
+    """At the paper's base size (d_model 512, h 8, d_ff 2048) an encoder layer equals the reference."""
+    sizes = candidate.fit(LayerSizes(B=2, S=9, T=9, h=8, d_k=64, d_ff=2048, bias=True, seed=6))
+    assert_layer_matches_oracle(candidate, check, sizes, what="base-size encoder layer")
+
+
+@claims.EMBEDDING
+@pytest.mark.requires(*LOADED_MODEL, "model.encode")
+@fast_failure(2 / 3)
+@given(sizes=model_sizes())
+def test_encode_matches_reference(candidate, check, sizes):
+    """encode(src) equals the reference's memory: embedding x sqrt(d_model) + PE, then N encoder layers."""
+    cfg = sizes.config
+    weights, src, _ = questions.model_problem(sizes)
+    check.close(
+        questions.memory(candidate, sizes), oracle.OracleModel(cfg, weights).encode(src),
+        for_candidate(MODEL, candidate),
+        what=f"memory = encode(src{src.shape}) (N={cfg.N}, d_model={cfg.d_model}, h={cfg.h})",
+        ask=Question(questions.memory, sizes),
+        locate=lambda: locate_encode(candidate, cfg, weights, src),
+        structure=lambda: find_structure(candidate, "encoder"),
+    )

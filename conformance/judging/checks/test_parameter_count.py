@@ -1,0 +1,181 @@
+"""Table 3 and the lesson's Step 7: how many parameters the model has.
+
+Attention 4d^2 + 4d (with biases), FFN 2 d d_ff + d_ff + d, LayerNorm 2d; an encoder layer has one
+attention and two norms, a decoder layer two and three; one shared embedding, tied to the output.
+The lesson counts 63,082,496 for the base model with 37,000 tokens, 82,026,496 with a separate
+output matrix, 234,304 for the toy and 76,906,496 for the German variant; the paper's attention
+formulas have no biases, which removes 36,864.
+"""
+
+import pytest
+from hypothesis import given
+from hypothesis import strategies as st
+
+from conformance.compare import assert_true
+from conformance.config import ModelConfig, base_config, german_config, toy_config
+from conformance.diagnosis import Question
+from conformance.diagnosis.counts import explain_count, second_size
+from conformance.errors import PartNotImplemented
+from conformance.paper import claims, published
+from conformance.tolerances import Tolerance
+from conformance.weights import parameter_count
+
+SECTION = "Table 3 Model size: parameter count"
+pytestmark = pytest.mark.requires("parameter_count")
+
+PUBLISHED = {
+    "params.total": base_config(),
+    "params.total_separate_output": base_config(tie_output=False),
+    "toy.parameters": toy_config(),
+    "german.total": german_config(),
+}
+
+
+EXACT = Tolerance(0, 0, "parameter counts are exact")
+
+
+def count(candidate, config: ModelConfig) -> int:
+    """The candidate's parameter count for ``config``: the question every check here asks."""
+    return candidate.parameter_count(config)
+
+
+def assert_count(candidate, check, config: ModelConfig, expected: int, what: str):
+    got = count(candidate, config)
+    second = candidate.fit(second_size(config))  # a second size the candidate declares it builds
+    check.claim(got == expected, f"{what}: got {got:,}, expected {expected:,} (difference {got - expected:+,})",
+                ask=Question(count, config, probe=second, tol=EXACT),
+                locate=lambda: explain_count(config, got, second, count(candidate, second)),
+                expected=expected, actual=got)
+
+
+@claims.PARAMETER_COUNT
+@pytest.mark.parametrize("fact_id", list(PUBLISHED))
+def test_parameter_count_matches_published_value(candidate, check, fact_id):
+    """Base 63,082,496; untied 82,026,496; toy 234,304; German 76,906,496."""
+    assert_count(candidate, check, PUBLISHED[fact_id], check.published(fact_id), f"parameter_count [{fact_id}]")
+
+
+@claims.PARAMETER_COUNT_WITHOUT_BIASES
+def test_parameter_count_without_attention_biases(candidate, check):
+    """The paper's attention formulas have no biases: 36,864 fewer for the base model."""
+    # 63,082,496 is the input here (parameter_count_matches_published_value owns it); 36,864 is the claim
+    expected = published.fact("params.total")["value"] - check.published("params.attention_biases")
+    assert_count(candidate, check, base_config(attention_bias=False), expected,
+                 "parameter_count without attention biases")
+
+
+configs = st.builds(
+    lambda h, d_k, d_ff, N, V, tie, bias, share, V2: ModelConfig(
+        src_vocab=V,
+        tgt_vocab=V if share else V2,
+        d_model=h * d_k,
+        h=h,
+        d_ff=d_ff or 4 * h * d_k,  # 0: the paper's 4 d_model
+        N=N,
+        tie_output=tie,
+        attention_bias=bias,
+        share_embeddings=share,
+    ),
+    h=st.integers(1, 8),
+    d_k=st.integers(1, 16).map(lambda k: 2 * k),
+    d_ff=st.one_of(st.integers(1, 300), st.just(0)),
+    N=st.integers(1, 4),
+    V=st.integers(4, 500),
+    tie=st.booleans(),
+    bias=st.booleans(),
+    share=st.booleans(),
+    V2=st.integers(4, 500),
+)
+
+
+@claims.PARAMETER_COUNT
+@given(config=configs)
+def test_parameter_count_matches_formula_for_any_config(candidate, check, config):
+    """For any size, tied or untied, shared or separate vocabularies, with or without attention biases."""
+    assert_count(candidate, check, config, parameter_count(config), f"parameter_count({config})")
+
+
+@claims.PARAMETER_COUNT
+@pytest.mark.requires("build_model", "model.unmapped_parameters")
+def test_model_has_no_parameters_beyond_the_paper(candidate, check):
+    """Every parameter of the model has a canonical name: no output bias, final LayerNorm or learned position.
+
+    The adapter lists what has none (``model.unmapped_parameters``); ``load_weights`` leaves them at
+    their identity values, so the other checks see the paper's numbers, and this check sees the extras."""
+    model = candidate.build_model(candidate.fit(toy_config()), seed=0)
+    extra = model.unmapped_parameters()
+    check.record("unmapped_parameters", extra)
+    listed = ", ".join(f"{name} ({n:,})" for name, n in extra.items())
+    check.claim(not extra, f"the model has {sum(extra.values()):,} parameters the paper's model has not: {listed}",
+                expected="no parameter without a canonical name", actual=listed or "none")
+
+
+OWNED = {*PUBLISHED, "params.attention_biases"}
+
+
+# -- Every other printed count: each fact has one home, the checks above own theirs
+def count_part(candidate, part: str, a: dict) -> int | None:
+    """A published count the candidate can be asked for through whole-model configurations."""
+    d, d_ff, N, V = a["d"], a["d_ff"], a["N"], a["vocab"]
+    config = ModelConfig(src_vocab=V, tgt_vocab=V, d_model=d, h=8, d_ff=d_ff, N=N)
+    counts = {
+        "total": lambda: candidate.parameter_count(config),
+        "total_separate_output": lambda: candidate.parameter_count(config.replace(tie_output=False)),
+        "total_two_vocabularies": lambda: candidate.parameter_count(
+            config.replace(share_embeddings=False, tgt_vocab=V)
+        ),
+        "embedding": lambda: candidate.parameter_count(config.replace(N=0)),
+        "layers": lambda: candidate.parameter_count(config) - candidate.parameter_count(config.replace(N=0)),
+        "attention_biases": lambda: (
+            candidate.parameter_count(config) - candidate.parameter_count(config.replace(attention_bias=False))
+        ),
+    }
+    return counts[part]() if part in counts else None
+
+
+@claims.PARAMETER_COUNT
+@pytest.mark.requires("parameter_count")
+def test_published_parameter_counts(candidate, check):
+    """Every other printed count: "about 63 million", 44,138,496 in the layers, 18.9 M in E, PyTorch's own counts."""
+    count = candidate.parameter_count
+    asked = [(entry["id"], lambda a=entry["args"]: count_part(candidate, a["part"], a))
+             for entry in published.of_kind("param_count") if entry["id"] not in OWNED]
+    base = base_config()
+    asked += [
+        # PyTorch's own count of the lesson's toy model (nn.Transformer layers without final norms, plus E)
+        ("toy.parameters.torch", lambda: count(toy_config())),
+        ("german.layers.torch", lambda: count(base) - count(base.replace(N=0))),
+        ("params.attention_biases.torch", lambda: count(base) - count(base.replace(attention_bias=False))),
+    ]
+    totals, = published.listing_lines("parameter count")[1:]  # "63,082,496 82,026,496"
+    asked.append((totals, lambda: [count(base), count(base.replace(tie_output=False))]))
+    pairs = [(fact_id, got) for fact_id, got in answerable(check, asked) if got is not None]
+    # (per-sublayer counts, attention, FFN, one layer, are not observable from outside: count_part gives None)
+    # One encoder plus one decoder layer (the listing's third and fourth counts) is what N = 1 adds to N = 0.
+    per_layer = published.listing_lines("parameter count")[0]
+    encoder_layer, decoder_layer = "params.encoder_layer.torch", "params.decoder_layer.torch"
+    one_pair = count(base.replace(N=1)) - count(base.replace(N=0))
+    layers = check.published(per_layer)
+    expected_pair = check.published(encoder_layer) + check.published(decoder_layer)
+    assert_true(one_pair == layers[2] + layers[3] == expected_pair,
+                f"one encoder layer plus one decoder layer: {one_pair:,} parameters; the lesson prints"
+                f" {layers[2]:,} + {layers[3]:,} [{per_layer}, {encoder_layer}, {decoder_layer}]",
+                expected=f"{layers[2] + layers[3]:,}", actual=f"{one_pair:,}")
+    check.published_values(pairs, what="parameter_count")
+
+
+def answerable(check, asked):
+    """[(fact_id, value)] for the questions the candidate can answer; a fact whose configuration it cannot
+    build (untied tables, no biases) is left out and listed in the check's data, not the whole check."""
+    answered, unanswerable = [], {}
+    for fact_id, ask in asked:
+        try:
+            answered.append((fact_id, ask()))
+        except PartNotImplemented as exc:
+            unanswerable[fact_id] = exc.fields.get("reason") or exc.message
+    if unanswerable:
+        check.record("facts_not_asked", unanswerable)
+    if not answered:
+        raise PartNotImplemented("none of these published facts is a configuration the candidate supports"
+                                 f" ({'; '.join(sorted(set(unanswerable.values())))})")
+    return answered

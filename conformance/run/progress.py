@@ -1,0 +1,162 @@
+"""Progress while the checks run: a small pytest plugin that ``transformer-conformance certify`` registers.
+
+It shows how many checks are done out of how many, how many fail, the running check and its section,
+and, while the training check runs, its step, loss and exact match (``conformance.judging.training.Progress``
+reports them here through ``Progress.sink``). On a terminal it is one line rewritten in place at most 4
+times a second; when stderr is not a terminal or under CI (``CI`` set), plain lines, at most one a
+second. It writes to a duplicate of the process's stderr, so pytest's output capture does not hide it.
+
+Under ``--workers N`` the checks run in worker processes: the count and the running check still show
+(xdist forwards both), the training steps do not (they happen in a worker).
+"""
+
+from __future__ import annotations
+
+import io
+import os
+import shutil
+import sys
+import time
+
+import pytest
+
+from conformance.results import FAILING
+from conformance.run.plugin import RESULTS_KEY
+
+INTERVAL_S = {"live": 0.25, "plain": 1.0}
+
+
+class ProgressDisplay:
+    def __init__(self, mode: str, stream, *, clock=time.monotonic, width: int | None = None):
+        self.mode, self.stream, self.clock = mode, stream, clock
+        self.width = width
+        self.total, self.done, self.failing = 0, 0, 0
+        self.running, self.training = "", ""
+        self.names: dict[str, str] = {}
+        self.started = clock()
+        self.last_drawn = -float("inf")
+        self._owned = False
+
+    # -- choosing the mode and the stream --------------------------------------------------------
+
+    @classmethod
+    def for_terminal(cls, choice: str) -> ProgressDisplay:
+        """``auto``: live on a terminal unless ``CI`` is set, else plain; ``live``, ``plain``, ``off``."""
+        stream, owned = _stderr_duplicate()
+        if choice == "auto":
+            choice = "live" if _isatty(stream) and not os.environ.get("CI") else "plain"
+        display = cls(choice, stream)
+        display._owned = owned
+        return display
+
+    @property
+    def enabled(self) -> bool:
+        return self.mode in INTERVAL_S
+
+    def __enter__(self) -> ProgressDisplay:
+        from conformance.judging import training
+
+        if self.enabled:
+            training.Progress.sink = self.training_step
+        return self
+
+    def __exit__(self, *exc) -> None:
+        from conformance.judging import training
+
+        if training.Progress.sink == self.training_step:
+            training.Progress.sink = None
+        if self._owned:
+            self.stream.close()
+
+    # -- pytest hooks ----------------------------------------------------------------------------
+
+    def pytest_collection_finish(self, session) -> None:
+        from conformance.run.plugin import check_id, check_section
+
+        self.total = max(self.total, len(session.items))
+        for item in session.items:
+            self.names[item.nodeid] = f"{check_id(item)} ({check_section(item)})"
+
+    @pytest.hookimpl(optionalhook=True)
+    def pytest_xdist_node_collection_finished(self, node, ids) -> None:
+        self.total = max(self.total, len(ids))
+
+    def pytest_runtest_logstart(self, nodeid, location) -> None:
+        self.running = self.names.get(nodeid) or nodeid.rsplit("::", 1)[-1]
+        self.draw()
+
+    def pytest_runtest_logreport(self, report) -> None:
+        if report.when != "teardown":  # the result rides on the setup (not implemented) or call report
+            self.failing += sum(key == RESULTS_KEY and value.get("status") in FAILING
+                                for key, value in report.user_properties)
+        if report.when == "teardown":
+            self.done += 1
+            self.draw()
+
+    def pytest_sessionfinish(self, session) -> None:
+        if not self.enabled:
+            return
+        text = f"{self.done}/{self.total or self.done} checks done, {self.failing} failing," \
+               f" {self.clock() - self.started:.1f} s"
+        self._emit(text, final=True)
+
+    # -- the training check ----------------------------------------------------------------------
+
+    def training_step(self, event: dict) -> None:
+        if "done" in event:
+            self.training = ""
+            self._emit(f"{event['label']}: {event['done']}", final=self.mode == "plain")
+            return
+        exact = event.get("exact")
+        em = f", exact match {exact[1]:.1%} at step {exact[0]}" if exact else ""
+        self.training = f"step {event['step']}/{event['deadline']} loss {event['loss']:.3f}{em}"
+        self.draw()
+
+    # -- drawing ---------------------------------------------------------------------------------
+
+    def line(self) -> str:
+        total = self.total or "?"
+        text = f"[{self.done}/{total}] {self.failing} failing"
+        if self.training:  # first: the part that moves, before a long check name is cut at the edge
+            text += f" | training {self.training}"
+        if self.running:
+            text += f" | running {self.running}"
+        return text
+
+    def draw(self) -> None:
+        if not self.enabled:
+            return
+        now = self.clock()
+        if now - self.last_drawn < INTERVAL_S[self.mode]:
+            return
+        self.last_drawn = now
+        self._emit(self.line())
+
+    def _emit(self, text: str, *, final: bool = False) -> None:
+        if self.mode == "live":
+            width = self.width or shutil.get_terminal_size((100, 24)).columns - 1
+            out = "\r\x1b[K" + text[:width] + ("\n" if final else "")
+        else:
+            out = f"progress: {text}\n"
+        try:
+            self.stream.write(out)
+            self.stream.flush()
+        except (OSError, ValueError):  # a closed or detached stream: progress is optional
+            self.mode = "off"
+
+
+def _stderr_duplicate():
+    """(stream, owned): a line-buffered duplicate of fd 2, which pytest's capture leaves alone; or
+    ``sys.stderr`` itself when it has no file descriptor (a test capturing it)."""
+    try:
+        fd = sys.stderr.fileno()
+    except (AttributeError, OSError, ValueError, io.UnsupportedOperation):
+        return sys.stderr, False
+    return os.fdopen(os.dup(fd), "w", buffering=1, encoding="utf-8", errors="replace"), True
+
+
+def _isatty(stream) -> bool:
+    try:
+        return bool(stream.isatty())
+    except (AttributeError, ValueError):
+        return False

@@ -1,0 +1,167 @@
+"""The report model: one run's results and metadata as the plain dict every rendering reads.
+
+Schema ``transformer-conformance/report`` version 1 (docs/report-format.md; the JSON Schema ships as
+``reports/report.schema.json``). Top level: schema, schema_version, suite {version, git_sha}, created (UTC,
+ISO 8601), fixtures_sha256, environment, the run's metadata (seed, profile, implementations, deviations,
+...), summary {impl: {status: count}}, verdict {impl: "conformant" | "not conformant" | "nothing
+implemented"}, profile {impl: {failures, causes, unexplained, line}} (the deviations the run confirmed, each
+with the failures it explains), provenance {impl: {own, supplied, converted}} (whose code answered: the
+implementation's, or the suite's helpers'), published_numbers {impl: {reproduced, reproducible, line}},
+unsupported {impl: [...]}, facts {id: {document, section, quote, printed}} (the provenance of every published
+fact a check compared against), checks [CheckResult]. Built once per run (``build_report``); the terminal, the
+JSON file, HTML, JUnit, Markdown, the badge and Gradescope's results.json all render this dict.
+"""
+
+from __future__ import annotations
+
+import datetime
+
+from conformance.results import (
+    FAILING,
+    RAN,
+    SCHEMA_VERSION,
+    CheckResult,
+    count_statuses,
+    environment,
+    fixtures_sha256,
+    git_sha,
+    suite_version,
+    unsupported,
+)
+
+
+def verdict(results: list[CheckResult]) -> str:
+    counts = count_statuses(results)
+    if any(counts[status] for status in FAILING):
+        return "not conformant"
+    if not any(counts[status] for status in RAN):
+        return "nothing implemented"
+    return "conformant"
+
+
+def published_line(results: list[CheckResult], *, selected: bool = False) -> dict:
+    from conformance.run.coverage import REPRODUCED_LINE, reproduced
+
+    k, n = reproduced(results, selected=selected)
+    return {"reproduced": k, "reproducible": n, "line": REPRODUCED_LINE.format(k=k, n=n)}
+
+
+def fact_sources(results: list[CheckResult]) -> dict[str, dict]:
+    """Where each published number a check read was printed, so every rendering can cite it."""
+    from conformance.paper.published import facts
+
+    known = facts()
+    used = sorted({fact_id for r in results for fact_id in r.facts if fact_id in known})
+    fields = ("document", "section", "quote", "printed")
+    return {fact_id: {k: known[fact_id].get(k) for k in fields} for fact_id in used}
+
+
+PROFILED = (*FAILING, "deviation")
+"""The statuses a profile explains: what failed, counted or declared."""
+
+
+def cause_names(result: CheckResult) -> list[str]:
+    """The deviations that explain a non-passing check: its confirmed diagnosis (each part of a combination),
+    its structural patterns, and the deviation it was declared as (a file's entry, or a conversion's)."""
+    from conformance.judging.deviations import named_by_diagnosis
+
+    declared = (result.deviation or {}).get("names", [])
+    return sorted(named_by_diagnosis(result) | set(declared))
+
+
+def cause_text(name: str, results: list[CheckResult]) -> str:
+    """A deviation in words: the catalogue's description of the bug, else the structural pattern's."""
+    from conformance.diagnosis import PATTERNS
+
+    for result in results:
+        for match in result.diagnosis or []:
+            if match.get("mutant") == name and match.get("bug"):
+                return match["bug"].rstrip(".")
+    return PATTERNS.get(name, name.replace("_", " "))
+
+
+def measured_causes(result: CheckResult) -> dict[str, str]:
+    """The descriptions of a non-passing check (what was measured where no known bug matches): key -> text."""
+    return {found["key"]: found["text"] for found in result.descriptions or []}
+
+
+def profile(results: list[CheckResult]) -> dict:
+    """The implementation's profile: every deviation the run confirmed with the failures it explains, most first,
+    then every measured description with the failures it describes (``kind`` "named" or "measured"), and the
+    failures neither explains, so a report with 30 failures says in one line that it has two causes."""
+    failures = [r for r in results if r.status in PROFILED]
+    explained: dict[str, list[str]] = {}
+    measured: dict[str, list[str]] = {}
+    texts: dict[str, str] = {}
+    for result in failures:
+        for name in cause_names(result):
+            explained.setdefault(name, []).append(result.id)
+        for key, text in measured_causes(result).items():
+            measured.setdefault(key, []).append(result.id)
+            texts.setdefault(key, text)
+    causes = [{"name": name, "kind": "named", "text": cause_text(name, failures), "explains": len(ids), "checks": ids}
+              for name, ids in sorted(explained.items(), key=lambda item: (-len(item[1]), item[0]))]
+    causes += [{"name": key, "kind": "measured", "text": texts[key], "explains": len(ids), "checks": ids}
+               for key, ids in sorted(measured.items(), key=lambda item: (-len(item[1]), item[0]))]
+    unexplained = [r.id for r in failures if not cause_names(r) and not measured_causes(r)]
+    return {"failures": len(failures), "causes": causes, "unexplained": unexplained,
+            "line": profile_line(len(failures), causes, unexplained)}
+
+
+def profile_line(failures: int, causes: list[dict], unexplained: list[str]) -> str:
+    """"pre_norm: explains 13 of 13 failures"; "measured: <what>: describes 2 of 13"; "; nothing explains 2"."""
+    if not failures:
+        return "no failures"
+    named = [f"{cause['name']}: explains {cause['explains']} of {failures} failures" for cause in causes
+             if cause.get("kind", "named") == "named"]
+    measured = [f"measured: {cause['text']}: describes {cause['explains']} of {failures}" for cause in causes
+                if cause.get("kind") == "measured"]
+    rest = [f"nothing known explains {len(unexplained)} of {failures}"] if unexplained else []
+    return "; ".join(named + measured + rest)
+
+
+def provenance_summary(results: list[CheckResult], implementation: dict) -> dict:
+    """Whose code answered: each part supplied by the suite's helpers (known before the run, or seen in a call)
+    with who supplied it and how, each conversion the adapter's helpers made, and the parts that are the
+    implementation's own."""
+    from conformance.provenance import distinct
+
+    supplied = dict(implementation.get("supplied_parts") or {})
+    converted = []
+    for result in results:
+        ledger = result.provenance or {}
+        for part, rec in (ledger.get("supplied") or {}).items():
+            supplied.setdefault(part, rec)
+        converted += ledger.get("converted") or []
+    parts = implementation.get("provided_parts") or []
+    own = [part for part in parts if part not in supplied]
+    credited = sum(r.status == "passed" for r in results)
+    not_credited = sum(r.status == "supplied" for r in results)
+    return {"own": own, "supplied": supplied, "converted": distinct(converted),
+            "line": f"{len(own)} of {len(parts)} parts the implementation's own; {credited} checks credited to it,"
+                    f" {not_credited} passed on code the suite supplied (not credited)"}
+
+
+def build_report(results: list[CheckResult], metadata: dict) -> dict:
+    """The report of ``results`` (every implementation of the run), with the run's ``metadata``."""
+    impls = [impl["name"] for impl in metadata.get("implementations", [])]
+    by_impl = {name: [r for r in results if r.impl == name] for name in impls}
+    return {
+        "schema": "transformer-conformance/report",
+        "schema_version": SCHEMA_VERSION,
+        "suite": {"version": suite_version(), "git_sha": git_sha()},
+        "created": datetime.datetime.now(datetime.UTC).isoformat(timespec="seconds"),
+        "fixtures_sha256": fixtures_sha256(),
+        "environment": environment(),
+        **metadata,
+        "summary": {name: count_statuses(rs) for name, rs in by_impl.items()},
+        "verdict": {name: verdict(rs) for name, rs in by_impl.items()},
+        "profile": {name: profile(rs) for name, rs in by_impl.items()},
+        "provenance": {impl["name"]: provenance_summary(by_impl[impl["name"]], impl)
+                       for impl in metadata.get("implementations", [])},
+        "published_numbers": {name: published_line(rs, selected=bool(metadata.get("selection")))
+                              for name, rs in by_impl.items()},
+        "unsupported": {name: unsupported(rs) for name, rs in by_impl.items()},
+        "facts": fact_sources(results),
+        "checks": [r.as_dict() for r in results],
+    }
