@@ -10,7 +10,7 @@ Within a round the commands run in turn (torch, impl1, impl2, ..., then torch ag
 within its round, so that a machine whose speed drifts (the other users of a shared machine) moves a command
 and its floor alike; the figures are medians over rounds, with each run's peak memory (RSS, ``os.wait4``).
 
-Before the rounds, one run per implementation with ``CONFORMANCE_PROFILE`` set (``conformance/run/profile.py``)
+Before the rounds, one run per implementation with ``CONFORMANCE_PROFILE`` set (``conformance/run/timing.py``)
 says where its time goes: the interpreter's start (until the CLI's ``main``), the imports, collection, the
 checks' own time (property checks apart), the candidate's calls, the oracle's, the diagnosis and the report,
 each moment counted once; then the checks that cost the most, with their shares. These runs also warm the

@@ -9,7 +9,7 @@ Two measurements, each in fresh processes, with each process's peak memory (RSS,
    in their name (the layers, the FFN and multi-head attention at d_model 512, d_ff 2048, h 8; the logits at one
    layer each side; the forward of the whole base model, 63,082,496 parameters, against its golden tensors),
    beside a bare ``python -c "import torch"`` in the same rounds (ratios within a round, medians over rounds),
-   and one profiled run (``CONFORMANCE_PROFILE``, ``conformance/run/profile.py``) for each check's time.
+   and one profiled run (``CONFORMANCE_PROFILE``, ``conformance/run/timing.py``) for each check's time.
 2. The reference model (``implementations/reference/model.py``, float32, one torch thread as ``certify`` runs
    it) built and run forward (``no_grad``, evaluation mode, after one warm-up forward) at the paper's base
    size, N 6, d_model 512, h 8, d_ff 2048, a shared vocabulary of 37,000, batch 4 and source and target

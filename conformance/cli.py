@@ -333,8 +333,8 @@ def run() -> None:
 
 def main(argv: list[str] | None = None) -> int:
     profile = os.environ.get("CONFORMANCE_PROFILE")
-    if profile:  # opt-in: where the run's time goes, written to that path (conformance/run/profile.py)
-        from conformance.run.profile import profiled
+    if profile:  # opt-in: where the run's time goes, written to that path (conformance/run/timing.py)
+        from conformance.run.timing import profiled
 
         return profiled(profile, run_command, argv)
     return run_command(argv)

@@ -2,8 +2,7 @@
 
 from __future__ import annotations
 
-from conformance.problems.supports import describe as describe_supports
-from conformance.reports.view import profile_lines, provenance_lines, section_key, style
+from conformance.reports.view import declared_supports, profile_lines, provenance_lines, section_key, style
 from conformance.results import FAILING, CheckResult, count_statuses
 
 
@@ -29,7 +28,7 @@ def _header(impl: dict, unsupported: list[dict]) -> list[str]:
         f"conventions: mask={conv['mask']} batch_first={conv['batch_first']} dtype={conv['dtype']}"
         f" framework={conv['framework']}",
     ]
-    declared = describe_supports(conv.get("supports") or {}, conv.get("reasons") or {})
+    declared = declared_supports(conv.get("supports") or {}, conv.get("reasons") or {})
     if declared:
         lines.append("supports only: " + "; ".join(declared))
     for entry in unsupported:

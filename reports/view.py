@@ -95,6 +95,18 @@ def check_report(report: dict, *, where: str = "report") -> None:
 _SECTION_NUMBER = re.compile(r"§(\d+(?:\.\d+)*)")
 
 
+def declared_supports(supports: dict, reasons: dict) -> list[str]:
+    """One line per limit an adapter declared (``Conventions.supports``): "attention_bias in (True,): projections
+    always carry biases", "max_len <= 100: learned positions". A limit on a size is one number, the most allowed;
+    any other, the values allowed."""
+    return [(f"{feature} <= {values}" if _is_number(values) else f"{feature} in {tuple(values)}")
+            + (f": {reasons[feature]}" if feature in reasons else "") for feature, values in supports.items()]
+
+
+def _is_number(value) -> bool:
+    return isinstance(value, int | float) and not isinstance(value, bool)
+
+
 def section_key(section: str) -> tuple:
     """The paper's order: "§3.1 ..." < "§3.2.1 ..." < "§5.4 ...", then sections without a leading §
     number (shapes, published numbers, invariances, Table 3, the toy run) alphabetically.

@@ -17,6 +17,7 @@ from conformance.boundary.loading import import_target
 from conformance.config import ModelConfig, toy_config
 from conformance.problems import supports
 from conformance.problems.scenarios import LayerSizes, ModelSizes, SmoothedLossProblem
+from conformance.reports import view as report_view
 
 VIEWS = adapter_path("views")
 
@@ -183,7 +184,7 @@ def test_max_len_and_the_losss_eps_are_declarable_and_validated():
     assert supports.validate({"max_len": True})
     assert supports.validate({"label_smoothing": (1.0,)}) == [
         "label_smoothing: [1.0] must lie in [0, 1) (eps of q = (1 - eps) one_hot + eps / V)"]
-    assert supports.describe({"max_len": 100, "label_smoothing": (0.1,)}, {"max_len": "learned"}) == [
+    assert report_view.declared_supports({"max_len": 100, "label_smoothing": (0.1,)}, {"max_len": "learned"}) == [
         "max_len <= 100: learned", "label_smoothing in (0.1,)"]
 
 

@@ -1,4 +1,4 @@
-"""CONFORMANCE_PROFILE (conformance/run/profile.py): a certify run writes where its time went, every phase present, the
+"""CONFORMANCE_PROFILE (conformance/run/timing.py): a certify run writes where its time went, every phase present, the
 phases adding up to no more than the run's wall time. In a fresh process: profiling wraps ``builtins.__import__``
 and the suite's own functions for the rest of the process, which this test run must not inherit."""
 
@@ -10,7 +10,7 @@ import time
 
 import pytest
 
-from conformance.run.profile import PHASES
+from conformance.run.timing import PHASES
 
 # A failing property check explained by the diagnosis (the mutant drops 1/sqrt(d_k)) beside passing plain checks.
 SELECTION = "attention_matches_formula or explorer_shape"

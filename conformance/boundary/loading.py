@@ -6,16 +6,15 @@ imported, never ``exec``-ed. Every failure raises ``LoadError`` with a message t
 
 from __future__ import annotations
 
-import difflib
 import inspect
 from typing import Any
 
-from conformance.adapter import ADAPTER_PARTS, Conventions
+from conformance.adapter import Conventions
 from conformance.boundary.candidate import Candidate
+from conformance.boundary.declarations import check_declarations
 from conformance.boundary.isolation import importing
 from conformance.boundary.naming import BUILTINS, MUTANT_PREFIX, builtin_names, resolve  # noqa: F401 - loading's names too
 from conformance.errors import LoadError
-from conformance.problems import supports
 
 
 def import_target(spec: str) -> Any:
@@ -41,33 +40,6 @@ def validate(adapter: Any, spec: str) -> list[str]:
     conventions = getattr(adapter, "conventions", None)
     public = [name for name in dir(adapter) if not name.startswith("_") and callable(getattr(adapter, name))]
     return check_declarations(conventions if isinstance(conventions, Conventions) else None, public, spec)
-
-
-def check_declarations(conventions: Conventions | None, public: list[str], spec: str) -> list[str]:
-    """``validate`` on what an adapter declares: its conventions (None: none, or not ``Conventions``) and its
-    public callables' names. An isolated adapter's are read from the worker's hello."""
-    if conventions is None:
-        raise LoadError(
-            f"{spec}: the adapter declares no conventions. Fix: add"
-            ' `conventions = Conventions(mask="keep", batch_first=True, dtype="float32", framework=...)`'
-            " (from conformance import Conventions); see docs/adapter-protocol.md"
-        )
-    problems = supports.validate(conventions.supports)
-    if problems:
-        raise LoadError(f"{spec}: Conventions(supports=...) is not usable: {'; '.join(problems)}. Fix the"
-                        " declaration; docs/adapter-protocol.md lists the features")
-    warnings = []
-    for name in public:
-        if name not in ADAPTER_PARTS:
-            close = difflib.get_close_matches(name, ADAPTER_PARTS, n=1, cutoff=0.8)
-            if close:
-                warnings.append(f"{spec}: method {name!r} is not a part; did you mean {close[0]!r}?")
-    if not any(name in ADAPTER_PARTS for name in public):
-        raise LoadError(
-            f"{spec}: the adapter provides none of the parts ({', '.join(ADAPTER_PARTS)}). Fix: define at"
-            " least one method; see implementations/template.py"
-        )
-    return warnings
 
 
 def is_builtin(spec: str) -> bool:

@@ -162,10 +162,3 @@ def _changes(supports, *, bias, eps, d_ff, d_model, share=None, tie=None, vocab=
     if tie is not None and not allowed(supports, "tie_output", tie):
         changes["tie_output"] = supports["tie_output"][0]
     return changes
-
-
-def describe(supports: dict, reasons: dict) -> list[str]:
-    """One line per declared limit, for the report: "attention_bias in (True,): projections always carry biases",
-    "max_len <= 100: learned positions"."""
-    return [(f"{feature} <= {values}" if feature in LIMITS else f"{feature} in {tuple(values)}")
-            + (f": {reasons[feature]}" if feature in reasons else "") for feature, values in supports.items()]

@@ -247,8 +247,8 @@ def run_checks(args, plugins=(), *, quiet_usage: bool = False) -> int:
 
     from conformance.reports.terminal import render
     from conformance.run.plugin import ResultCollector
-    from conformance.run.profile import plugins as profile_plugins
     from conformance.run.progress import ProgressDisplay
+    from conformance.run.timing import plugins as profile_plugins
 
     collector = ResultCollector()  # handed to the plugin: the run's results and its one report
     captured = io.StringIO()

@@ -608,8 +608,8 @@ def model_class_with(parts: list[str]) -> type:
 
 def check_hello(hello: Any, spec: str) -> dict:
     """The worker's hello as the grader uses it: plain data checked, the conventions rebuilt and validated as
-    in-process loading does (``loading.check_declarations``: a ``LoadError`` naming the fix), the warnings."""
-    from conformance.boundary.loading import check_declarations
+    in-process loading does (``declarations.check_declarations``: a ``LoadError`` naming the fix), the warnings."""
+    from conformance.boundary.declarations import check_declarations
 
     if not isinstance(hello, dict) or not isinstance(hello.get("parts"), list) \
             or not isinstance(hello.get("public"), list) or not all(isinstance(n, str) for n in hello["public"]):

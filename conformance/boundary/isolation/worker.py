@@ -185,7 +185,7 @@ def keep_freed_memory() -> None:
 
 def load(start: dict, namespace: str, refused: Refusals):
     """Confine this process, then import the candidate; (adapter, hello). The grader validates what the hello
-    declares (``loading.check_declarations``)."""
+    declares (``declarations.check_declarations``)."""
     limits = start["limits"]
     # before /proc is replaced: the process limit counts this user's processes there
     sandbox.set_limits(memory_mib=limits["memory_mib"], cpu_s=limits["cpu_s"], files=limits["files"],

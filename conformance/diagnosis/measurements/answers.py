@@ -17,7 +17,7 @@ import re
 
 import numpy as np
 
-from conformance.diagnosis.measurements import Finding, measurement
+from conformance.diagnosis.measurements.base import Finding, measurement
 
 
 def _sizes(problem) -> dict[str, float]:

@@ -14,7 +14,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from conformance.diagnosis.measurements import Knob, measurement
+from conformance.diagnosis.measurements.base import Knob, measurement
 from conformance.diagnosis.neighbour import nice
 from conformance.weights import attention_shapes, random_weights
 
@@ -257,7 +257,7 @@ def _fill(scores, keep, weights, s) -> tuple[str, float] | None:
              "the mask not applied; its polarity inverted; hidden scores set to <f> instead of -inf; the mask"
              " applied after the softmax", reads=("scaled_dot_product_attention", "multi_head_attention"))
 def attention_mask(candidate):
-    from conformance.diagnosis.measurements import measured
+    from conformance.diagnosis.measurements.base import measured
 
     scale = next((knob.law for item in _registered("score_scale") for knob in measured(candidate, item)
                   if knob.name == "score_scale"), None)
@@ -293,6 +293,6 @@ def attention_mask(candidate):
 
 
 def _registered(name: str):
-    from conformance.diagnosis.measurements import MEASUREMENTS
+    from conformance.diagnosis.measurements.base import MEASUREMENTS
 
     return [item for item in MEASUREMENTS if item.name == name]

@@ -83,7 +83,7 @@ class Asked:
     def refitted(self, knobs: list) -> list[dict]:
         """One description per knob of the neighbouring formula that reproduces this question's answers, the
         knobs it does not need left out (a schedule knob says nothing of an attention question)."""
-        from conformance.diagnosis.measurements import as_description
+        from conformance.diagnosis.measurements.base import as_description
 
         if not knobs:
             return []

@@ -16,7 +16,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from conformance.diagnosis.measurements import Finding, Knob, measurement
+from conformance.diagnosis.measurements.base import Finding, Knob, measurement
 
 _erf = np.vectorize(math.erf)
 

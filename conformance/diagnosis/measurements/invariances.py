@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from conformance.diagnosis.measurements import Finding, measurement
+from conformance.diagnosis.measurements.base import Finding, measurement
 from conformance.problems import oracle
 from conformance.problems.scenarios import (
     LOADED_MODEL,

@@ -14,7 +14,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from conformance.diagnosis.measurements import Knob, measurement
+from conformance.diagnosis.measurements.base import Knob, measurement
 
 EPS = 1e-3  # large enough that its place shows on the small rows
 D = 8

@@ -16,7 +16,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from conformance.diagnosis.measurements import Knob, measured, measurement, registry
+from conformance.diagnosis.measurements.base import MEASUREMENTS, Knob, measured, measurement
 from conformance.diagnosis.neighbour import nice
 from conformance.problems.scenarios import LOADED_MODEL, ModelSizes, loaded_model, model_weights, source_and_target
 from conformance.tolerances import MODEL, for_dtype
@@ -194,7 +194,7 @@ def _law(values: list[tuple[int, float]]) -> Law | None:
              "the embeddings multiplied by d_model^<a>; the positional encoding added <k> times; the logits"
              " multiplied by d_model^<a>; log-probabilities returned", reads=("build_model",))
 def model_scales(candidate):
-    part_knobs = {knob.name: knob for item in registry() if item.kind == "refit" and item.name != "model_scales"
+    part_knobs = {knob.name: knob for item in MEASUREMENTS if item.kind == "refit" and item.name != "model_scales"
                   for knob in measured(candidate, item)}
     problems = [_problem(candidate, d, 97 + d) for d in D_MODELS]
     if any(p is None for p in problems):

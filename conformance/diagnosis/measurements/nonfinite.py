@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from conformance.diagnosis.measurements import as_description, measurement
+from conformance.diagnosis.measurements.base import as_description, measurement
 from conformance.problems.scenarios import LayerSizes, layer_weights, loaded_model, model_weights, token_ids
 
 

@@ -14,7 +14,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from conformance.diagnosis.measurements import Knob, measurement
+from conformance.diagnosis.measurements.base import Knob, measurement
 
 LAYOUTS = ("interleaved", "interleaved, cosine first", "halves", "halves, cosine first")
 LAYOUT_TEXT = {"interleaved": "sine in column 2i, cosine in 2i + 1",

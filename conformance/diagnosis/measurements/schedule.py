@@ -15,7 +15,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from conformance.diagnosis.measurements import Knob, measurement
+from conformance.diagnosis.measurements.base import Knob, measurement
 from conformance.diagnosis.neighbour import nice
 
 CONFIGS = ((512, 4000), (64, 4000), (64, 400))

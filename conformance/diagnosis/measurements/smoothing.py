@@ -14,7 +14,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from conformance.diagnosis.measurements import Knob, measurement
+from conformance.diagnosis.measurements.base import Knob, measurement
 
 CONFIGS = ((7, 0.1), (11, 0.2))
 RIGHT, PAD = 2, 0

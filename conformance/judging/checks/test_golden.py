@@ -11,7 +11,7 @@ import pytest
 from conformance.config import base_config
 from conformance.diagnosis.localise import locate_encode, locate_forward
 from conformance.fixtures import golden
-from conformance.fixtures.regenerate import BASE_SEED
+from conformance.fixtures.golden import BASE_SEED
 from conformance.paper import claims
 from conformance.tolerances import Tolerance
 from conformance.weights import model_shapes, random_weights

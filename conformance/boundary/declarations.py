@@ -1,0 +1,40 @@
+"""What an adapter declares, checked before any check runs: its conventions and the names of its parts.
+
+In process, ``loading`` reads them off the adapter; an isolated adapter's come in the worker's hello
+(``isolation.proxy``). Both call ``check_declarations``, so both refuse the same declarations with the same fix.
+"""
+
+from __future__ import annotations
+
+import difflib
+
+from conformance.adapter import ADAPTER_PARTS, Conventions
+from conformance.errors import LoadError
+from conformance.problems import supports
+
+
+def check_declarations(conventions: Conventions | None, public: list[str], spec: str) -> list[str]:
+    """``validate`` on what an adapter declares: its conventions (None: none, or not ``Conventions``) and its
+    public callables' names. An isolated adapter's are read from the worker's hello."""
+    if conventions is None:
+        raise LoadError(
+            f"{spec}: the adapter declares no conventions. Fix: add"
+            ' `conventions = Conventions(mask="keep", batch_first=True, dtype="float32", framework=...)`'
+            " (from conformance import Conventions); see docs/adapter-protocol.md"
+        )
+    problems = supports.validate(conventions.supports)
+    if problems:
+        raise LoadError(f"{spec}: Conventions(supports=...) is not usable: {'; '.join(problems)}. Fix the"
+                        " declaration; docs/adapter-protocol.md lists the features")
+    warnings = []
+    for name in public:
+        if name not in ADAPTER_PARTS:
+            close = difflib.get_close_matches(name, ADAPTER_PARTS, n=1, cutoff=0.8)
+            if close:
+                warnings.append(f"{spec}: method {name!r} is not a part; did you mean {close[0]!r}?")
+    if not any(name in ADAPTER_PARTS for name in public):
+        raise LoadError(
+            f"{spec}: the adapter provides none of the parts ({', '.join(ADAPTER_PARTS)}). Fix: define at"
+            " least one method; see implementations/template.py"
+        )
+    return warnings
