@@ -169,3 +169,40 @@ def strongly_connected(graph: dict[str, set[str]]) -> list[set[str]]:
 def test_every_layer_is_described_in_the_architecture_page(name):
     page = (ROOT / "docs" / "architecture.md").read_text()
     assert f"| {name} |" in page, f"docs/architecture.md's layer table has no row for {name!r}"
+
+
+def figures() -> dict:
+    """The structure in numbers: modules per package, imports (inside functions, against the order), circles,
+    ``global`` statements."""
+    per_package: dict[str, int] = defaultdict(int)
+    for module, path in MODULES.items():
+        package = module if path.name == "__init__.py" else module.rpartition(".")[0]
+        per_package[package] += 1
+    imports = [(m, t) for m, ts in GRAPH.items() for t, _ in ts]
+    inside = sum(1 for m in MODULES for node in ast.walk(ast.parse(MODULES[m].read_text()))
+                 if isinstance(node, ast.FunctionDef | ast.AsyncFunctionDef)
+                 for child in ast.walk(node) if isinstance(child, ast.Import | ast.ImportFrom)
+                 and any(owner(n) for n in _imported_names(child, m)))
+    globals_ = sum(1 for m in MODULES for node in ast.walk(ast.parse(MODULES[m].read_text()))
+                   if isinstance(node, ast.Global))
+    return {"modules per package": dict(sorted(per_package.items())),
+            "imports": len(imports), "imports inside functions": inside,
+            "imports against the layer order": sum(1 for m, t in imports if layer_of(t) > layer_of(m)),
+            "circles": len(strongly_connected(defaultdict(set, {m: {t for t, _ in ts} for m, ts in GRAPH.items()}))),
+            "global statements": globals_}
+
+
+def _imported_names(node: ast.Import | ast.ImportFrom, module: str) -> list[str]:
+    if isinstance(node, ast.Import):
+        return [alias.name for alias in node.names if alias.name.startswith("conformance")]
+    base = node.module or ""
+    if node.level:
+        package = module if MODULES[module].name == "__init__.py" else module.rpartition(".")[0]
+        anchor = package.split(".")[: len(package.split(".")) - node.level + 1]
+        base = ".".join(anchor + ([base] if base else []))
+    return [f"{base}.{alias.name}" for alias in node.names if base.startswith("conformance")]
+
+
+if __name__ == "__main__":  # python tests/test_layers.py: the figures
+    for key, value in figures().items():
+        print(f"{key}: {value}")

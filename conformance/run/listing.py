@@ -1,7 +1,7 @@
 """``transformer-conformance list``: the checks' pytest node ids, from a shipped index for the reference.
 
 Listing the reference's checks by collecting them costs pytest, hypothesis and torch (the reference loaded
-to deselect what it supersedes): seconds, to print names. ``checks/index.json`` holds what that collection
+to deselect what it supersedes): seconds, to print names. ``judging/checks/index.json`` holds what that collection
 prints, written by ``tools/index_checks.py``; tests/test_cli_startup.py collects again and compares, so the
 index cannot go stale unnoticed. ``list IMPL`` for another implementation still collects (what it supersedes
 depends on its parts). Nothing here imports more than the standard library.
@@ -16,7 +16,7 @@ import sys
 import time
 
 INDEXED_IMPL = "reference"
-INDEX = os.path.join(os.path.dirname(__file__), "checks", "index.json")
+INDEX = os.path.join(os.path.dirname(os.path.dirname(__file__)), "judging", "checks", "index.json")
 SUMMARY = re.compile(r"^(?:(?P<selected>\d+)/)?(?P<collected>\d+) tests? collected"
                      r"(?: \((?P<deselected>\d+) deselected\))? in [\d.]+s$")
 COLLECT = ("import sys, pytest; from conformance.run.session import pytest_argv;"
