@@ -29,7 +29,7 @@ from conformance.boundary.isolation.sandbox import Reads
 # The suite's modules an adapter may import (the facade's names and the helpers), in the order of the package.
 # A module one of them imports must be here too: tests/test_isolation_reads.py checks the closure.
 ADAPTER_API = ("conformance", "conformance.adapter", "conformance.compare", "conformance.config",
-               "conformance.errors", "conformance.paper.formulas", "conformance.provenance", "conformance.tolerances",
+               "conformance.errors", "conformance.paper", "conformance.paper.formulas", "conformance.provenance", "conformance.tolerances",
                "conformance.weights")
 ADAPTER_HELPERS = "conformance.adapters"  # a package: its folder whole
 PRIVATE = ("conformance.fixtures", "conformance.implementations", "conformance.reports")  # packages
@@ -42,7 +42,7 @@ def worker_reads(own_folder: Path | None, *, suite: str, allow_read: tuple[str, 
     trees = [*python_trees(), *([str(own_folder)] if own_folder else []), *allow_read]
     if suite == "api":
         package = _folder("conformance")
-        return Reads(trees=[*trees, _folder(ADAPTER_HELPERS)], listable=[package],
+        return Reads(trees=[*trees, _folder(ADAPTER_HELPERS)], listable=[package, _folder("conformance.paper")],
                      files=[file for name in ADAPTER_API for file in module_files(name)],
                      hidden=[package, *map(_folder, PRIVATE)])
     code = [_folder("conformance"), _folder("conformance.implementations")]
