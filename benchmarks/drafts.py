@@ -3,13 +3,14 @@ the TODOs and every wrong guess the draft still makes.
 
     python benchmarks/drafts.py
 
-The models are the public-style ones of tests/drafting/ (each finished in tests/drafting/finished/, its TODOs
-resolved as a user would) and the walk-through's (docs/walkthrough/, finished with four parts added). *Lines*: all the
-file's lines, and in brackets its code lines (``adapter_lines.code_lines``: no blank line, comment or docstring).
-*TODOs*: the draft's TODO comments, and how many of them block building (``module(c)`` raises until they are
-resolved) or ask for a function (``encode``/``decode`` that raise). *Wrong guesses*: what the draft states as code
-that the finished adapter changes: an entry of NAMES or ATTENTION, a declaration in ``supports``/``reasons``, an
-argument of the construction. docs/walkthrough.md ("How much of the adapter the draft writes") has the table.
+The models are the public-style ones of tests/drafting/ (each finished by tests/drafting/finishing.py: today's
+draft with the answers a user gives its TODOs, certified by tests/test_drafting.py) and the walk-through's
+(docs/walkthrough/, finished with four parts added). *Lines*: all the file's lines, and in brackets its code lines
+(``adapter_lines.code_lines``: no blank line, comment or docstring). *TODOs*: the draft's TODO comments, and how many
+of them block building (``module(c)`` raises until they are resolved) or ask for a function (``encode``/``decode``
+that raise). *Wrong guesses*: what the draft states as code that the finished adapter changes: an entry of NAMES or
+ATTENTION, a declaration in ``supports``/``reasons``, an argument of the construction (for the drafting models, what
+their answers change). docs/walkthrough.md ("How much of the adapter the draft writes") has the table.
 """
 
 from __future__ import annotations
@@ -22,20 +23,12 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parents[1]
 DRAFTING = ROOT / "tests" / "drafting"
 WALKTHROUGH = ROOT / "docs" / "walkthrough"
-# shown as, the model's file and class, the finished adapter
-MODELS = [
-    ("(a) config dataclass", DRAFTING / "config_model.py", "ConfiguredTransformer",
-     DRAFTING / "finished" / "config_adapter.py"),
-    ("(b) Seq2Seq(encoder, decoder, ...)", DRAFTING / "seq2seq_model.py", "Seq2Seq",
-     DRAFTING / "finished" / "seq2seq_adapter.py"),
-    ("(c) untied output matrix", DRAFTING / "untied_model.py", "UntiedTransformer",
-     DRAFTING / "finished" / "untied_adapter.py"),
-    ("(d) bias-free attention, biased FFN", DRAFTING / "bias_free_model.py", "BiasFreeTransformer",
-     DRAFTING / "finished" / "bias_free_adapter.py"),
-    ("(e) one joint table, tied by assignment", DRAFTING / "one_table_model.py", "JointVocabTransformer",
-     DRAFTING / "finished" / "one_table_adapter.py"),
-    ("walk-through (my_transformer)", WALKTHROUGH / "my_transformer.py", "Transformer", WALKTHROUGH / "my_adapter.py"),
-]
+# shown as, and the case of tests/drafting/finishing.py
+DRAFTING_CASES = [("(a) config dataclass", "config"), ("(b) Seq2Seq(encoder, decoder, ...)", "seq2seq"),
+                  ("(c) untied output matrix", "untied"), ("(d) bias-free attention, biased FFN", "bias_free"),
+                  ("(e) one joint table, tied by assignment", "one_table")]
+WALKED = ("walk-through (my_transformer)", WALKTHROUGH / "my_transformer.py", "Transformer",
+          WALKTHROUGH / "my_adapter.py")
 
 
 def literal(text: str, opening: str) -> str | None:
@@ -89,26 +82,38 @@ def todo_counts(draft: str) -> tuple[int, int, int]:
     return todos, blocking, functions
 
 
-def measure(model: Path, name: str, finished: Path) -> dict:
+def measure(text: str, done: str) -> dict:
+    """The figures of one draft (``text``) and its finished adapter (``done``)."""
     sys.path.insert(0, str(ROOT / "benchmarks"))
     from adapter_lines import code_lines
 
-    from conformance.adapters.draft import draft
-
-    sys.path.insert(0, str(model.parent))
-    text, done = draft(f"{model}:{name}"), finished.read_text()
     todos, blocking, functions = todo_counts(text)
     return {"draft": len(text.splitlines()), "draft_code": code_lines(text), "finished": len(done.splitlines()),
             "finished_code": code_lines(done), "todos": todos, "blocking": blocking, "functions": functions,
             "wrong": wrong_guesses(text, done)}
 
 
+def drafts_and_finished() -> list[tuple[str, str, str]]:
+    """(shown as, the draft, the finished adapter) of every model."""
+    from conformance.adapters.draft import draft
+
+    sys.path.insert(0, str(DRAFTING))
+    from finishing import CASES, drafted, finished
+
+    found = []
+    for shown, case in DRAFTING_CASES:
+        text = drafted(CASES[case])
+        found.append((shown, text, finished(CASES[case], text)))
+    shown, model, name, adapter = WALKED
+    return [*found, (shown, draft(f"{model}:{name}"), adapter.read_text())]
+
+
 def main() -> None:
     print("| model | draft lines (code) | finished adapter lines (code) | TODOs (blocking, functions to write) |"
           " wrong guesses left in the draft |")
     print("| --- | --- | --- | --- | --- |")
-    for shown, model, name, finished in MODELS:
-        m = measure(model, name, finished)
+    for shown, text, done in drafts_and_finished():
+        m = measure(text, done)
         wrong = "; ".join(m["wrong"]) or "none"
         print(f"| {shown} | {m['draft']} ({m['draft_code']}) | {m['finished']} ({m['finished_code']}) |"
               f" {m['todos']} ({m['blocking']}, {m['functions']}) | {wrong} |")

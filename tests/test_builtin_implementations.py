@@ -12,13 +12,13 @@ from __future__ import annotations
 
 import numpy as np
 import pytest
+from model_inputs import BOS, EOS, PAD, layer_inputs, padded_batch
 
 from conformance.adapter import Conventions
 from conformance.boundary.loading import import_target
 from conformance.config import toy_config
 from conformance.weights import model_shapes, random_weights, sub_weights
 
-PAD, BOS, EOS = 0, 1, 2
 BUILTINS = ["numpy", "torch-fused-qkv", "reference-float64"]
 CONFIGS = {
     "toy": toy_config(),
@@ -59,15 +59,6 @@ def to_mask(adapter, keep: np.ndarray) -> np.ndarray:
     if kind == "additive":
         return np.where(keep, 0.0, -np.inf).astype(adapter.conventions.dtype)
     return keep
-
-
-def padded_batch(rng: np.random.Generator, lengths: list[int], vocab: int, first: int | None = None) -> np.ndarray:
-    batch = np.full((len(lengths), max(lengths)), PAD, dtype=np.int64)
-    for row, n in enumerate(lengths):
-        batch[row, :n] = rng.integers(3, vocab, n)
-        if first is not None:
-            batch[row, 0] = first
-    return batch
 
 
 def built(adapter, cfg, weights, seed: int = 0):
@@ -198,13 +189,7 @@ def test_build_model_is_seeded_and_fresh_weights_are_not_the_loaded_ones(name):
 @pytest.mark.parametrize("name", BUILTINS)
 def test_layer_parts_equal_the_reference(name, reference):
     cfg = CONFIGS["toy"]
-    rng = np.random.default_rng(3)
-    weights = random_weights(model_shapes(cfg), rng)
-    x = rng.normal(size=(2, 5, cfg.d_model)).astype(np.float32)
-    y = rng.normal(size=(2, 4, cfg.d_model)).astype(np.float32)
-    src_keep = np.array([[1, 1, 1, 1, 1], [1, 1, 1, 0, 0]], dtype=bool)
-    tgt_keep = np.array([[1, 1, 1, 1], [1, 1, 0, 0]], dtype=bool)
-    enc, dec = sub_weights(weights, "encoder.0."), sub_weights(weights, "decoder.0.")
+    rng, x, y, src_keep, tgt_keep, enc, dec = layer_inputs(cfg, seed=3)
     cross = sub_weights(dec, "cross_attn.")
     cross_keep = np.broadcast_to(src_keep[:, None, :], (2, 4, 5))
 

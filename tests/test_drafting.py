@@ -1,6 +1,6 @@
 """``template --from`` on public-style models (tests/drafting/): what each draft claims is what the model does, a TODO
-stands where only a person can decide, and the finished adapters (tests/drafting/finished/, the drafts with their
-TODOs resolved as a user would) certify.
+stands where only a person can decide, and the finished adapters (tests/drafting/finishing.py: each draft with the
+answers a user gives its TODOs, built from today's draft) certify.
 
 The models: (a) one config dataclass with a field no key names, and a factory function; (b) a composition constructor
 ``Seq2Seq(encoder, decoder, src_pad_idx, trg_pad_idx, device)``; (c) an output matrix of its own; (d) attention without
@@ -19,6 +19,8 @@ import pytest
 
 pytest.importorskip("torch")
 
+from drafting.finishing import CASES, finished  # noqa: E402
+
 from conformance.adapters.draft import draft  # noqa: E402
 from conformance.boundary.loading import import_target  # noqa: E402
 from conformance.cli import EXIT_NOTHING_RAN, main  # noqa: E402
@@ -26,11 +28,6 @@ from conformance.config import ModelConfig, toy_config  # noqa: E402
 from conformance.weights import model_shapes, random_weights  # noqa: E402
 
 DRAFTING = Path(__file__).parent / "drafting"
-FINISHED = DRAFTING / "finished"
-# model file, class (or function), finished adapter
-MODELS = {"config": ("config_model", "ConfiguredTransformer"), "seq2seq": ("seq2seq_model", "Seq2Seq"),
-          "untied": ("untied_model", "UntiedTransformer"), "bias_free": ("bias_free_model", "BiasFreeTransformer"),
-          "one_table": ("one_table_model", "JointVocabTransformer")}
 
 
 @pytest.fixture(autouse=True)
@@ -46,6 +43,10 @@ def supports_of(text: str) -> dict:
     """The draft's ``supports={...}`` as a dict."""
     found = re.search(r"supports=(\{.*?\}),\n", text, re.S).group(1)
     return eval(found, {})  # noqa: S307 - the suite's own draft: literals only
+
+
+def reasons_of(text: str) -> dict:
+    return eval(re.search(r"reasons=(\{.*?\})\)", text, re.S).group(1), {})  # noqa: S307 - as above
 
 
 def names_of(text: str) -> dict:
@@ -186,33 +187,50 @@ MODEL_CHECKS = ("logits_match_reference or decode_matches_reference or encode_ma
                 " or model_has_no_parameters_beyond_the_paper or parameter_count_matches_formula")
 
 
+def declarations(name: str) -> tuple[dict, dict]:
+    """(supports, reasons) a finished adapter declares, as its draft read them off the model: LayerNorms of a fixed
+    eps everywhere, attention biases everywhere but in bias_free, one table in bias_free and one_table."""
+    biased, one = name != "bias_free", name in ("bias_free", "one_table")
+    supports = {"eps": (1e-05,), "attention_bias": (biased,), "share_embeddings": (one,), "tie_output": (one,)}
+    tables = (dict.fromkeys(("share_embeddings", "tie_output"), "one vocabulary and one table") if one else
+              {"share_embeddings": "separate source and target tables",
+               "tie_output": "the output projection is a matrix of its own"})
+    return supports, {"eps": "the LayerNorms' eps is fixed in the implementation",
+                      "attention_bias": f"the attention projections {'always' if biased else 'never'} carry biases",
+                      **tables}
+
+
 def section(text: str, opening: str) -> str:
     start = text.index(opening)
     return text[start: text.index("}", start) + 1]
 
 
-def certify(name: str, tmp_path: Path, *options: str) -> dict[str, dict]:
-    code = main(["certify", str(FINISHED / f"{name}_adapter.py"), "--no-training", "--no-isolate", "--progress", "off",
+def certify(finished_text: str, tmp_path: Path, *options: str) -> dict[str, dict]:
+    (tmp_path / "finished_adapter.py").write_text(finished_text)
+    code = main(["certify", str(tmp_path / "finished_adapter.py"), "--no-training", "--no-isolate", "--progress", "off",
                  "--json", str(tmp_path / "report.json"), *options])
     assert code in (0, 1)
     return {check["id"]: check for check in json.loads((tmp_path / "report.json").read_text())["checks"]}
 
 
-@pytest.mark.parametrize("name", list(MODELS))
+@pytest.mark.parametrize("name", list(CASES))
 def test_the_finished_adapter_is_the_draft_with_its_todos_resolved_and_its_model_checks_pass(name, tmp_path):
-    module, cls = MODELS[name]
-    text, finished = drafted(module, cls), (FINISHED / f"{name}_adapter.py").read_text()
+    case = CASES[name]
+    text = drafted(case.module, case.name)
+    done = finished(case, text)  # raises where the draft no longer takes the case's answers
+    assert todos(done) == [] and "NotImplementedError" not in done, done
     for opening in ("NAMES = {", "supports={", "reasons={"):
-        assert section(text, opening) == section(finished, opening), (name, opening)
-    found = certify(name, tmp_path, "-k", MODEL_CHECKS)
+        assert section(text, opening) == section(done, opening), (name, opening)
+    assert (supports_of(done), reasons_of(done)) == declarations(name)
+    found = certify(done, tmp_path, "-k", MODEL_CHECKS)
     assert {check: c["status"] for check, c in found.items()} == dict.fromkeys(found, "passed")
     assert "logits_match_reference" in found and "model_has_no_parameters_beyond_the_paper" in found
 
 
 @pytest.mark.slow
-@pytest.mark.parametrize("name", list(MODELS))
+@pytest.mark.parametrize("name", list(CASES))
 def test_the_finished_adapter_passes_every_check_it_runs(name, tmp_path):
-    found = certify(name, tmp_path)
+    found = certify(finished(CASES[name]), tmp_path)
     statuses = {check: c["status"] for check, c in found.items()}
     assert not [check for check, status in statuses.items() if status == "failed"], statuses
     errors = {check for check, status in statuses.items() if status == "error"}

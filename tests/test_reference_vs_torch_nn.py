@@ -14,9 +14,13 @@ import math
 import numpy as np
 import pytest
 import torch
+from model_inputs import BOS, EOS, PAD, padded_batch
 from torch import nn
 
 from conformance.config import ModelConfig, base_config, german_config, toy_config
+
+# The lesson's positions.py, verbatim (as the fixtures re-run it): an independent witness for the reference's PE.
+from conformance.fixtures.verify import _sinusoidal_positions as lesson_positions
 from conformance.implementations.reference.adapter import ReferenceAdapter, adapter
 from conformance.implementations.reference.model import (
     REFERENCE,
@@ -26,8 +30,6 @@ from conformance.implementations.reference.model import (
 )
 from conformance.weights import model_shapes, random_weights, sub_weights
 
-PAD, BOS, EOS = 0, 1, 2
-
 # A toy-sized model with separate vocabularies so that E_src and E_tgt cannot be confused.
 COMPARE_CONFIG = toy_config(src_vocab=17, tgt_vocab=13, share_embeddings=False, dropout=0.0)
 
@@ -35,27 +37,6 @@ COMPARE_CONFIG = toy_config(src_vocab=17, tgt_vocab=13, share_embeddings=False, 
 # --------------------------------------------------------------------------------------------------
 # Building the same model twice: the reference and nn.Transformer with copied weights
 # --------------------------------------------------------------------------------------------------
-
-
-def padded_batch(rng: np.random.Generator, lengths: list[int], vocab: int, first: int | None = None) -> np.ndarray:
-    """Rows of random real tokens (ids 3..vocab-1) padded to the longest; ``first`` replaces token 0."""
-    batch = np.full((len(lengths), max(lengths)), PAD, dtype=np.int64)
-    for row, n in enumerate(lengths):
-        batch[row, :n] = rng.integers(3, vocab, n)
-        if first is not None:
-            batch[row, 0] = first
-    return batch
-
-
-def lesson_positions(n: int, d: int) -> torch.Tensor:
-    """The lesson's positions.py, verbatim: an independent witness for the reference's PE."""
-    pos = torch.arange(n, dtype=torch.float).unsqueeze(1)
-    two_i = torch.arange(0, d, 2, dtype=torch.float)
-    angle = pos / torch.pow(10000.0, two_i / d)
-    pe = torch.zeros(n, d)
-    pe[:, 0::2] = torch.sin(angle)
-    pe[:, 1::2] = torch.cos(angle)
-    return pe
 
 
 def torch_nn_transformer(cfg: ModelConfig, weights: dict, *, final_norms: bool = False) -> nn.Transformer:

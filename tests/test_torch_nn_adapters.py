@@ -12,6 +12,7 @@ from __future__ import annotations
 import numpy as np
 import pytest
 import torch
+from model_inputs import BOS, PAD, layer_inputs, padded_batch
 
 from conformance.boundary.loading import import_target
 from conformance.config import base_config, toy_config
@@ -19,7 +20,6 @@ from conformance.implementations.reference.adapter import ReferenceAdapter
 from conformance.implementations.torch_nn.adapter import torch_nn_default, torch_nn_fixed
 from conformance.weights import attention_shapes, model_shapes, random_weights, sub_weights
 
-PAD, BOS = 0, 1
 REFERENCE = ReferenceAdapter()
 CONFIGS = {
     "toy": toy_config(dropout=0.0),
@@ -36,15 +36,6 @@ def one_thread():
     torch.set_num_threads(1)
     yield
     torch.set_num_threads(threads)
-
-
-def padded_batch(rng: np.random.Generator, lengths: list[int], vocab: int, first: int | None = None) -> np.ndarray:
-    batch = np.full((len(lengths), max(lengths)), PAD, dtype=np.int64)
-    for row, n in enumerate(lengths):
-        batch[row, :n] = rng.integers(3, vocab, n)
-        if first is not None:
-            batch[row, 0] = first
-    return batch
 
 
 def problem(name: str, seed: int = 2017):
@@ -137,13 +128,7 @@ def test_dump_weights_round_trips_and_leaves_out_the_final_norms(adapter):
 
 def test_layer_parts_equal_the_reference_with_blocked_masks():
     cfg = CONFIGS["toy"]
-    rng = np.random.default_rng(5)
-    weights = random_weights(model_shapes(cfg), rng)
-    x = rng.normal(size=(2, 5, cfg.d_model)).astype(np.float32)
-    y = rng.normal(size=(2, 4, cfg.d_model)).astype(np.float32)
-    src_keep = np.array([[1, 1, 1, 1, 1], [1, 1, 1, 0, 0]], dtype=bool)
-    tgt_keep = np.array([[1, 1, 1, 1], [1, 1, 0, 0]], dtype=bool)
-    enc, dec = sub_weights(weights, "encoder.0."), sub_weights(weights, "decoder.0.")
+    _, x, y, src_keep, tgt_keep, enc, dec = layer_inputs(cfg, seed=5)
     for adapter in (torch_nn_default, torch_nn_fixed):  # the layers are the same in both configurations
         got = adapter.encoder_layer(x, enc, cfg.h, cfg.eps, ~src_keep)
         assert np.abs(got - REFERENCE.encoder_layer(x, enc, cfg.h, cfg.eps, src_keep)).max() <= 1e-5

@@ -71,36 +71,42 @@ class DecoderLayer(nn.Module):
         return self.ff_layer_norm(trg + self.dropout(self.positionwise_feedforward(trg))), attention
 
 
-class Encoder(nn.Module):
-    def __init__(self, input_dim, hid_dim, n_layers, n_heads, pf_dim, dropout, device, max_length=100):
+class TokenStack(nn.Module):
+    """What the encoder and the decoder share: token embeddings scaled by sqrt(hid_dim) plus sinusoids, and layers."""
+
+    def __init__(self, vocab, hid_dim, layers, dropout, device, max_length):
         super().__init__()
         self.device = device
-        self.tok_embedding = nn.Embedding(input_dim, hid_dim)
+        self.tok_embedding = nn.Embedding(vocab, hid_dim)
         self.register_buffer("pos_table", sinusoids(max_length, hid_dim), persistent=False)
-        self.layers = nn.ModuleList([EncoderLayer(hid_dim, n_heads, pf_dim, dropout, device) for _ in range(n_layers)])
+        self.layers = nn.ModuleList(layers)
         self.dropout = nn.Dropout(dropout)
         self.scale = math.sqrt(hid_dim)
 
+    def embed(self, tokens):
+        return self.dropout(self.tok_embedding(tokens) * self.scale + self.pos_table[: tokens.shape[1]])
+
+
+class Encoder(TokenStack):
+    def __init__(self, input_dim, hid_dim, n_layers, n_heads, pf_dim, dropout, device, max_length=100):
+        layers = [EncoderLayer(hid_dim, n_heads, pf_dim, dropout, device) for _ in range(n_layers)]
+        super().__init__(input_dim, hid_dim, layers, dropout, device, max_length)
+
     def forward(self, src, src_mask):
-        src = self.dropout(self.tok_embedding(src) * self.scale + self.pos_table[: src.shape[1]])
+        src = self.embed(src)
         for layer in self.layers:
             src = layer(src, src_mask)
         return src
 
 
-class Decoder(nn.Module):
+class Decoder(TokenStack):
     def __init__(self, output_dim, hid_dim, n_layers, n_heads, pf_dim, dropout, device, max_length=100):
-        super().__init__()
-        self.device = device
-        self.tok_embedding = nn.Embedding(output_dim, hid_dim)
-        self.register_buffer("pos_table", sinusoids(max_length, hid_dim), persistent=False)
-        self.layers = nn.ModuleList([DecoderLayer(hid_dim, n_heads, pf_dim, dropout, device) for _ in range(n_layers)])
+        layers = [DecoderLayer(hid_dim, n_heads, pf_dim, dropout, device) for _ in range(n_layers)]
+        super().__init__(output_dim, hid_dim, layers, dropout, device, max_length)
         self.fc_out = nn.Linear(hid_dim, output_dim, bias=False)
-        self.dropout = nn.Dropout(dropout)
-        self.scale = math.sqrt(hid_dim)
 
     def forward(self, trg, enc_src, trg_mask, src_mask):
-        trg = self.dropout(self.tok_embedding(trg) * self.scale + self.pos_table[: trg.shape[1]])
+        trg = self.embed(trg)
         for layer in self.layers:
             trg, attention = layer(trg, enc_src, trg_mask, src_mask)
         return self.fc_out(trg), attention
