@@ -29,8 +29,8 @@ from conformance.boundary.isolation.sandbox import Reads
 # The suite's modules an adapter may import (the facade's names and the helpers), in the order of the package.
 # A module one of them imports must be here too: tests/test_isolation_reads.py checks the closure.
 ADAPTER_API = ("conformance", "conformance.adapter", "conformance.compare", "conformance.config",
-               "conformance.errors", "conformance.paper", "conformance.paper.formulas", "conformance.provenance", "conformance.tolerances",
-               "conformance.weights")
+               "conformance.errors", "conformance.paper", "conformance.paper.formulas", "conformance.provenance",
+               "conformance.tolerances", "conformance.weights")
 ADAPTER_HELPERS = "conformance.adapters"  # a package: its folder whole
 PRIVATE = ("conformance.fixtures", "conformance.implementations", "conformance.reports")  # packages
 ORACLE = "conformance.problems.oracle"
