@@ -124,6 +124,16 @@ def expect_scalar(value: Any, kind: type, *, part: str) -> float | int:
     return kind(value)
 
 
+
+def arrays_by_name(value, part: str, expect) -> dict[str, np.ndarray]:
+    """A part's dict of named arrays, each validated by ``expect`` (its own shape: a dict's arrays are named, not
+    sized); anything but a dict is a bad output."""
+    if not isinstance(value, dict):
+        raise BadOutput(f"{part} returned {describe(value)}; expected dict[str, numpy.ndarray]", part=part,
+                        expected="dict", actual=describe(value))
+    return {name: expect(array, np.shape(array) if isinstance(array, np.ndarray) else (), part=part, name=name)
+            for name, array in value.items()}
+
 class Candidate:
     """An implementation under test, in the suite's conventions."""
 
@@ -441,20 +451,7 @@ class CandidateModel:
         self._call("load_weights", self.candidate.cast_weights(weights))
 
     def dump_weights(self) -> dict[str, np.ndarray]:
-        weights = self._call("dump_weights")
-        if not isinstance(weights, dict):
-            raise BadOutput(
-                f"model.dump_weights returned {describe(weights)}; expected dict[str, numpy.ndarray]",
-                part="model.dump_weights",
-                expected="dict",
-                actual=describe(weights),
-            )
-        return {
-            name: expect_array(
-                value, np.shape(value) if isinstance(value, np.ndarray) else (), part="model.dump_weights", name=name
-            )
-            for name, value in weights.items()
-        }
+        return arrays_by_name(self._call("dump_weights"), "model.dump_weights", expect_array)
 
     def forward(self, src, tgt_in) -> np.ndarray:
         self._require_lengths("forward", src, tgt_in)
@@ -503,22 +500,7 @@ class CandidateModel:
     def attention_weights(self, src, tgt_in) -> dict[str, np.ndarray]:
         self._require_lengths("attention_weights", src, tgt_in)
         weights = self._call("attention_weights", self._ids(src), self._ids(tgt_in))
-        if not isinstance(weights, dict):
-            raise BadOutput(
-                f"model.attention_weights returned {describe(weights)}; expected dict[str, numpy.ndarray]",
-                part="model.attention_weights",
-                expected="dict",
-                actual=describe(weights),
-            )
-        return {
-            name: expect_float_array(
-                value,
-                np.shape(value) if isinstance(value, np.ndarray) else (),
-                part="model.attention_weights",
-                name=name,
-            )
-            for name, value in weights.items()
-        }
+        return arrays_by_name(weights, "model.attention_weights", expect_float_array)
 
     def unmapped_parameters(self) -> dict[str, int]:
         found = self._call("unmapped_parameters")

@@ -93,24 +93,26 @@ def attention_problem(sizes: LayerSizes, *, cross: bool):
     return weights, query, key, key_padding(trailing_keep(rng, sizes.B, key.shape[1]), query.shape[1])
 
 
+def attention_answer(candidate, sizes: LayerSizes, *, cross: bool) -> tuple[np.ndarray, np.ndarray]:
+    """The candidate's (output, weights) on the self-attention (or, ``cross``, cross-attention) problem."""
+    weights, query, key, keep = attention_problem(sizes, cross=cross)
+    return candidate.multi_head_attention(query, key, key, weights, sizes.h, keep)
+
+
 def self_attention_output(candidate, sizes: LayerSizes) -> np.ndarray:
-    weights, query, key, keep = attention_problem(sizes, cross=False)
-    return candidate.multi_head_attention(query, key, key, weights, sizes.h, keep)[0]
+    return attention_answer(candidate, sizes, cross=False)[0]
 
 
 def self_attention_weights(candidate, sizes: LayerSizes) -> np.ndarray:
-    weights, query, key, keep = attention_problem(sizes, cross=False)
-    return candidate.multi_head_attention(query, key, key, weights, sizes.h, keep)[1]
+    return attention_answer(candidate, sizes, cross=False)[1]
 
 
 def cross_attention_output(candidate, sizes: LayerSizes) -> np.ndarray:
-    weights, query, key, keep = attention_problem(sizes, cross=True)
-    return candidate.multi_head_attention(query, key, key, weights, sizes.h, keep)[0]
+    return attention_answer(candidate, sizes, cross=True)[0]
 
 
 def cross_attention_weights(candidate, sizes: LayerSizes) -> np.ndarray:
-    weights, query, key, keep = attention_problem(sizes, cross=True)
-    return candidate.multi_head_attention(query, key, key, weights, sizes.h, keep)[1]
+    return attention_answer(candidate, sizes, cross=True)[1]
 
 
 def feed_forward_problem(sizes: LayerSizes):
