@@ -115,7 +115,7 @@ class Options:
         return cls(**{o.name: config.getoption(o.dest) for o in TABLE if o.pytest})
 
     def publish(self, config) -> None:
-        """Set pytest's options to these, so that what a check reads (``request.config.getoption``) is the run's."""
+        """Set pytest's options to these (``Run.publish``)."""
         for o in TABLE:
             if o.pytest:
                 value = getattr(self, o.name)

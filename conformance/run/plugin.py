@@ -56,7 +56,7 @@ def pytest_configure(config):
     run = run_of(config)
     if not run.impls:
         return
-    run.options.publish(config)  # a check reading pytest's options reads the run's
+    run.publish(config)  # a check reading pytest's options reads the run's
     config.stash[_run_key] = run
     from conformance.boundary.loading import load
     from conformance.run.hypothesis_profiles import load_profile

@@ -44,6 +44,11 @@ class Run:
         return {"timeout_s": self.options.timeout, "isolate": self.options.isolate, "limits": self.limits,
                 "threads": self.options.threads}
 
+    def publish(self, config) -> None:
+        """Set pytest's options to the run's, so that what a check reads (``request.config.getoption``) is the run's."""
+        self.options.publish(config)
+        config.option.impl = list(self.impls)
+
     def for_workers(self) -> dict:
         """What pytest-xdist's workers rebuild the run from (``from_plain``): plain data. Each loads its candidates."""
         return {"impls": list(self.impls), "options": self.options.as_plain()}
