@@ -170,7 +170,7 @@ def test_run_goes_to_pytest_xdist_workers_as_plain_data():
     run = Run(["numpy", "mutant:pre_norm"], Options(seed=3, pass_env=("PATH",), isolate=False))
     sent = json.loads(json.dumps(run.for_workers()))  # what execnet carries: plain data
     again = Run.from_plain(sent)
-    assert (again.impls, again.options, again.limits) == (run.impls, run.options, run.limits)
+    assert (again.impls, again.options, again.load_options()) == (run.impls, run.options, run.load_options())
 
 
 def test_certify_in_workers_selects_and_seeds_as_a_serial_run(certify):

@@ -53,11 +53,10 @@ def pytest_configure(config):
         " convention of the suite (advisory unless --conformance-strict)",
     ):
         config.addinivalue_line("markers", line)
-    run = run_of(config)
+    run = config.stash[_run_key] = run_of(config)
     if not run.impls:
         return
     run.publish(config)  # a check reading pytest's options reads the run's
-    config.stash[_run_key] = run
     from conformance.boundary.loading import load
     from conformance.run.hypothesis_profiles import load_profile
 
@@ -91,17 +90,15 @@ def run_of(config) -> Run:
     return Run.from_plain(sent) if sent is not None else Run.from_pytest(config)
 
 
-def the_run(config) -> Run | None:
-    """The run of this session; None when the plugin is inert (no implementation named)."""
-    return config.stash.get(_run_key, None)
+def the_run(config) -> Run:
+    """The run of this session (``pytest_configure``); without an implementation named, the plugin is inert."""
+    return config.stash[_run_key]
 
 
 @pytest.hookimpl(optionalhook=True)
 def pytest_configure_node(node):
     """pytest-xdist's controller, starting a worker: the run goes along, as plain data (``Run.for_workers``)."""
-    run = the_run(node.config)
-    if run is not None:
-        node.workerinput[RUN_KEY] = run.for_workers()
+    node.workerinput[RUN_KEY] = the_run(node.config).for_workers()
 
 
 def pytest_unconfigure(config):
@@ -160,8 +157,7 @@ _outcomes_key = pytest.StashKey[dict]()
 def pytest_generate_tests(metafunc):
     if "candidate" not in metafunc.fixturenames:
         return
-    run = the_run(metafunc.config)
-    specs = run.impls if run is not None else []
+    specs = the_run(metafunc.config).impls
     if not specs:
         metafunc.parametrize("candidate", [pytest.param(None, marks=pytest.mark.skip(reason="no --impl given"))])
         return
@@ -293,8 +289,6 @@ def pytest_collection_modifyitems(config, items):
     # which keeps a module on one worker in order: a parallel run blocks exactly what a serial run does.
     items.sort(key=run_rank)  # stable: a module keeps its own order
     run = the_run(config)
-    if run is None:
-        return
     if run.options.no_training:
         items[:] = [item for item in items if not item.get_closest_marker("training")]
     deselect_superseded(config, items)

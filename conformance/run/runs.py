@@ -29,18 +29,16 @@ def limits(options: Options, *, hide_suite_code: bool = False, own_folder: str |
 class Run:
     impls: list[str]
     options: Options = field(default_factory=Options)
-    limits: Any = None  # the isolation's ``Limits``; None: those the options set (``limits``)
+    limits: Any = None  # the isolation's ``Limits``; None: those the options set (``limits``), at the first load
     candidates: dict = field(default_factory=dict)  # spec -> Candidate, loaded before pytest started (the CLI's)
     deviations: list | None = None  # the declared deviations, loaded; None: read from options.deviations at the start
     plugins: list = field(default_factory=list)  # more pytest plugins of this run: the profiler's, the CLI's wait
     renderings: dict[str, str] = field(default_factory=dict)  # format -> path: --html, --junit, ... (reports.formats)
 
-    def __post_init__(self):
-        if self.limits is None:
-            self.limits = limits(self.options)
-
     def load_options(self) -> dict:
         """``loading.load``'s keyword arguments: every candidate of the run is loaded with these."""
+        if self.limits is None:  # built when first needed: a run with nothing to load imports no isolation
+            self.limits = limits(self.options)
         return {"timeout_s": self.options.timeout, "isolate": self.options.isolate, "limits": self.limits,
                 "threads": self.options.threads}
 

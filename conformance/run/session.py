@@ -174,7 +174,7 @@ def load_error_isolation(run) -> dict:
 
     if not should_isolate(run.impls[0], run.options.isolate):
         return {"isolated": False}
-    return {"isolated": True, "limits": run.limits.as_dict()}
+    return {"isolated": True, "limits": run.load_options()["limits"].as_dict()}
 
 
 class FreezeCollected:
