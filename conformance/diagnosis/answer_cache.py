@@ -1,6 +1,6 @@
 """The catalogue's answers kept on disk, from one run to the next: a failing model diagnosed as fast as a passing one.
 
-A student reruns ``certify`` after every edit with the same seed: the failing checks ask the catalogue's ~86
+A student reruns ``certify`` after every edit with the same seed: the failing checks ask the catalogue's
 mutants, their combinations and the paper the same questions on the same problems every time. Like
 hypothesis's example database or pytest's cache, the answers are kept in a folder:
 
@@ -81,7 +81,7 @@ def folder() -> Path:
 
 @functools.cache
 def source_digest() -> str:
-    """What every answer depends on besides its question and problem, once per process (~10 ms)."""
+    """What every answer depends on besides its question and problem, once per process."""
     return digest_of(_package_roots(), _versions())
 
 

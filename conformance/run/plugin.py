@@ -138,8 +138,8 @@ def draw_examples_from_the_seed_alone() -> None:
 
 def limit_torch_threads(threads: int) -> None:
     """The checks' tensors are tiny: a second intra-op thread only waits on the first, and on a busy
-    machine on other processes too (benchmarks/catalogue.py: 6.8 s with 1 thread, 43 s with 2 on a
-    loaded 2-CPU machine). Applies to the candidate too: it runs in this process."""
+    machine on other processes too (``python benchmarks/catalogue.py`` measures both). Applies to the
+    candidate too: it runs in this process."""
     if threads <= 0:
         return
     try:
