@@ -17,8 +17,9 @@ import os
 import sys
 from pathlib import Path
 
-# Only the standard library at the top, here and in session: ``--help`` and ``list`` start as fast as a bare
-# ``import numpy`` (issue 16; tests/test_cli_startup.py). Each command imports what it needs.
+# Only the standard library at the top, here, in session and in options: ``--help`` and ``list`` start as fast as
+# a bare ``import numpy`` (tests/test_cli_startup.py). Each command imports what it needs.
+from conformance.run import options
 from conformance.run.session import (  # noqa: F401 - the exit codes and checks_dir are the CLI's public names too
     EXIT_FAILED,
     EXIT_INTERNAL,
@@ -28,7 +29,6 @@ from conformance.run.session import (  # noqa: F401 - the exit codes and checks_
     AwaitWorker,
     checks_dir,
     load_failed,
-    load_options,
     pytest_argv,
     run_checks,
 )
@@ -39,35 +39,12 @@ def build_parser() -> argparse.ArgumentParser:
     sub = parser.add_subparsers(dest="command", required=True)
     certify = sub.add_parser("certify", help="run every check against an implementation and print its report")
     certify.add_argument("impl", help="reference, mutant:<name>, package.module:attribute, or path/to/adapter.py")
-    certify.add_argument("--json", metavar="PATH", help="also write the JSON report to PATH")
-    certify.add_argument("--workers", type=int, default=1, metavar="N", help="run checks in N processes (pytest-xdist)")
-    certify.add_argument("--seed", type=int, default=0, help="seed for random inputs (default 0)")
-    certify.add_argument("-k", dest="keyword", metavar="EXPR", help="only checks matching EXPR (pytest -k)")
-    certify.add_argument("--profile", choices=("ci", "thorough", "grade"), default="ci",
-                         help="hypothesis profile (grade: examples drawn from --seed, as grade runs them)")
-    certify.add_argument("--no-training", action="store_true", help="skip the training-convergence checks")
-    certify.add_argument("--no-diagnosis", action="store_true",
-                         help="verdicts only: do not look for the known bug behind each failure (faster)")
-    certify.add_argument("--timeout", type=float, default=60.0, help="seconds one adapter call may take")
-    certify.add_argument("--threads", type=int, default=1, metavar="N",
-                         help="torch intra-op threads (default 1, fastest on the checks' tiny tensors; 0: torch's)")
-    certify.add_argument("--strict", action="store_true",
-                         help="count the suite's own conventions (advisory checks: a fully masked row) as failures")
-    certify.add_argument("--deviations", metavar="FILE",
-                         help="the implementation's known deviations (TOML, docs/deviations.md): reported apart")
-    certify.add_argument("-v", "--verbose", action="store_true", help="also show pytest's own output")
-    certify.add_argument("--progress", choices=("auto", "live", "plain", "off"), default="auto",
-                         help="progress on stderr while checks run: a live line on a terminal, plain lines"
-                              " otherwise or under CI (auto, the default)")
-    certify.add_argument("--no-cache", action="store_true",
-                         help="recompute the known bugs' answers a diagnosis compares with, instead of reading those"
-                              " kept by earlier runs (in $CONFORMANCE_CACHE_DIR or ~/.cache/transformer-conformance;"
-                              " CONFORMANCE_CACHE=0 does the same)")
+    options.add_arguments(certify, *options.CERTIFY)
     add_report_flags(certify)
     rendering = sub.add_parser("report", help="render a saved JSON report as HTML, JUnit XML, Markdown or a badge")
     rendering.add_argument("report", metavar="REPORT.json", help="a report written by certify --json")
     add_report_flags(rendering)
-    add_isolation_arguments(certify)
+    options.add_arguments(certify, *options.ISOLATION)
     listing = sub.add_parser("list", help="list the checks with their section and claim")
     listing.add_argument("impl", nargs="?", default="reference",
                          help="the reference (default: read from the shipped index) or any implementation certify"
@@ -79,9 +56,9 @@ def build_parser() -> argparse.ArgumentParser:
     sub.add_parser("fixtures", help="verify the golden facts and print how many are encoded, verified and used")
     add_grade_parser(sub)
     kill = sub.add_parser("mutants", help="run the suite over every mutant: the kill matrix, kill rate and survivors")
-    kill.add_argument("--workers", type=int, default=1, metavar="N", help="run in N processes (pytest-xdist)")
+    options.add_arguments(kill, "workers", workers={"help": "run in N processes (pytest-xdist)"})
     kill.add_argument("--training", action="store_true", help="all training checks for all mutants (slow)")
-    kill.add_argument("--json", metavar="PATH", help="write the per-check results of every mutant to PATH")
+    options.add_arguments(kill, "json", json={"help": "write the per-check results of every mutant to PATH"})
     add_scheduler_argument(kill, "one task per mutant (instead of --workers)")
     return parser
 
@@ -105,10 +82,11 @@ def add_grade_parser(sub) -> None:
     grade.add_argument("submission", nargs="?", help="a submission folder or .py file, or a folder of submissions")
     grade.add_argument("--points", metavar="TOML", help="points per check or section (default: 1 point per check)")
     grade.add_argument("--gradescope", metavar="PATH", help="write Gradescope's results.json to PATH")
-    grade.add_argument("--json", metavar="PATH", help="write the JSON report (with the score) to PATH")
+    options.add_arguments(grade, "json", json={"help": "write the JSON report (with the score) to PATH"})
     grade.add_argument("--adapter-name", default="adapter.py", metavar="FILE",
                        help="the adapter's file name in a submission folder (default adapter.py)")
-    grade.add_argument("--seed", type=int, default=None, help="seed of the inputs (default: drawn, and recorded)")
+    options.add_arguments(grade, "seed", seed={"default": None,  # drawn per grading
+                                               "help": "seed of the inputs (default: drawn, and recorded)"})
     grade.add_argument("--one", action="store_true", help="SUBMISSION is one submission, even with subfolders")
     grade.add_argument("--jobs", type=int, default=2, metavar="N", help="a class: submissions graded at a time")
     grade.add_argument("--out", metavar="DIR", help="a class or --summarise: where reports and the summary go")
@@ -116,14 +94,13 @@ def add_grade_parser(sub) -> None:
     grade.add_argument("--summarise", nargs="+", metavar="REPORT", help="summarise JSON reports (files or folders)")
     grade.add_argument("--init-gradescope", metavar="DIR", help="write setup.sh, run_autograder, points.toml to DIR")
     grade.add_argument("--training", action="store_true", help="with --init-gradescope: run the training checks")
-    grade.add_argument("-k", dest="keyword", metavar="EXPR", help="only checks matching EXPR")
-    grade.add_argument("--no-training", action="store_true", help="skip the training-convergence checks")
-    grade.add_argument("--timeout", type=float, default=60.0, help="seconds one adapter call may take")
-    grade.add_argument("--threads", type=int, default=1, metavar="N", help="torch intra-op threads (default 1)")
-    add_isolation_arguments(grade, default=True)
+    options.add_arguments(grade, "select", "no_training", "timeout", "threads", *options.ISOLATION,
+                          select={"help": "only checks matching EXPR"},
+                          threads={"help": "torch intra-op threads (default 1)"},
+                          isolate={"default": True})  # a submission runs isolated
 
 
-def grade(args) -> int:
+def grade(args, plugins=()) -> int:
     from conformance.grading.classroom import grade_class, is_class_folder, summarise
     from conformance.grading.gradescope_setup import init_gradescope
     from conformance.grading.points import Points, PointsError
@@ -152,7 +129,7 @@ def grade(args) -> int:
               f" {args.submission} is one submission. Fix: drop --scheduler, or give the class folder",
               file=sys.stderr)
         return EXIT_USAGE
-    return grade_submission(args)
+    return grade_submission(args, plugins)
 
 
 def on_cluster_or_usage(command, args) -> int:
@@ -166,29 +143,6 @@ def on_cluster_or_usage(command, args) -> int:
         return EXIT_USAGE
 
 
-def add_isolation_arguments(parser, *, default: bool | None = None) -> None:
-    # Limits' defaults and --pass-env's check, without the proxy
-    from conformance.boundary.isolation import WORKER_MEMORY_MIB, WORKER_TOTAL_S, existing_folder, variable_set_here
-
-    group = parser.add_mutually_exclusive_group()
-    group.add_argument("--isolate", dest="isolate", action="store_const", const=True, default=default,
-                       help="run the implementation in a sandboxed worker process (default for a path to a .py file)")
-    group.add_argument("--no-isolate", dest="isolate", action="store_const", const=False,
-                       help="run it in this process (default for built-ins and module:attribute)")
-    parser.add_argument("--worker-memory", type=int, default=WORKER_MEMORY_MIB, metavar="MIB",
-                        help=f"address-space limit of the isolated worker (default {WORKER_MEMORY_MIB})")
-    parser.add_argument("--worker-total-timeout", type=float, default=WORKER_TOTAL_S, metavar="S",
-                        help="wall-clock seconds the isolated implementation may use in all"
-                             f" (default {WORKER_TOTAL_S:g})")
-    parser.add_argument("--pass-env", action="append", default=[], metavar="NAME", type=variable_set_here,
-                        help="give the isolated worker this variable of this environment, with its value (repeatable;"
-                             " the worker's environment is otherwise minimal). Passing a secret to a submission"
-                             " hands it to its author")
-    parser.add_argument("--allow-read", action="append", default=[], metavar="PATH", type=existing_folder,
-                        help="let the isolated worker read PATH and what is beneath it (repeatable; it reads only"
-                             " its own folder, Python and its packages, and its temporary folder otherwise)")
-
-
 def add_report_flags(parser) -> None:
     from conformance.reports import (
         add_flags,  # the flags alone: formats.py imports every renderer
@@ -197,30 +151,35 @@ def add_report_flags(parser) -> None:
     add_flags(parser)
 
 
-def certify(args) -> int:
+def certify(args, plugins=()) -> int:
+    """Load the implementation (exit 2 with the fix if it cannot be), then run the checks on it: its report."""
     from conformance.boundary.isolation.proxy import stop_all_workers
-    from conformance.boundary.loading import discard_preloaded, load, preload
+    from conformance.boundary.loading import load
     from conformance.errors import LoadError
+    from conformance.reports import formats
+    from conformance.run.runs import Run
 
-    if args.deviations:
+    run = Run([args.impl], options.Options.from_namespace(args), plugins=list(plugins),
+              renderings=formats.requested(args))
+    if run.options.deviations:
         from conformance.judging import deviations
 
         try:
-            deviations.load(args.deviations)
+            run.deviations = deviations.load(run.options.deviations)
         except LoadError as exc:
             print(f"transformer-conformance: {exc}", file=sys.stderr)
             return EXIT_USAGE
     try:  # fail fast, with the fix, before pytest starts; an isolated worker imports while pytest starts
-        candidate = load(args.impl, **load_options(args), wait=False)
+        candidate = load(args.impl, **run.load_options(), wait=False)
     except LoadError as exc:
-        return load_failed(args, str(exc))
-    preload(args.impl, candidate)  # the plugin's load gets it: one worker (one import) per run
+        return load_failed(run, str(exc))
+    run.candidates[args.impl] = candidate  # the plugin's: one worker (one import) per run
+    run.plugins.append(AwaitWorker(candidate, on_failure="exit"))
     try:
-        code = run_checks(args, plugins=[AwaitWorker(candidate, on_failure="exit")], quiet_usage=True)
+        code = run_checks(run, quiet_usage=True)
         error = getattr(candidate.adapter, "reason", None)  # UnloadableAdapter: the worker could not load it
-        return load_failed(args, error) if error else code
+        return load_failed(run, error) if error else code
     finally:
-        discard_preloaded()
         stop_all_workers()
 
 
@@ -251,7 +210,9 @@ def list_checks(args) -> int:
         return listing.print_index()
     import pytest
 
-    return int(pytest.main(pytest_argv([args.impl], "--collect-only", "-q")))
+    from conformance.run.runs import Run
+
+    return int(pytest.main(pytest_argv("--collect-only", "-q"), plugins=[Run([args.impl])]))
 
 
 def template(args) -> int:
@@ -336,19 +297,21 @@ def main(argv: list[str] | None = None) -> int:
     if profile:  # opt-in: where the run's time goes, written to that path (conformance/run/timing.py)
         from conformance.run.timing import profiled
 
-        return profiled(profile, run_command, argv)
+        return profiled(profile, lambda plugin: run_command(argv, plugins=(plugin,)))
     return run_command(argv)
 
 
-def run_command(argv: list[str] | None) -> int:
+def run_command(argv: list[str] | None, plugins=()) -> int:
+    """The command ``argv`` names; ``plugins``: more pytest plugins for the runs of certify and grade."""
     args = build_parser().parse_args(argv)
+    running = {"certify": certify, "grade": grade}
+    if args.command in running:
+        return running[args.command](args, plugins)
     commands = {
-        "certify": certify,
         "list": list_checks,
         "template": template,
         "fixtures": fixtures,
         "mutants": kill_matrix,
-        "grade": grade,
         "report": render_report,
     }
     return commands[args.command](args)

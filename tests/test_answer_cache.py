@@ -108,8 +108,25 @@ def test_no_cache_and_the_switch_write_nothing(tmp_path, cache, computed, capsys
     code, report = certify_in_process(tmp_path, *FAILING, "--no-cache")
     assert code == 1 and diagnoses(report) and not entries(cache)
     monkeypatch.setenv(answer_cache.SWITCH_ENV, "0")
-    matching.known_answer(matching.Question(questions.self_attention_weights), a_member().candidate, SIZES)
+    matching.known_answer(matching.Question(questions.self_attention_weights), a_member().candidate, SIZES,
+                          disk_cache=True)
     assert computed and not entries(cache)
+
+
+def test_a_run_without_the_disk_cache_neither_reads_nor_writes_it_nor_trusts_what_was_read(cache, computed,
+                                                                                            monkeypatch):
+    """``disk_cache=False`` (what ``Check`` passes for --no-cache and grade), in a process whose memory holds an
+    answer read from disk: that answer is recomputed, and the folder is not touched."""
+    ask(a_member())
+    monkeypatch.setattr(matching, "_kept", OrderedDict())
+    ask(a_member())  # read from disk, now kept in memory as read
+    written = {path: path.stat().st_mtime_ns for path in entries(cache)}
+    touched = []
+    monkeypatch.setattr(answer_cache, "read", lambda key: touched.append(key) or (False, None))
+    monkeypatch.setattr(answer_cache, "write", lambda key, answer: touched.append(key))
+    ask(a_member(), disk_cache=False)
+    assert members(computed) == 2 and not touched
+    assert {path: path.stat().st_mtime_ns for path in entries(cache)} == written
 
 
 def test_grade_neither_reads_nor_writes_the_cache_nor_trusts_what_was_read(tmp_path, cache, computed, capsys,
@@ -138,8 +155,8 @@ def test_grade_neither_reads_nor_writes_the_cache_nor_trusts_what_was_read(tmp_p
 # -- entries --------------------------------------------------------------------------------------------------
 
 
-def ask(member, answer=questions.self_attention_weights, problem=SIZES):
-    return matching.known_answer(matching.Question(answer), member.candidate, problem)
+def ask(member, answer=questions.self_attention_weights, problem=SIZES, *, disk_cache=True):
+    return matching.known_answer(matching.Question(answer), member.candidate, problem, disk_cache=disk_cache)
 
 
 def test_an_answer_comes_back_from_disk_equal_and_read_only(cache, computed, monkeypatch):

@@ -21,7 +21,7 @@ from conformance.boundary.isolation import reads
 from conformance.boundary.isolation.proxy import Limits, load_isolated
 from conformance.boundary.isolation.sandbox import READS_ABI, landlock_abi
 from conformance.cli import EXIT_USAGE, main
-from conformance.run import session
+from conformance.run import runs
 
 requires_reads_confined = pytest.mark.skipif(landlock_abi() < READS_ABI, reason="this kernel has no Landlock")
 SUITE = Path(conformance.__file__).parent
@@ -181,14 +181,12 @@ def test_an_honest_isolated_run_is_refused_nothing(tmp_path, certify):
 
 
 def test_without_landlock_the_report_and_the_grade_say_reads_are_not_confined(tmp_path, capsys, monkeypatch):
-    real = session.load_options
+    real = runs.limits
 
     def without_landlock(*args, **kwargs):
-        options = real(*args, **kwargs)
-        options["limits"] = Limits(**{**options["limits"].__dict__, "landlock": False})
-        return options
+        return Limits(**{**real(*args, **kwargs).__dict__, "landlock": False})
 
-    monkeypatch.setattr(session, "load_options", without_landlock)
+    monkeypatch.setattr(runs, "limits", without_landlock)
     folder = tmp_path / "ada"
     folder.mkdir()
     (folder / "adapter.py").write_text(textwrap.dedent('''

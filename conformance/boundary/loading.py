@@ -56,25 +56,10 @@ def should_isolate(spec: str, isolate: bool | None) -> bool:
     return names_a_path(spec) if isolate is None else isolate
 
 
-_PRELOADED: dict[str, Candidate] = {}
-
-
-def preload(spec: str, candidate: Candidate) -> None:
-    """Hand a candidate loaded before pytest starts (the CLI's) to the next ``load(spec)``: an isolated
-    implementation's worker is then started once per run, not twice."""
-    _PRELOADED[spec] = candidate
-
-
-def discard_preloaded() -> None:
-    _PRELOADED.clear()
-
-
 def load(spec: str, *, timeout_s: float | None = None, isolate: bool | None = None, limits=None,
          threads: int = 1, wait: bool = True) -> Candidate:
     """Load and validate an implementation; the result is what every check receives. Isolated (see
     ``should_isolate``), the adapter lives in a worker process behind ``isolation.proxy.ProxyAdapter``."""
-    if spec in _PRELOADED:
-        return _PRELOADED.pop(spec)
     if should_isolate(spec, isolate):
         from conformance.boundary.isolation.proxy import load_isolated
 

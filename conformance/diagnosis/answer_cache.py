@@ -1,6 +1,6 @@
-"""The catalogue's answers kept on disk, from one run to the next (issue 16: a failing model as fast as a passing one).
+"""The catalogue's answers kept on disk, from one run to the next: a failing model diagnosed as fast as a passing one.
 
-A student reruns ``certify`` after every edit with the same seed: the failing checks ask the catalogue's ~86
+A student reruns ``certify`` after every edit with the same seed: the failing checks ask the catalogue's
 mutants, their combinations and the paper the same questions on the same problems every time. Like
 hypothesis's example database or pytest's cache, the answers are kept in a folder:
 
@@ -18,9 +18,10 @@ The candidate under diagnosis is never kept: only the members the catalogue name
 Entries are written atomically (a temporary file, then ``os.replace``): two xdist workers or two runs never
 read a torn file, and a file that cannot be read is a miss, rewritten. The folder stays under MAX_BYTES (the
 least recently used entries go), and folders of other digests unused for an hour are removed, at most once per
-process. Off with ``certify --no-cache`` or ``CONFORMANCE_CACHE=0``, and always off in ``grade``
-(``enable_for_run``, from the plugin): a submission runs on the grader's machine, and entries it wrote would
-name a bug it does not have, or hide one; grading trusts no file another process could have written meanwhile.
+process. Off with ``CONFORMANCE_CACHE=0`` (``enabled``), for one run with ``certify --no-cache``, and always off
+in ``grade``: a submission runs on the grader's machine, and entries it wrote would name a bug it does not have,
+or hide one; grading trusts no file another process could have written meanwhile. A run's setting reaches the
+diagnosis with each check (``Check(disk_cache=...)``, which ``diagnosis.matching`` passes down to its reads).
 """
 
 from __future__ import annotations
@@ -31,6 +32,7 @@ import functools
 import hashlib
 import importlib.util
 import io
+import itertools
 import os
 import platform
 import re
@@ -58,18 +60,9 @@ class Uncacheable(Exception):
 
 # -- on or off --------------------------------------------------------------------------------------------------
 
-_run_enabled = True  # set for one certify run by the plugin (--no-cache, grade)
-
-
 def enabled() -> bool:
-    return _run_enabled and os.environ.get(SWITCH_ENV, "1") != "0"
-
-
-def enable_for_run(on: bool) -> bool:
-    """Turn the cache on or off until the next call (the plugin, for one run); returns the previous setting."""
-    global _run_enabled
-    previous, _run_enabled = _run_enabled, on
-    return previous
+    """Whether this process may keep answers on disk at all (``CONFORMANCE_CACHE``); a run may still say no."""
+    return os.environ.get(SWITCH_ENV, "1") != "0"
 
 
 # -- where --------------------------------------------------------------------------------------------------------
@@ -88,7 +81,7 @@ def folder() -> Path:
 
 @functools.cache
 def source_digest() -> str:
-    """What every answer depends on besides its question and problem, once per process (~10 ms)."""
+    """What every answer depends on besides its question and problem, once per process."""
     return digest_of(_package_roots(), _versions())
 
 
@@ -269,16 +262,14 @@ def read(key: str) -> tuple[bool, np.ndarray | None]:
     return True, answer
 
 
-_writes = 0
+_WRITES = itertools.count(1)  # this process's writes, numbered: every TIDY_EVERY-th tidies the folder
 
 
 def write(key: str, answer: np.ndarray | None) -> None:
     """Store an answer (None: the bug could not answer) atomically; a full or read-only disk loses nothing but
     time."""
-    global _writes
     path = path_of(key)
-    _writes += 1
-    if _writes % TIDY_EVERY == 0:
+    if next(_WRITES) % TIDY_EVERY == 0:
         tidy(path.parent.parent)
     try:
         path.parent.mkdir(parents=True, exist_ok=True)

@@ -41,23 +41,24 @@ def _loaded() -> tuple[KnownBug, ...]:
     return tuple(loaded)
 
 
-# Catalogue members by identity -> (member, its name): the name keys their answers on disk
-# (``answer_cache``). Only the candidates built here are named: a stand-in catalogue (tests) has no names,
-# so nothing it answers is kept beyond the process.
-_NAMES: dict[int, tuple[Any, str]] = {}
+# A member's name keys its answers on disk (``answer_cache``), and travels on the member itself. Only the
+# candidates built here are named: a stand-in catalogue (tests) has no names, so nothing it answers is kept
+# beyond the process.
+MEMBER_NAME = "catalogue_name"
 
 
 def named(candidate, name: str):
-    """Record ``candidate`` as the catalogue member ``name`` (a mutant, a combination "a+b", the paper)."""
+    """Mark ``candidate`` as the catalogue member ``name`` (a mutant, a combination "a+b", the paper)."""
     if candidate is not None:
-        _NAMES[id(candidate)] = (candidate, name)  # held: its id cannot be reused
+        setattr(candidate, MEMBER_NAME, name)
     return candidate
 
 
 def catalogue_name(candidate) -> str | None:
-    """The name ``named`` gave this candidate, or None when it is not a member of the catalogue."""
-    member, name = _NAMES.get(id(candidate), (None, None))
-    return name if member is candidate else None
+    """The name ``named`` gave this candidate, or None when it is not a member of the catalogue. Read from the
+    candidate's own attributes: a wrapper that forwards attribute reads (a recorder) is not the member."""
+    name = getattr(candidate, "__dict__", {}).get(MEMBER_NAME)
+    return name if isinstance(name, str) else None
 
 
 def excluded() -> set[str]:

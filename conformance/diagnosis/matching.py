@@ -47,18 +47,21 @@ def _problem_key(problem):
     return (type(problem).__name__, problem)
 
 
-def known_answer(question: Question, known, problem) -> np.ndarray | None:
+def known_answer(question: Question, known, problem, *, disk_cache: bool) -> np.ndarray | None:
     """``_answer`` for a candidate of the catalogue (a mutant, a combination, the paper), kept: asked again with
-    an equal problem it is not rerun. Never for the candidate under diagnosis (it may be anything)."""
+    an equal problem it is not rerun. Never for the candidate under diagnosis (it may be anything). ``disk_cache``:
+    the run reads and writes the answers kept on disk (``answer_cache``), and trusts those read earlier."""
+    disk_cache = disk_cache and answer_cache.enabled()
     try:
         key = (id(known), question.answer, _problem_key(problem))
         hash(key)
     except (_Uncacheable, TypeError):
         return _answer(question, known, problem)
-    if key in _kept and (answer_cache.enabled() or not _kept[key][2]):
+    if key in _kept and (disk_cache or not _kept[key][2]):
         _kept.move_to_end(key)
         return _kept[key][1]
-    answer, read = _stored_or_answered(question, known, problem, key[2])
+    answer, read = _stored_or_answered(question, known, problem, key[2]) if disk_cache \
+        else (_answer(question, known, problem), False)
     if answer is not None:
         answer.setflags(write=False)  # shared by every later asker
     # The candidate held: its id cannot be reused while the entry lives. An answer read from disk is not
@@ -74,7 +77,7 @@ def _stored_or_answered(question: Question, known, problem, problem_key) -> tupl
     else computed and written there; and whether it was read. Only for the catalogue's own members, named by
     it, and questions and problems that another process would name the same."""
     name = catalogue_name(known)
-    if name is None or not answer_cache.enabled():
+    if name is None:
         return _answer(question, known, problem), False
     try:
         key = answer_cache.entry_key(name, question.answer, problem_key)
@@ -113,7 +116,8 @@ def _distance(a, b) -> float:
     return float(np.abs(np.asarray(a) - np.asarray(b)).max()) if np.size(a) else 0.0
 
 
-def confirmed_matches(candidate, question: Question, tol: Tolerance, *, actual=None) -> list[dict]:
+def confirmed_matches(candidate, question: Question, tol: Tolerance, *, actual=None,
+                      disk_cache: bool = True) -> list[dict]:
     """The known bugs whose answer equals the candidate's on the failing problem and on a second one where
     they differ from the paper's: [{mutant, bug, max_abs, probe_max_abs}], closest first. When no single bug
     is confirmed, the combinations of known bugs (``combined_matches``): {mutant: "a+b", mutants: [a, b], ...}."""
@@ -122,25 +126,26 @@ def confirmed_matches(candidate, question: Question, tol: Tolerance, *, actual=N
     if mine is None or not np.isfinite(mine).all():
         return []
     same = _same(question, tol)
-    second = _Second(candidate, question, same)
+    second = _Second(candidate, question, same, disk_cache)
     if not second.ready():
         return []  # right on the second problem: neither a single bug nor a combination can be confirmed
     known = known_bugs()
     if _costlier(problem, second.problem):  # a base-size question: ask it only of the mutants the probe keeps
         confirmed, asked = _confirm_probe_first(second, problem, mine, known)
     else:
-        asked = {bug.name: known_answer(question, bug.candidate, problem) for bug in known}
+        asked = {bug.name: known_answer(question, bug.candidate, problem, disk_cache=disk_cache) for bug in known}
         first = [(bug, _distance(mine, asked[bug.name])) for bug in known if same(mine, asked[bug.name])]
         confirmed = _confirm(second, first) if first else []
     if confirmed:  # remembered: the combinations of later checks try it first (combined_matches)
         _PROFILES.setdefault(candidate, set()).update((match["mutant"],) for match in confirmed)
         return confirmed
-    answers = [(bug, asked[bug.name] if bug.name in asked else known_answer(question, bug.candidate, problem))
-               for bug in known]
+    answers = [(bug, asked[bug.name] if bug.name in asked
+                else known_answer(question, bug.candidate, problem, disk_cache=disk_cache)) for bug in known]
     return combined_matches(second, problem, mine, answers)
 
 
-def offered(candidate, question: Question, tol: Tolerance, matches: list[dict]) -> list[dict]:
+def offered(candidate, question: Question, tol: Tolerance, matches: list[dict], *,
+            disk_cache: bool = True) -> list[dict]:
     """The matches a failure's message offers: the confirmed cause (the closest match), then each alternative
     whose answer differs from the cause's somewhere this question can show it (the failing problem, the second
     one, or a third drawn as the second is). An alternative that answers as the cause wherever this question
@@ -157,8 +162,9 @@ def offered(candidate, question: Question, tol: Tolerance, matches: list[dict]) 
 
     def shows_a_difference(match: dict) -> bool:
         other = _catalogue_member(match)
-        return other is None or any(not same(known_answer(question, cause.candidate, problem),
-                                             known_answer(question, other.candidate, problem)) for problem in problems)
+        return other is None or any(not same(known_answer(question, cause.candidate, problem, disk_cache=disk_cache),
+                                             known_answer(question, other.candidate, problem, disk_cache=disk_cache))
+                                    for problem in problems)
 
     return [matches[0], *(match for match in matches[1:] if shows_a_difference(match))]
 
@@ -183,8 +189,8 @@ def _catalogue_member(match: dict):
 class _Second:
     """The second problem, and the candidate's and the paper's answers there, computed once when first needed."""
 
-    def __init__(self, candidate, question: Question, same):
-        self.candidate, self.question, self.same = candidate, question, same
+    def __init__(self, candidate, question: Question, same, disk_cache: bool = True):
+        self.candidate, self.question, self.same, self.disk_cache = candidate, question, same, disk_cache
         self._asked = False
         self.problem = self.mine = self.correct = None
 
@@ -196,7 +202,7 @@ class _Second:
             if second is not None and reference is not None:
                 self.problem = self.candidate.fit(second)
                 self.mine = _answer(self.question, self.candidate, self.problem)
-                self.correct = known_answer(self.question, reference, self.problem)
+                self.correct = known_answer(self.question, reference, self.problem, disk_cache=self.disk_cache)
         # A collapsed answer here confirms nothing, whatever matches it: every bug that collapses the same way
         # does (a decoding of nothing but padding). The failing problem is drawn, not chosen, and may be too
         # small to be anything but degenerate (one query: every softmax gives weight 1); this one is built not to.
@@ -206,7 +212,7 @@ class _Second:
     def confirms(self, known) -> float | None:
         """``known``'s distance from the candidate on the second problem when it matches there and differs
         from the paper's; else None."""
-        theirs = known_answer(self.question, known.candidate, self.problem)
+        theirs = known_answer(self.question, known.candidate, self.problem, disk_cache=self.disk_cache)
         if self.same(self.mine, theirs) and not self.same(theirs, self.correct):
             return _distance(self.mine, theirs)
         return None
@@ -240,7 +246,7 @@ def _confirm_probe_first(second: _Second, problem, mine, known) -> tuple[list[di
         probe_max_abs = second.confirms(bug)
         if probe_max_abs is None:
             continue
-        theirs = asked[bug.name] = known_answer(second.question, bug.candidate, problem)
+        theirs = asked[bug.name] = known_answer(second.question, bug.candidate, problem, disk_cache=second.disk_cache)
         if second.same(mine, theirs):
             confirmed.append({"mutant": bug.name, "bug": bug.bug, "max_abs": _distance(mine, theirs),
                               "probe_max_abs": probe_max_abs})
@@ -298,10 +304,11 @@ def _alignment(a, b) -> float:
     return float(a @ b) / norms if norms > 0 else 0.0
 
 
-def _papers(question: Question, problem) -> list:
+def _papers(question: Question, problem, disk_cache: bool) -> list:
     """The paper's answers on ``problem``: the reference's, and the NumPy implementation's (float64), which
     the NumPy mutants are built on: a mutant that gives either one says nothing."""
-    answers = [known_answer(question, reference, problem) for reference in (paper(), numpy_paper()) if reference]
+    answers = [known_answer(question, reference, problem, disk_cache=disk_cache)
+               for reference in (paper(), numpy_paper()) if reference]
     return [answer for answer in answers if answer is not None]
 
 
@@ -309,7 +316,7 @@ def combined_matches(second: _Second, problem, mine, answers) -> list[dict]:
     """Combinations of known bugs (``combine``) whose answer equals the candidate's on the failing problem
     and on the second one, where they differ from the paper's; the first stage that confirms one ends the
     search. Never more than MAX_RERUNS questions asked of composed candidates."""
-    papers = _papers(second.question, problem)
+    papers = _papers(second.question, problem, second.disk_cache)
     if not papers:
         return []
     ranked = [known.name for known in closest_singles(mine, papers, second.same, answers)]
@@ -360,12 +367,14 @@ def _seen_only_by_the_second(search: _CombinationSearch, papers, answers) -> lis
     second = search.second
     silent = [bug for bug, theirs in answers
               if theirs is not None and any(second.same(theirs, answer) for answer in papers)]
-    on_second = [(bug, known_answer(second.question, bug.candidate, second.problem)) for bug in silent]
+    on_second = [(bug, known_answer(second.question, bug.candidate, second.problem, disk_cache=second.disk_cache))
+                 for bug in silent]
     singles = {bug.name: bug for bug, _ in answers}
     extended = []
     for names in seeds:
         seed = singles[names[0]] if len(names) == 1 else combination(tuple(sorted(names)))
-        seeds_answer = None if seed is None else known_answer(second.question, seed.candidate, second.problem)
+        seeds_answer = None if seed is None else known_answer(second.question, seed.candidate, second.problem,
+                                                              disk_cache=second.disk_cache)
         if seeds_answer is None or np.shape(seeds_answer) != np.shape(second.mine):
             continue
         ranked = _explaining(second.mine - seeds_answer, second.correct, on_second)
@@ -426,7 +435,8 @@ class _CombinationSearch:
                 break
             self.asked.add(combo.names)
             self.reruns_left -= 1
-            theirs = known_answer(self.second.question, combo.candidate, self.problem)
+            theirs = known_answer(self.second.question, combo.candidate, self.problem,
+                                  disk_cache=self.second.disk_cache)
             if theirs is None or np.shape(theirs) != np.shape(self.mine) or not np.isfinite(theirs).all():
                 continue
             (matched if self.second.same(self.mine, theirs) else self.misses).append(
@@ -468,7 +478,8 @@ class _CombinationSearch:
                 if smaller is None or self.reruns_left <= 0:
                     continue
                 self.reruns_left -= 1
-                theirs = known_answer(self.second.question, smaller.candidate, self.problem)
+                theirs = known_answer(self.second.question, smaller.candidate, self.problem,
+                                      disk_cache=self.second.disk_cache)
                 if theirs is None or np.shape(theirs) != np.shape(self.mine) or not self.second.same(self.mine, theirs):
                     continue
                 probe = self.second.confirms(smaller)

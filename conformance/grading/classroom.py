@@ -70,8 +70,8 @@ def grade_arguments(folder: Path, seed: int, args) -> list[str]:
         command += ["--points", str(args.points)]
     if args.no_training:
         command.append("--no-training")
-    if args.keyword:
-        command += ["-k", args.keyword]
+    if args.select:
+        command += ["-k", args.select]
     for name in args.pass_env:
         command += ["--pass-env", name]
     for path in args.allow_read:

@@ -9,7 +9,6 @@ naming why, so its score is 0 of the same maximum as everyone's.
 
 from __future__ import annotations
 
-import argparse
 import json
 import secrets
 import sys
@@ -37,26 +36,27 @@ def draw_seed(seed: int | None) -> int:
     return secrets.randbelow(2**31) if seed is None else seed
 
 
-def certify_args(args, spec: str, seed: int, report: Path) -> argparse.Namespace:
-    """The ``certify`` arguments of a grading run (``session.run_checks`` reads them)."""
-    return argparse.Namespace(
-        impl=spec, json=str(report), workers=1, seed=seed, keyword=args.keyword, profile="grade",
-        no_training=args.no_training, timeout=args.timeout, threads=args.threads, verbose=False,
-        isolate=args.isolate, worker_memory=args.worker_memory, worker_total_timeout=args.worker_total_timeout,
-        pass_env=args.pass_env,  # only what the grader named: a submission sees no other variable of the grader's
-        allow_read=args.allow_read,  # and reads no folder but its own, Python's and these
-        # No answers kept on disk: the submission runs on this machine during grading, and could write entries
-        # that name a bug it does not have (or hide one). The diagnosis never trusts files another process
-        # could have written meanwhile; it recomputes every catalogue answer.
-        no_cache=True,
-    )
+def grading_options(args, seed: int, report: Path):
+    """The options of a grading run: the grade's own, then what every grading run has."""
+    import dataclasses
+
+    from conformance.run.options import Options
+
+    # pass_env: only what the grader named, a submission sees no other variable of the grader's; allow_read: and
+    # it reads no folder but its own, Python's and these. no_cache: no answers kept on disk: the submission runs
+    # on this machine during grading, and could write entries that name a bug it does not have (or hide one). The
+    # diagnosis never trusts files another process could have written meanwhile; it recomputes every answer.
+    return dataclasses.replace(Options.from_namespace(args), json=str(report), seed=seed, profile="grade",
+                               workers=1, verbose=False, progress="off", no_cache=True)
 
 
-def grade_submission(args) -> int:
-    """Grade ``args.submission``; print the report and the score; exit as ``certify`` would."""
+def grade_submission(args, plugins=()) -> int:
+    """Grade ``args.submission``; print the report and the score; exit as ``certify`` would. ``plugins``: more
+    pytest plugins for its run (the profiler's)."""
     from conformance.boundary.isolation.proxy import stop_all_workers
-    from conformance.boundary.loading import discard_preloaded, load, preload
-    from conformance.run.session import AwaitWorker, load_options, run_checks, unloadable_candidate  # noqa: F401
+    from conformance.boundary.loading import load
+    from conformance.run import runs
+    from conformance.run.session import AwaitWorker, run_checks, unloadable_candidate
 
     started = time.monotonic()
     submission = Path(args.submission)
@@ -69,18 +69,19 @@ def grade_submission(args) -> int:
     seed = draw_seed(args.seed)
     with tempfile.TemporaryDirectory() as tmp:
         report_path = Path(args.json) if args.json else Path(tmp) / "report.json"
-        run = certify_args(args, spec, seed, report_path)
+        options = grading_options(args, seed, report_path)
+        own = submission if submission.is_dir() else submission.parent  # what it may read of its own
+        run = runs.Run([spec], options, runs.limits(options, hide_suite_code=True, own_folder=str(own)),
+                       plugins=list(plugins))
         try:
-            own = submission if submission.is_dir() else submission.parent  # what it may read of its own
-            candidate = (unloadable_candidate(spec, failure) if failure
-                         else load(spec, **load_options(run, hide_suite_code=True, own_folder=str(own)), wait=False))
+            candidate = unloadable_candidate(spec, failure) if failure else load(spec, **run.load_options(), wait=False)
         except LoadError as exc:
             candidate = unloadable_candidate(spec, str(exc))
-        preload(spec, candidate)
+        run.candidates[spec] = candidate
+        run.plugins.append(AwaitWorker(candidate, on_failure="replace"))
         try:
-            code = run_checks(run, plugins=[AwaitWorker(candidate, on_failure="replace")])
+            code = run_checks(run)
         finally:
-            discard_preloaded()
             stop_all_workers()
         if not report_path.is_file():
             return code

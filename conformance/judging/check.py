@@ -33,8 +33,9 @@ def reporting() -> bool:
 
 
 class Check:
-    def __init__(self, candidate=None, *, diagnose: bool = True, check_id: str | None = None):
+    def __init__(self, candidate=None, *, diagnose: bool = True, disk_cache: bool = True, check_id: str | None = None):
         self.candidate, self.diagnose, self.check_id = candidate, diagnose, check_id
+        self.disk_cache = disk_cache  # the diagnosis may read and write the answers kept on disk (--no-cache, grade)
         self.measurements: list[dict] = []
         self.data: dict = {}
         self.facts: set[str] = set()  # the published facts this check compared against
@@ -124,10 +125,13 @@ class Check:
         if not self.diagnose:
             return
         tol = tol or (ask.tol if ask is not None and ask.tol else for_dtype(MODEL, self.candidate.conventions.dtype))
-        matches = _quietly(lambda: confirmed_matches(self.candidate, ask, tol)) if ask is not None else []
+        disk = self.disk_cache
+        matches = _quietly(lambda: confirmed_matches(self.candidate, ask, tol, disk_cache=disk)) \
+            if ask is not None else []
         where = _safely(locate) if locate else None
         patterns = (_quietly(structure) or []) if structure else []
-        shown = (_quietly(lambda: offered(self.candidate, ask, tol, matches)) or matches) if matches else []
+        shown = (_quietly(lambda: offered(self.candidate, ask, tol, matches, disk_cache=disk)) or matches) \
+            if matches else []
         lines = tail(shown, where, patterns)
         failure.fields.update(diagnosis=matches or [], patterns=patterns)
         if matches:
@@ -137,7 +141,7 @@ class Check:
             failure.fields["likely_cause"] = RANDOM_AT_EVALUATION
             lines.append(f"  likely cause: {RANDOM_AT_EVALUATION}")
         elif ask is not None:  # no known bug: what was measured, confirmed on a second problem
-            described = _quietly(lambda: describe(self.candidate, ask, tol)) or []
+            described = _quietly(lambda: describe(self.candidate, ask, tol, disk_cache=disk)) or []
             failure.fields["descriptions"] = described
             lines[:0] = fmt_descriptions(described)
             if described and not patterns:

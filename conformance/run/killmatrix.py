@@ -148,7 +148,7 @@ def run(args) -> bool:
     elif args.training:
         results += session(args, [row.name for row in rows], [])
     else:
-        results += session(args, [row.name for row in rows if not row.training], ["--no-training"])
+        results += session(args, [row.name for row in rows if not row.training], [], no_training=True)
         training = [row.name for row in rows if row.training]
         if training:
             results += session(args, training, ["-k", WITHOUT_CONVERGENCE])
@@ -165,26 +165,28 @@ def run(args) -> bool:
     return all((row.killed or row.advised) and not row.missed for row in rows)
 
 
-def session(args, names: list[str], extra: list[str]) -> list:
-    """The results of one pytest session that certifies every mutant of ``names``."""
+def session(args, names: list[str], extra: list[str], *, no_training: bool = False) -> list:
+    """The results of one pytest session that certifies every mutant of ``names``; ``extra``: pytest's options."""
     import contextlib
     import io
 
     import pytest
 
+    from conformance.run.options import Options
     from conformance.run.plugin import ResultCollector
+    from conformance.run.runs import Run
     from conformance.run.session import pytest_argv, workers_args
 
     # The matrix reads statuses alone: no failure is matched against the catalogue (a third of a failing run).
-    argv = pytest_argv([f"mutant:{name}" for name in names], "-q", "--tb=no", "--no-header",
-                       "--conformance-no-diagnosis", *extra)
+    run = Run([f"mutant:{name}" for name in names], Options(no_diagnosis=True, no_training=no_training))
+    argv = pytest_argv("-q", "--tb=no", "--no-header", *extra)
     if args.workers > 1:
         # Without the convergence run no module needs to stay on one worker: idle workers take pending checks
         # from busy ones (a module over 86 mutants is minutes of work, and the modules differ tenfold).
         argv += workers_args(args.workers, "loadfile" if args.training else "worksteal")
     collector = ResultCollector()
     with contextlib.redirect_stdout(io.StringIO()):
-        pytest.main(argv, plugins=[collector])
+        pytest.main(argv, plugins=[run, collector])
     if collector.config is None:
         raise RuntimeError("the kill-matrix session collected no results")
     return list(collector.results)

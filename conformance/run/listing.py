@@ -19,8 +19,8 @@ INDEXED_IMPL = "reference"
 INDEX = os.path.join(os.path.dirname(os.path.dirname(__file__)), "judging", "checks", "index.json")
 SUMMARY = re.compile(r"^(?:(?P<selected>\d+)/)?(?P<collected>\d+) tests? collected"
                      r"(?: \((?P<deselected>\d+) deselected\))? in [\d.]+s$")
-COLLECT = ("import sys, pytest; from conformance.run.session import pytest_argv;"
-           " sys.exit(int(pytest.main(pytest_argv([sys.argv[1]], '--collect-only', '-q'))))")
+COLLECT = ("import sys, pytest; from conformance.run.runs import Run; from conformance.run.session import pytest_argv;"
+           " sys.exit(int(pytest.main(pytest_argv('--collect-only', '-q'), plugins=[Run([sys.argv[1]])])))")
 
 
 def read_index(path: str = INDEX) -> dict:

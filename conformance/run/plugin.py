@@ -11,6 +11,7 @@ returns garbage gives an *error* for that one check, and the run goes on.
 
 from __future__ import annotations
 
+import contextlib
 import functools
 import shutil
 import sys
@@ -25,62 +26,16 @@ from conformance.errors import BadOutput, Blocked, ConformanceOutcome, LoadError
 from conformance.judging import deviations
 from conformance.paper import claims
 from conformance.results import FAILING, CheckResult, plain
+from conformance.run.runs import Run
 
 RESULTS_KEY = "conformance"
+RUN_KEY = "conformance_run"  # the run, in what pytest-xdist sends each worker
 
 
 def pytest_addoption(parser):
-    group = parser.getgroup("conformance", "transformer conformance")
-    group.addoption(
-        "--impl",
-        action="append",
-        default=[],
-        metavar="IMPL",
-        help="implementation to certify: a built-in name (reference), module:attribute, or a .py file",
-    )
-    group.addoption("--conformance-json", metavar="PATH", help="write the JSON report to PATH")
-    group.addoption(
-        "--conformance-seed", type=int, default=0, metavar="SEED", help="seed for random inputs (default 0)"
-    )
-    group.addoption("--conformance-summary", action="store_true", help="print one line per check, grouped by section")
-    group.addoption(
-        "--conformance-profile",
-        choices=("ci", "thorough", "grade"),
-        default="ci",
-        help="hypothesis profile: ci (deterministic, fast), thorough (certification) or grade (ci's size, examples"
-             " drawn from --hypothesis-seed: inputs a submission cannot predict)",
-    )
-    group.addoption("--check-timeout", type=float, default=60.0, metavar="S", help="seconds one adapter call may take")
-    group.addoption("--no-training", action="store_true", help="skip the training-convergence checks")
-    group.addoption(
-        "--conformance-no-diagnosis", action="store_true",
-        help="verdicts only: a failure is not matched against the known bugs (the kill matrix reads statuses alone)",
-    )
-    group.addoption(
-        "--conformance-select", metavar="EXPR",
-        help="only checks whose id matches EXPR (pytest -k syntax, matched against the check id alone, so an"
-             " implementation's name never selects every check)",
-    )
-    group.addoption(
-        "--conformance-strict", action="store_true",
-        help="count the suite's own conventions (advisory checks) against conformance, like the paper's claims",
-    )
-    group.addoption(
-        "--conformance-deviations", metavar="FILE",
-        help="a TOML file of the implementation's known deviations (docs/deviations.md): failures they explain are"
-             " reported as 'deviation', apart, and not counted",
-    )
-    group.addoption(
-        "--conformance-threads", type=int, default=1, metavar="N",
-        help="torch intra-op threads while the checks run (default 1; 0 leaves torch's default)",
-    )
-    group.addoption(
-        "--conformance-no-cache", action="store_true",
-        help="neither read nor write the catalogue's answers kept on disk (conformance.diagnosis.answer_cache)",
-    )
-    from conformance.boundary.isolation.options import add_options
+    from conformance.run.options import add_pytest_options
 
-    add_options(group)
+    add_pytest_options(parser.getgroup("conformance", "transformer conformance"))
 
 
 def pytest_configure(config):
@@ -98,23 +53,23 @@ def pytest_configure(config):
         " convention of the suite (advisory unless --conformance-strict)",
     ):
         config.addinivalue_line("markers", line)
-    specs = config.getoption("impl")
-    if not specs:
+    run = config.stash[_run_key] = run_of(config)
+    if not run.impls:
         return
-    from conformance.boundary.isolation.options import load_options
+    run.publish(config)  # a check reading pytest's options reads the run's
     from conformance.boundary.loading import load
     from conformance.run.hypothesis_profiles import load_profile
 
-    load_profile(config.getoption("conformance_profile"))
-    use_the_answer_cache(config)
+    load_profile(run.options.profile)
     keep_hypothesis_files_out_of_the_working_directory(config)
     draw_examples_from_the_seed_alone()
-    limit_torch_threads(config.getoption("conformance_threads"))
+    limit_torch_threads(run.options.threads)
     try:
-        candidates = {spec: load(spec, timeout_s=config.getoption("check_timeout"), **load_options(config))
-                      for spec in specs}
-        path = config.getoption("conformance_deviations")
-        config.stash[_deviations_key] = deviations.load(path) if path else []
+        candidates = {spec: run.candidates[spec] if spec in run.candidates else load(spec, **run.load_options())
+                      for spec in run.impls}
+        if run.deviations is None:
+            path = run.options.deviations
+            run.deviations = deviations.load(path) if path else []
     except LoadError as exc:
         raise pytest.UsageError(str(exc)) from exc
     config.stash[_candidates_key] = candidates
@@ -125,19 +80,31 @@ def pytest_configure(config):
     collector.bind(config, candidates)
 
 
+def run_of(config) -> Run:
+    """The run: the one the command line handed to ``pytest.main``, else the one pytest-xdist's controller sent
+    this worker, else the one pytest's options describe (a plain ``pytest --impl ...``)."""
+    handed = next((p for p in config.pluginmanager.get_plugins() if isinstance(p, Run)), None)
+    if handed is not None:
+        return handed
+    sent = getattr(config, "workerinput", {}).get(RUN_KEY)
+    return Run.from_plain(sent) if sent is not None else Run.from_pytest(config)
+
+
+def the_run(config) -> Run:
+    """The run of this session (``pytest_configure``); without an implementation named, the plugin is inert."""
+    return config.stash[_run_key]
+
+
+@pytest.hookimpl(optionalhook=True)
+def pytest_configure_node(node):
+    """pytest-xdist's controller, starting a worker: the run goes along, as plain data (``Run.for_workers``)."""
+    node.workerinput[RUN_KEY] = the_run(node.config).for_workers()
+
+
 def pytest_unconfigure(config):
     from conformance.boundary.isolation.options import close
 
     close(config.stash.get(_candidates_key, {}).values())  # isolated workers end with the session
-
-
-def use_the_answer_cache(config) -> None:
-    """The catalogue's answers from earlier runs, unless --conformance-no-cache (certify --no-cache, and every
-    grade run); the setting before the run comes back after it (in-process runs, the suite's own tests)."""
-    from conformance.diagnosis import answer_cache
-
-    previous = answer_cache.enable_for_run(not config.getoption("conformance_no_cache"))
-    config.add_cleanup(lambda: answer_cache.enable_for_run(previous))
 
 
 def keep_hypothesis_files_out_of_the_working_directory(config) -> None:
@@ -171,8 +138,8 @@ def draw_examples_from_the_seed_alone() -> None:
 
 def limit_torch_threads(threads: int) -> None:
     """The checks' tensors are tiny: a second intra-op thread only waits on the first, and on a busy
-    machine on other processes too (benchmarks/catalogue.py: 6.8 s with 1 thread, 43 s with 2 on a
-    loaded 2-CPU machine). Applies to the candidate too: it runs in this process."""
+    machine on other processes too (``python benchmarks/catalogue.py`` measures both). Applies to the
+    candidate too: it runs in this process."""
     if threads <= 0:
         return
     try:
@@ -182,15 +149,15 @@ def limit_torch_threads(threads: int) -> None:
     torch.set_num_threads(threads)
 
 
+_run_key = pytest.StashKey[Run]()
 _candidates_key = pytest.StashKey[dict]()
-_deviations_key = pytest.StashKey[list]()
 _outcomes_key = pytest.StashKey[dict]()
 
 
 def pytest_generate_tests(metafunc):
     if "candidate" not in metafunc.fixturenames:
         return
-    specs = metafunc.config.getoption("impl")
+    specs = the_run(metafunc.config).impls
     if not specs:
         metafunc.parametrize("candidate", [pytest.param(None, marks=pytest.mark.skip(reason="no --impl given"))])
         return
@@ -205,7 +172,7 @@ def candidate(request):
 @pytest.fixture
 def rng(request) -> np.random.Generator:
     """Random inputs that depend only on --conformance-seed and the check, not on run order."""
-    seed = request.config.getoption("conformance_seed")
+    seed = the_run(request.config).options.seed
     return np.random.default_rng([seed, *check_id(request.node).encode()])
 
 
@@ -214,7 +181,8 @@ def check(request, candidate):
     """The check's recorder and explainer (``conformance.judging.check.Check``): comparisons, claims, data."""
     from conformance.judging.check import Check
 
-    recorder = Check(candidate, diagnose=not request.config.getoption("conformance_no_diagnosis"),
+    options = the_run(request.config).options
+    recorder = Check(candidate, diagnose=not options.no_diagnosis, disk_cache=not options.no_cache,
                      check_id=check_id(request.node))
     request.node.stash[_recorder_key] = recorder
     return recorder
@@ -257,15 +225,13 @@ class Examples:
 
 
 _examples_key = pytest.StashKey[Examples]()
-_running: Examples | None = None  # the examples of the check running in this process
 
 
-def per_example(inner):
+def per_example(inner, examples: Examples):
     """Wrap a property check's inner test (``hypothesis.inner_test``, the documented seam): fit each drawn
     problem into the candidate's declared configurations, and turn a configuration the candidate cannot
-    build into a skipped example (``hypothesis.reject``) instead of a check ended as not implemented."""
-    if getattr(inner, "_conformance_per_example", False):
-        return inner
+    build into a skipped example (``hypothesis.reject``) instead of a check ended as not implemented. Each
+    example is counted in ``examples``, the running check's."""
 
     @functools.wraps(inner)
     def run_example(*args, **kwargs):
@@ -277,29 +243,32 @@ def per_example(inner):
         try:
             outcome = inner(*args, **kwargs)
         except PartNotImplemented as exc:
-            if _running is not None:
-                _running.skipped += 1
-                _running.reasons[exc.fields.get("reason") or exc.message] = True
+            examples.skipped += 1
+            examples.reasons[exc.fields.get("reason") or exc.message] = True
             reject()
         except BaseException:
-            _count_ran()
+            examples.ran += 1
             raise
-        _count_ran()
+        examples.ran += 1
         return outcome
 
-    run_example._conformance_per_example = True
     return run_example
 
 
-def _count_ran() -> None:
-    if _running is not None:
-        _running.ran += 1
-
-
-def _wrap_property_check(item) -> None:
+@contextlib.contextmanager
+def counting_examples(item, examples: Examples):
+    """While ``item`` runs, its property check's inner test counts into ``examples``. The test function, and so
+    its inner test, is one for every candidate the check is parametrised with: wrapped for this call alone."""
     handle = getattr(getattr(item, "obj", None), "hypothesis", None)
-    if handle is not None:
-        handle.inner_test = per_example(handle.inner_test)
+    if handle is None:
+        yield
+        return
+    inner = handle.inner_test
+    handle.inner_test = per_example(inner, examples)
+    try:
+        yield
+    finally:
+        handle.inner_test = inner
 
 
 # Parts before the layers, layers before the whole model: a deviation confirmed on a part (FSMT's positional
@@ -319,12 +288,11 @@ def pytest_collection_modifyitems(config, items):
     # Prerequisites (depends_on) live in the same module, and the CLI runs xdist with --dist loadfile,
     # which keeps a module on one worker in order: a parallel run blocks exactly what a serial run does.
     items.sort(key=run_rank)  # stable: a module keeps its own order
-    if config.getoption("no_training"):
+    run = the_run(config)
+    if run.options.no_training:
         items[:] = [item for item in items if not item.get_closest_marker("training")]
-    for item in items:
-        _wrap_property_check(item)
     deselect_superseded(config, items)
-    expression = config.getoption("conformance_select")
+    expression = run.options.select
     if expression:
         selected, deselected = select_by_check_id(items, expression)
         if deselected:
@@ -395,13 +363,10 @@ def pytest_runtest_call(item):
     if _item_candidate(item) is None:
         yield
         return
-    global _running
     seed_torch(item)
-    _running = item.stash[_examples_key] = Examples()
-    try:
+    examples = item.stash[_examples_key] = Examples()
+    with counting_examples(item, examples):
         yield
-    finally:
-        _running = None
 
 
 def seed_torch(item) -> None:
@@ -409,7 +374,7 @@ def seed_torch(item) -> None:
     from it (dropout left on, its own initialisation) gives the same verdict in every run and order."""
     from conformance.boundary.isolation.options import seed_worker
 
-    seed = item.config.getoption("conformance_seed")
+    seed = the_run(item.config).options.seed
     torch_seed = int(np.random.default_rng([seed, *check_id(item).encode()]).integers(2**31))
     seed_worker(_item_candidate(item), torch_seed)  # an isolated candidate's torch, in its worker
     torch = sys.modules.get("torch")
@@ -444,7 +409,8 @@ def pytest_runtest_makereport(item, call):
 
 
 def _classify(item, call, candidate) -> CheckResult:
-    seed = item.config.getoption("conformance_seed")
+    run = the_run(item.config)
+    seed, profile = run.options.seed, run.options.profile
     result = CheckResult(
         id=check_id(item),
         impl=candidate.name,
@@ -453,8 +419,7 @@ def _classify(item, call, candidate) -> CheckResult:
         status="passed",
         duration_s=round(call.duration, 6),
         reproduction=f"transformer-conformance certify {candidate.name} -k '{check_id(item)}' --seed {seed}"
-                     + ("" if item.config.getoption("conformance_profile") == "ci" else
-                        f" --profile {item.config.getoption('conformance_profile')}"),
+                     + ("" if profile == "ci" else f" --profile {profile}"),
     )
     result.claim = claims.of(item)
     recorder = item.stash.get(_recorder_key, None)
@@ -497,10 +462,9 @@ def _classify(item, call, candidate) -> CheckResult:
     # The paper is silent here: the suite's convention advises, never decides. Only an answer that differs from it
     # is advisory; an error (the load failed, the worker died, a call hung, an answer was non-finite or of the wrong
     # kind) stays an error, as on every other check: points come only from what the code computed.
-    if result.status == "failed" and claims.is_convention(item) and not item.config.getoption("conformance_strict"):
+    if result.status == "failed" and claims.is_convention(item) and not run.options.strict:
         result.status = "advisory"
-    declared = deviations.attribute(result, item.config.stash.get(_deviations_key, [])) \
-        if result.status in FAILING else None
+    declared = deviations.attribute(result, run.deviations) if result.status in FAILING else None
     if declared:
         result.status, result.deviation = "deviation", declared
     return result
@@ -519,7 +483,7 @@ def describe_nonfinite(item, result: CheckResult, candidate) -> None:
     from conformance.diagnosis.measurements.nonfinite import part_of
 
     part = part_of(result.part)
-    if item.config.getoption("conformance_no_diagnosis") or not enabled() or part is None:
+    if the_run(item.config).options.no_diagnosis or not enabled() or part is None:
         return
     try:
         found = measured(candidate, part) if candidate.provides(part) else []
@@ -632,15 +596,16 @@ class ResultCollector:
                 self.results.append(CheckResult.from_dict(value))
 
     def metadata(self) -> dict:
-        declared = self.config.stash.get(_deviations_key, [])
+        run = the_run(self.config)
+        options, declared = run.options, run.deviations
         return {
-            "strict": self.config.getoption("conformance_strict"),
-            "selection": self.config.getoption("conformance_select"),
+            "strict": options.strict,
+            "selection": options.select,
             "declared_deviations": deviations.summary(self.results, declared) if declared else [],
-            "seed": self.config.getoption("conformance_seed"),
-            "hypothesis_profile": self.config.getoption("conformance_profile"),
-            "torch_threads": self.config.getoption("conformance_threads"),
-            "diagnosis": not self.config.getoption("conformance_no_diagnosis"),
+            "seed": options.seed,
+            "hypothesis_profile": options.profile,
+            "torch_threads": options.threads,
+            "diagnosis": not options.no_diagnosis,
             "duration_s": round(time.time() - self.started, 3),
             "implementations": [
                 {
@@ -668,14 +633,14 @@ class ResultCollector:
         return self._report
 
     def pytest_sessionfinish(self, session):
-        path = self.config.getoption("conformance_json")
+        path = the_run(self.config).options.json
         if path and not hasattr(self.config, "workerinput"):  # the controller writes; xdist workers only run checks
             from conformance.reports.json_report import render
 
             Path(path).write_text(render(self.report))
 
     def pytest_terminal_summary(self, terminalreporter):
-        if not self.config.getoption("conformance_summary"):
+        if not the_run(self.config).options.summary:
             return
         from conformance.reports.terminal import render
 

@@ -1,7 +1,8 @@
-"""Running the checks: the pytest command line of every run, the candidate's load, the run's one report.
+"""Running the checks: the pytest command line of every run, the run's one report, its exit code.
 
 ``cli`` parses arguments and picks a command; ``grading`` grades submissions; the kill matrix certifies
-every mutant: all three run the checks through here, so there is one way from a command to a report.
+every mutant: all three run the checks through here, so there is one way from a command to a report. What a
+run is travels on its ``Run`` (``conformance.run.runs``), which ``pytest.main`` gets as a plugin object.
 Exit codes (README.md): 0 every implemented check passed, 1 a check failed or errored, 2 broken
 invocation or unloadable implementation, 3 internal error, 5 no check ran.
 """
@@ -16,7 +17,8 @@ from pathlib import Path
 EXIT_OK, EXIT_FAILED, EXIT_USAGE, EXIT_INTERNAL, EXIT_NOTHING_RAN = 0, 1, 2, 3, 5
 
 # Nothing heavier than the standard library at the top: ``cli`` imports this module, and ``--help`` and
-# ``list`` must start as fast as a bare ``import numpy`` (issue 16). Each function imports what it needs.
+# ``list`` must start as fast as a bare ``import numpy`` (tests/test_cli_startup.py). Each function imports what
+# it needs.
 
 
 class _NotLoadedConventions:
@@ -73,37 +75,10 @@ def checks_dir() -> Path:
     return Path(conformance.judging.checks.__file__).parent
 
 
-def isolation_args(args) -> list[str]:
-    flags = {True: ["--isolate"], False: ["--no-isolate"], None: []}[args.isolate]
-    return flags + ["--worker-memory", str(args.worker_memory),
-                    "--worker-total-timeout", str(args.worker_total_timeout),
-                    *(arg for name in pass_env(args) for arg in ("--pass-env", name)),
-                    *(arg for path in allow_read(args) for arg in ("--allow-read", path))]
-
-
-def pass_env(args) -> tuple[str, ...]:
-    """The variables named by --pass-env, once each, in the order given."""
-    return tuple(dict.fromkeys(getattr(args, "pass_env", None) or ()))
-
-
-def allow_read(args) -> tuple[str, ...]:
-    """The paths named by --allow-read, once each, in the order given."""
-    return tuple(dict.fromkeys(getattr(args, "allow_read", None) or ()))
-
-
-def load_options(args, *, hide_suite_code: bool = False, own_folder: str | None = None) -> dict:
-    from conformance.boundary.isolation.proxy import Limits
-
-    total = args.worker_total_timeout
-    limits = Limits(memory_mib=args.worker_memory, total_s=total, cpu_s=int(total), hide_suite_code=hide_suite_code,
-                    pass_env=pass_env(args), own_folder=own_folder, allow_read=allow_read(args))
-    return {"timeout_s": args.timeout, "isolate": args.isolate, "limits": limits, "threads": args.threads}
-
-
 # The plugins the checks run with, named: no other installed pytest plugin is loaded (pytest >= 8.4). Besides
 # keeping the run's plugins the suite's own, it keeps pytest from marking every plugin's distribution for
 # assertion rewriting: hypothesis, imported by the suite's plugin after that, was rewritten from source at
-# every run (about 70 modules, a second of start-up), syrupy and xdist loaded for nothing.
+# every run, syrupy and xdist loaded for nothing.
 PLUGINS = ("conformance.run.plugin", "_hypothesis_pytestplugin")
 
 
@@ -121,46 +96,29 @@ def workers_args(workers: int, dist: str = "loadfile") -> list[str]:
     return [*(["-p", "xdist.plugin"] if plugin_args() else []), "-n", str(workers), "--dist", dist]
 
 
-def pytest_argv(impls: list[str], *options: str) -> list[str]:
+def pytest_argv(*options: str) -> list[str]:
     """The pytest command line of every run of the checks (certify, list, the kill matrix): the checks'
-    folder and its own ini, no cache, no project addopts, and an --impl per implementation."""
-    argv = [str(checks_dir()), "-p", "no:cacheprovider", "--import-mode=importlib", "-o", "addopts=",
-            "--rootdir", str(checks_dir()), "-c", str(checks_dir() / "pytest.ini"), *plugin_args()]
-    for impl in impls:
-        argv += ["--impl", impl]
-    return argv + list(options)
+    folder and its own ini, no cache, no project addopts, the suite's plugins; then ``options``, pytest's own.
+    What the run is (its implementations and options) travels on the ``Run`` handed to ``pytest.main``."""
+    return [str(checks_dir()), "-p", "no:cacheprovider", "--import-mode=importlib", "-o", "addopts=",
+            "--rootdir", str(checks_dir()), "-c", str(checks_dir() / "pytest.ini"), *plugin_args(), *options]
 
 
-def pytest_args(args) -> list[str]:
-    argv = pytest_argv([args.impl], "--conformance-seed", str(args.seed), "--conformance-profile", args.profile,
-                       "--check-timeout", str(args.timeout), "--conformance-threads", str(getattr(args, "threads", 1)))
-    if args.json:
-        argv += ["--conformance-json", args.json]
-    if args.keyword:
-        argv += ["--conformance-select", args.keyword]  # pytest's own -k would also match the implementation's name
-    if args.no_training:
-        argv.append("--no-training")
-    if getattr(args, "no_diagnosis", False):
-        argv.append("--conformance-no-diagnosis")
-    if getattr(args, "strict", False):
-        argv.append("--conformance-strict")
-    if getattr(args, "deviations", None):
-        argv += ["--conformance-deviations", args.deviations]
-    if getattr(args, "no_cache", False):
-        argv.append("--conformance-no-cache")
-    if args.workers > 1:
-        argv += workers_args(args.workers)
-    if args.profile == "grade":  # examples drawn from the run's seed: a submission cannot predict them
-        argv.append(f"--hypothesis-seed={args.seed}")
-    argv += isolation_args(args)
-    return argv + (["-v"] if args.verbose else ["-q", "--tb=no", "--no-header"])
+def run_argv(run) -> list[str]:
+    """pytest's own options for ``run``: its workers, hypothesis's seed under the grade profile, its output."""
+    options = run.options
+    argv = pytest_argv(*(workers_args(options.workers) if options.workers > 1 else ()))
+    if options.profile == "grade":  # examples drawn from the run's seed: a submission cannot predict them
+        argv.append(f"--hypothesis-seed={options.seed}")
+    return argv + (["-v"] if options.verbose else ["-q", "--tb=no", "--no-header"])
 
 
-def load_failed(args, message: str) -> int:
-    print(f"transformer-conformance: cannot load {args.impl!r}: {message}", file=sys.stderr)
-    if args.json:
-        write_load_error_report(args, message)
-        print(f"JSON report written to {args.json}")
+def load_failed(run, message: str) -> int:
+    spec = run.impls[0]
+    print(f"transformer-conformance: cannot load {spec!r}: {message}", file=sys.stderr)
+    if run.options.json:
+        write_load_error_report(run, message)
+        print(f"JSON report written to {run.options.json}")
     return EXIT_USAGE
 
 
@@ -190,40 +148,40 @@ class AwaitWorker:
                 pytest.exit(f"cannot load the implementation: {exc}", returncode=pytest.ExitCode.USAGE_ERROR)
 
 
-def write_load_error_report(args, message: str) -> None:
+def write_load_error_report(run, message: str) -> None:
     """The report of a run whose implementation could not be loaded: one error, not conformant."""
     from conformance.reports.json_report import render
     from conformance.results import CheckResult
     from conformance.run.report import build_report
 
-    result = CheckResult(id="implementation_loads", impl=args.impl, section="Loading", status="error",
+    spec = run.impls[0]
+    result = CheckResult(id="implementation_loads", impl=spec, section="Loading", status="error",
                          title="The implementation imports, declares its conventions and provides a part",
-                         message=f"cannot load {args.impl!r}: {message}", part="import",
+                         message=f"cannot load {spec!r}: {message}", part="import",
                          expected="an adapter", actual="no adapter")
 
     conventions = UnloadableAdapter.conventions.as_dict()  # the defaults, framework "(not loaded)"
-    metadata = {"seed": args.seed, "implementations": [{"name": args.impl, "conventions": conventions,
-                                                         "provided_parts": [], "load_warnings": [message],
-                                                         "loaded": False, "isolation": load_error_isolation(args)}]}
-    Path(args.json).write_text(render(build_report([result], metadata)))
+    metadata = {"seed": run.options.seed, "implementations": [
+        {"name": spec, "conventions": conventions, "provided_parts": [], "load_warnings": [message],
+         "loaded": False, "isolation": load_error_isolation(run)}]}
+    Path(run.options.json).write_text(render(build_report([result], metadata)))
 
 
-def load_error_isolation(args) -> dict:
+def load_error_isolation(run) -> dict:
     """How the implementation that could not be loaded was to run: isolated (the default for a path), with
     the limits of the run, the variables passed among them, or in-process."""
     from conformance.boundary.loading import should_isolate
 
-    if not should_isolate(args.impl, args.isolate):
+    if not should_isolate(run.impls[0], run.options.isolate):
         return {"isolated": False}
-    return {"isolated": True, "limits": load_options(args)["limits"].as_dict()}
+    return {"isolated": True, "limits": run.load_options()["limits"].as_dict()}
 
 
 class FreezeCollected:
     """The objects alive once the checks are collected (torch, hypothesis, pytest, the suite: about a million) kept
     out of the garbage collector's full walks (``gc.freeze``) until ``thaw`` after pytest has ended, its own closing
-    ``gc.collect()`` calls included. Measured on ``certify reference --no-training``: full collections 0.43-0.53 s,
-    0.02-0.03 s with the collected objects frozen (the whole run 0.96 of the time, farm-bench 8 pairs;
-    peak memory the same). Not done when something else froze objects first (the suite's own tests do, per process)."""
+    ``gc.collect()`` calls included: the full collections of a run then walk what the checks allocate, not the
+    libraries. Not done when something else froze objects first (the suite's own tests do, per process)."""
 
     frozen = False
 
@@ -242,21 +200,22 @@ class FreezeCollected:
             self.frozen = False
 
 
-def run_checks(args, plugins=(), *, quiet_usage: bool = False) -> int:
+def run_checks(run, *, quiet_usage: bool = False) -> int:
+    """Run the checks of ``run`` (one implementation), print its report and write its renderings; the exit code."""
     import pytest
 
     from conformance.reports.terminal import render
     from conformance.run.plugin import ResultCollector
     from conformance.run.progress import ProgressDisplay
-    from conformance.run.timing import plugins as profile_plugins
 
+    options = run.options
     collector = ResultCollector()  # handed to the plugin: the run's results and its one report
     captured = io.StringIO()
     freezer = FreezeCollected()
-    with ProgressDisplay.for_terminal(getattr(args, "progress", "off")) as progress, \
-            contextlib.redirect_stdout(sys.stdout if args.verbose else captured):
+    with ProgressDisplay.for_terminal(options.progress) as progress, \
+            contextlib.redirect_stdout(sys.stdout if options.verbose else captured):
         try:
-            code = pytest.main(pytest_args(args), plugins=[collector, progress, freezer, *plugins, *profile_plugins()])
+            code = pytest.main(run_argv(run), plugins=[run, collector, progress, freezer, *run.plugins])
         finally:
             freezer.thaw()
     if collector.config is None or code in (pytest.ExitCode.INTERNAL_ERROR, pytest.ExitCode.USAGE_ERROR):
@@ -265,23 +224,23 @@ def run_checks(args, plugins=(), *, quiet_usage: bool = False) -> int:
         return EXIT_USAGE if code == pytest.ExitCode.USAGE_ERROR else EXIT_INTERNAL
     report = collector.report
     print(render(report), end="")
-    if args.json:
-        if not Path(args.json).is_file():  # fail closed: no report, no pass
-            print(f"transformer-conformance: the JSON report {args.json} was not written", file=sys.stderr)
+    if options.json:
+        if not Path(options.json).is_file():  # fail closed: no report, no pass
+            print(f"transformer-conformance: the JSON report {options.json} was not written", file=sys.stderr)
             return EXIT_INTERNAL
-        print(f"JSON report written to {args.json}")
-    write_renderings(args, report)
+        print(f"JSON report written to {options.json}")
+    write_renderings(run.renderings, report)
     unobserved = [d for d in report.get("declared_deviations", []) if not d["observed"]]
-    if getattr(args, "strict", False) and unobserved:
+    if options.strict and unobserved:
         return EXIT_FAILED  # a declared deviation the suite does not see: the declaration is wrong
     return exit_code(code, collector.results)
 
 
-def write_renderings(args, report: dict) -> None:
+def write_renderings(paths: dict[str, str], report: dict) -> None:
     """--html, --junit, --markdown, --badge: rendered from the run's report."""
     from conformance.reports import formats
 
-    for written in formats.write(report, formats.requested(args)):
+    for written in formats.write(report, paths):
         print(written.line())
 
 

@@ -1,4 +1,4 @@
-"""Where a ``certify`` run's time goes, measured only when asked (issue 16; ``benchmarks/catalogue.py`` reads it).
+"""Where a ``certify`` run's time goes, measured only when asked (``benchmarks/catalogue.py`` reads it).
 
     CONFORMANCE_PROFILE=phases.json transformer-conformance certify reference --no-training
 
@@ -170,27 +170,19 @@ def make_plugin(phases: Phases):
     return PhasePlugin()
 
 
-_plugin = None
-
-
-def plugins() -> list:
-    """The pytest plugins of a profiled run (``session.run_checks`` adds them): none unless profiling."""
-    return [_plugin] if _plugin is not None else []
-
-
-def profiled(path: str, command, *args) -> int:
-    """Run ``command(*args)`` with the phases timed, and write them to ``path`` (JSON)."""
-    global _plugin
+def profiled(path: str, command) -> int:
+    """Run ``command(plugin)`` with the phases timed, and write them to ``path`` (JSON). ``plugin`` is the pytest
+    side of the profile: the command hands it to its runs of the checks (``Run.plugins``)."""
     started, phases = time.time(), Phases()
     install(phases)
-    _plugin = make_plugin(phases)
+    plugin = make_plugin(phases)
     try:
-        return command(*args)
+        return command(plugin)
     finally:
         totals = phases.snapshot()
         Path(path).write_text(json.dumps({
             "main_started": started,
             "wall_s": round(phases.mark - phases.started, 6),
             "phases": {p: round(s, 6) for p, s in totals.items()},
-            "checks": _plugin.checks,
+            "checks": plugin.checks,
         }, indent=1))

@@ -75,14 +75,14 @@ def findings_of(candidate, called: set | None = None) -> list[tuple[str, Finding
             and (called is None or set(item.reads or item.parts) & called) for found in measured(candidate, item)]
 
 
-def describe(candidate, question, tol) -> list[dict]:
+def describe(candidate, question, tol, *, disk_cache: bool = True) -> list[dict]:
     """The descriptions of a failing question that no known bug explains: refitted formulas that reproduce the
     candidate's answer, then what the answer itself shows, then the probed invariances of the parts it calls."""
     if not enabled() or question is None:
         return []
     from conformance.diagnosis.measurements.confirm import Asked
 
-    asked = Asked.of(candidate, question, tol)
+    asked = Asked.of(candidate, question, tol, disk_cache=disk_cache)
     if asked is None:
         return []
     found = asked.refitted(knobs_of(candidate, asked.parts))

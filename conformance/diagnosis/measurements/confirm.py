@@ -45,9 +45,10 @@ class Asked:
     parts: set
     max_abs: float | None = None
     probe_max_abs: float | None = None
+    disk_cache: bool = True  # the run reads and writes the answers kept on disk (``matching.known_answer``)
 
     @classmethod
-    def of(cls, candidate, question: Question, tol) -> Asked | None:
+    def of(cls, candidate, question: Question, tol, *, disk_cache: bool = True) -> Asked | None:
         """The question's answers, or None when they are no evidence of anything."""
         from conformance.diagnosis.catalogue import paper
 
@@ -60,22 +61,22 @@ class Asked:
         mine = _answer(question, recorder, problem)
         mine_second = _answer(question, candidate, second)
         same = _same(question, tol)
-        theirs, theirs_second = (known_answer(question, reference, p) for p in (problem, second))
+        theirs, theirs_second = (known_answer(question, reference, p, disk_cache=disk_cache) for p in (problem, second))
         if mine is None or mine_second is None or theirs_second is None:
             return None
         if not np.isfinite(mine).all() or degenerate(mine_second, theirs_second) or same(mine_second, theirs_second):
             return None  # collapsed on the second problem, or right there: nothing to confirm
         return cls(candidate, question, same, problem, second, mine, mine_second, theirs, theirs_second,
-                   recorder.called)
+                   recorder.called, disk_cache=disk_cache)
 
     # -- the neighbouring formula ---------------------------------------------------------------------
     def reproduces(self, neighbour) -> tuple[float, float] | None:
         """(max diff here, there) when ``neighbour`` answers as the candidate on both problems and not as the
         paper on the second; else None."""
-        here = known_answer(self.question, neighbour, self.problem)
+        here = known_answer(self.question, neighbour, self.problem, disk_cache=self.disk_cache)
         if not self.same(self.mine, here):
             return None
-        there = known_answer(self.question, neighbour, self.second)
+        there = known_answer(self.question, neighbour, self.second, disk_cache=self.disk_cache)
         if not self.same(self.mine_second, there) or self.same(there, self.paper_second):
             return None
         return _distance(self.mine, here), _distance(self.mine_second, there)
