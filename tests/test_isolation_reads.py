@@ -95,11 +95,12 @@ def probe(tmp_path: Path, paths: dict[str, str], **limits) -> tuple[dict, dict, 
 
 
 def suite_files() -> dict[str, str]:
-    oracle = Path(conformance.__file__).with_name("oracle.py")
+    oracle = SUITE / "problems" / "oracle.py"
     compiled = sorted((oracle.parent / "__pycache__").glob("oracle.*.pyc"))
     return {"fixtures": str(next(FIXTURES.glob("*.toml"))), "oracle": str(oracle),
             **({"oracle_compiled": str(compiled[0])} if compiled else {}),
-            "checks": str(SUITE / "checks" / "test_attention.py"), "worker": str(SUITE / "isolation" / "worker.py"),
+            "checks": str(SUITE / "judging" / "checks" / "test_attention.py"),
+            "worker": str(SUITE / "boundary" / "isolation" / "worker.py"),
             "reference": str(IMPLEMENTATIONS / "reference" / "model.py"), "protocol": str(SUITE / "adapter.py")}
 
 
