@@ -198,7 +198,7 @@ def add_report_flags(parser) -> None:
 
 
 def certify(args) -> int:
-    from conformance.boundary.isolation.proxy import stop_all_workers
+    from conformance.boundary.isolation.supervisor import stop_all_workers
     from conformance.boundary.loading import discard_preloaded, load, preload
     from conformance.errors import LoadError
 

@@ -210,14 +210,14 @@ def test_build_model_returns_a_model_proxy_with_only_its_parts(isolated):
 
 
 def test_a_worker_closed_without_waiting_ends_by_itself_and_is_reaped_at_the_end(isolated):
-    from conformance.boundary.isolation import proxy
+    from conformance.boundary.isolation import supervisor
 
     worker = isolated.adapter._worker
     isolated.adapter.close(wait=False)  # the end of a run: the report is printed while the worker winds down
     assert worker.process.wait(timeout=10) == 0  # the supervisor killed the worker and left on its own
-    assert worker in proxy._LIVE and worker.temp_dir.exists()
-    proxy.stop_all_workers()
-    assert worker not in proxy._LIVE and not worker.temp_dir.exists()
+    assert worker in supervisor._LIVE and worker.temp_dir.exists()
+    supervisor.stop_all_workers()
+    assert worker not in supervisor._LIVE and not worker.temp_dir.exists()
     assert worker.exit_report["reason"] == "stopped by the grader"
 
 

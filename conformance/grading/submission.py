@@ -54,7 +54,7 @@ def certify_args(args, spec: str, seed: int, report: Path) -> argparse.Namespace
 
 def grade_submission(args) -> int:
     """Grade ``args.submission``; print the report and the score; exit as ``certify`` would."""
-    from conformance.boundary.isolation.proxy import stop_all_workers
+    from conformance.boundary.isolation.supervisor import stop_all_workers
     from conformance.boundary.loading import discard_preloaded, load, preload
     from conformance.run.session import AwaitWorker, load_options, run_checks, unloadable_candidate  # noqa: F401
 

@@ -6,7 +6,7 @@ times, each turn a wake-up of the other's CPU (measured: 0.36 s more than in-pro
 Linux's ``process_vm_writev``/``process_vm_readv`` copy straight between two processes' memory in one
 system call (0.06 s for the same 252 MB). Only the grader calls them, and only on the worker: it writes a
 request's buffers into a block the worker names, and reads an answer's buffers from where the worker says
-they are. Either way the grader touches only the worker's memory (``proxy.Worker.checked_pid``: the process
+they are. Either way the grader touches only the worker's memory (``supervisor.Worker.checked_pid``: the process
 its hello named, believed only while it is the supervisor's child, so a lying hello cannot point the grader
 at another process; in its own PID namespace the worker names itself 1, and the grader finds which of the
 supervisor's children that is: ``child_with_inner_pid``), and only

@@ -323,7 +323,7 @@ class Channel:
             _grow_pipe(fd)
 
     def write_bytes(self, data: bytes, *, deadline: float | None = None) -> None:
-        """Raw bytes, outside the message format (the worker's boot message: ``proxy.boot_message``)."""
+        """Raw bytes, outside the message format (the worker's boot message: ``supervisor.boot_message``)."""
         self._write(data, deadline)
 
     def send(self, value: Any, *, deadline: float | None = None, model_handle=None) -> None:
