@@ -5,10 +5,9 @@
 imports the implementation, answers calls), ``trampoline.py`` (the worker's first code, which loads the rest
 under a neutral name), ``importing.py`` (importing the implementation, in-process and in the worker),
 ``environment.py`` (the worker's environment: what it holds, ``--pass-env``), ``reads.py`` (what it may read: its
-folder, Python, ``--allow-read``), ``wire.py`` (the plain-data messages between them), ``peer.py`` (large
-messages straight between the two processes' memory, one CPU shared during a call), ``sandbox.py`` (namespaces,
-resource limits and Landlock), ``options.py`` (the pytest options). docs/grading.md describes what is contained
-and how.
+folder, Python, ``--allow-read``), ``wire.py`` (the plain-data messages between them, through a pipe),
+``sandbox.py`` (namespaces, resource limits and Landlock), ``options.py`` (the pytest options). docs/grading.md
+describes what is contained and how.
 """
 
 import argparse

@@ -19,7 +19,6 @@ What can happen to a call, and what the check then sees:
 
 from __future__ import annotations
 
-import contextlib
 import signal
 import time
 from dataclasses import asdict, dataclass
@@ -202,7 +201,6 @@ class ProxyAdapter:
             worker.cleanup()
             raise
         self._note_refused(hello)
-        worker.said_hello(hello)
         return hello
 
     def _note_refused(self, message: dict) -> None:
@@ -296,9 +294,8 @@ class ProxyAdapter:
         self._seed, self._release = None, []
         deadline = min(time.monotonic() + self._call_limit(), self._deadline)
         try:
-            with worker.shared_cpu.call() if worker.shared_cpu is not None else contextlib.nullcontext():
-                worker.channel.send(request, deadline=deadline)
-                reply = worker.receive(deadline, make_model=self.make_model)
+            worker.channel.send(request, deadline=deadline)
+            reply = worker.receive(deadline, make_model=self.make_model)
         except ChannelTimeout:
             self._retire()
             raise AdapterError(f"{label} hung: no answer within {self._call_limit():g} s; the worker was killed."

@@ -38,7 +38,7 @@ from typing import Any
 
 # Relative: these modules are ``app.*`` in the worker's tree (trampoline.py), ``conformance.boundary.isolation.*``
 # in the grader.
-from . import environment, peer, wire
+from . import environment, wire
 
 PR_SET_CHILD_SUBREAPER = 36
 
@@ -71,35 +71,13 @@ class Worker:
         with contextlib.suppress(BrokenPipeError):  # a worker that died at once: its exit is the error
             self.process.stdin.write(trampoline_program(request_r, response_w, control_r, status_w))
             self.process.stdin.close()
-        self.shortcuts = os.environ.get("CONFORMANCE_PEER_SHORTCUTS", "1") != "0"  # peer.py; 0: for measuring
         self.channel.write_bytes(boot_message(start["path"], total_s), deadline=time.monotonic() + 30)
-        self.channel.send({**start, "temp_dir": str(self.temp_dir),
-                           "direct": self.shortcuts and peer.direct_copies_possible()})
+        self.channel.send({**start, "temp_dir": str(self.temp_dir)})
         self.exit_report: dict | None = None
-        self.pid: int | None = None
-        self.shared_cpu: peer.SharedCpu | None = None
-        self.threads = threads
         _LIVE.add(self)
 
     def receive(self, deadline: float, make_model=None) -> Any:
         return self.channel.receive(deadline=deadline, make_model=make_model)
-
-    def said_hello(self, hello: dict) -> None:
-        """The worker's pid from its hello (as its own PID namespace numbers it), believed only if a child of
-        the supervisor has that number there (a candidate's process): large messages then go straight to and
-        from its memory, and during a call it shares the grader's CPU (``peer.py``)."""
-        inner = hello.get("pid")
-        pid = peer.child_with_inner_pid(self.process.pid, inner) if isinstance(inner, int) and inner > 0 else None
-        if not self.shortcuts or pid is None:
-            return
-        self.pid = pid
-        self.channel.peer = self.checked_pid
-        if self.threads <= 1:
-            self.shared_cpu = peer.SharedCpu(pid)
-
-    def checked_pid(self) -> int | None:
-        """The worker's pid while it is still the supervisor's child (not a reused number)."""
-        return self.pid if self.pid is not None and peer.parent_of(self.pid) == self.process.pid else None
 
     def begin_stop(self) -> None:
         """Tell the supervisor to end the worker (it closes CTL's write end); ``stop`` waits for it."""
@@ -169,7 +147,7 @@ class Worker:
 def _live_usage(supervisor: int) -> dict:
     """CPU seconds (its own and its reaped children's) and peak RSS of the supervisor's children: the worker."""
     tick, cpu_s, max_rss_mib = os.sysconf("SC_CLK_TCK"), 0.0, 0.0
-    for pid in peer.children_of(supervisor):
+    for pid in children_of(supervisor):
         try:
             stat = Path(f"/proc/{pid}/stat").read_text()
             status = Path(f"/proc/{pid}/status").read_text()
@@ -182,8 +160,25 @@ def _live_usage(supervisor: int) -> dict:
     return {"cpu_s": round(cpu_s, 3), "max_rss_mib": round(max_rss_mib, 1)}
 
 
+def children_of(pid: int) -> list[int]:
+    try:
+        with open(f"/proc/{pid}/task/{pid}/children") as children:
+            return [int(child) for child in children.read().split()]
+    except (OSError, ValueError):  # a kernel without CONFIG_PROC_CHILDREN: the processes whose parent it is
+        return [int(entry) for entry in os.listdir("/proc") if entry.isdigit() and parent_of(int(entry)) == pid]
+
+
+def parent_of(pid: int) -> int | None:
+    try:
+        with open(f"/proc/{pid}/stat") as stat:
+            text = stat.read()
+        return int(text[text.rindex(")") + 2:].split()[1])  # after "pid (comm) state": the parent's pid
+    except (OSError, ValueError, IndexError):
+        return None
+
+
 # What the worker's tree runs (trampoline.py loads them): this module, the worker and what they import.
-WORKER_MODULES = ("supervisor", "worker", "wire", "peer", "sandbox", "environment", "importing")
+WORKER_MODULES = ("supervisor", "worker", "wire", "sandbox", "environment", "importing")
 _SOURCES: dict[str, str] = {}
 
 

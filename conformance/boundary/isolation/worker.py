@@ -31,9 +31,7 @@ def serve(request_fd: int, response_fd: int, namespace: str) -> None:
     the grader closes the request pipe."""
     keep_freed_memory()
     channel = wire.Channel(request_fd, response_fd)
-    channel.worker_side = True
     start = channel.receive()
-    channel.offer = bool(start.get("direct"))  # large answers: the grader copies them out (peer.py)
     spec, refused = start["spec"], Refusals()
     try:
         adapter, hello = load(start, namespace, refused)
@@ -84,7 +82,7 @@ def load(start: dict, namespace: str, refused: Refusals):
     adapter = target() if inspect.isclass(target) else target
     limit_threads(start.get("threads", 1))
     hello = describe_adapter(adapter, start["parts"], start["model_parts"])
-    hello.update(landlock=landlock, namespace=namespace, private_proc=private_proc, pid=os.getpid())
+    hello.update(landlock=landlock, namespace=namespace, private_proc=private_proc)
     return adapter, hello
 
 
