@@ -256,7 +256,7 @@ class ProxyAdapter:
 
     def close(self, *, wait: bool = True) -> None:
         """End the worker. ``wait=False`` (the end of a run): only tell it to stop, so that it winds down
-        (a worker of 900 MB takes a tenth of a second to die) while the grader prints its report;
+        (a large worker takes a while to die) while the grader prints its report;
         ``stop_all_workers`` (the CLI's last step, and at exit) then waits for it and removes its folder."""
         if wait or self._worker is None:
             self._retire()

@@ -48,8 +48,8 @@ MAX_HEADER_BYTES = 64 * 2**20
 SMALL = 64 * 2**10  # buffers below this travel in the header's write
 REUSE = SMALL  # a message's buffers of this size and more are read into one of the channel's reusable blocks
 BLOCKS = 4  # blocks a channel keeps
-# A new block is anonymous memory with its pages made at once (Linux MAP_POPULATE: 256 MB in 0.15-0.25 s,
-# where faulting them in as the pipe's bytes arrive took 0.37-0.47 s; huge pages 0.07-1 s, as compaction goes).
+# A new block is anonymous memory with its pages made at once (Linux MAP_POPULATE): faster than faulting them in
+# one by one as the pipe's bytes arrive.
 _NEW_BLOCK = mmap.MAP_PRIVATE | getattr(mmap, "MAP_POPULATE", 0)  # fileno -1 adds MAP_ANONYMOUS
 DTYPE_KINDS = "biufc"  # bool, signed, unsigned, float, complex: no object, void, datetime, string
 JSON_SCALARS = (bool, int, float, str)  # what json.loads makes of a scalar (and None)
@@ -357,9 +357,8 @@ class Channel:
     def _block_view(self, size: int) -> memoryview:
         """Memory for a message's large buffers: a block this channel keeps and reuses once nothing decoded
         from it is alive (its reference count says so exactly): fresh memory costs a page fault and a
-        zero-fill per page, as much as the copy itself, and on a virtual machine far more (the base-size
-        weights, 250 MB: 0.25 s, up to 1 s with huge pages, against 0.03 s reused). Blocks still in use (an
-        answer the checks keep) are left to their holders; the channel keeps the ``BLOCKS`` largest."""
+        zero-fill per page, as much as the copy itself, and on a virtual machine far more. Blocks still in use
+        (an answer the checks keep) are left to their holders; the channel keeps the ``BLOCKS`` largest."""
         index = self._free_block(size)
         if index is None:
             block = mmap.mmap(-1, size, flags=_NEW_BLOCK)

@@ -42,7 +42,7 @@ def serve(request_fd: int, response_fd: int, namespace: str) -> None:
     model_parts = start["model_parts"]
     del start, hello  # the frames above the candidate's calls hold nothing of the grader's request
     # What the import made (torch, the candidate) lives as long as the worker: frozen, a full collection walks
-    # only what the calls made. Without it the reference's parameter_count ran 2-3 times slower than in-process.
+    # only what the calls made (models built by the hundred would otherwise make each walk torch's objects again).
     gc.freeze()
     Server(adapter, channel, refused, model_parts).run()
 
@@ -54,7 +54,7 @@ def keep_freed_memory() -> None:
     """Serve allocations up to 32 MB from the heap and keep what is freed (glibc ``mallopt``). A fresh
     process maps every allocation above 128 KiB anew and unmaps it when freed, so each of the candidate's
     tensors costs page faults and a zero-fill of its memory, which the grader's long-lived heap (in-process
-    runs) mostly does not pay: perf counted 0.7 s of page faults in the worker of a certify run."""
+    runs) mostly does not pay."""
     try:
         libc = ctypes.CDLL(None)
         libc.mallopt(M_MMAP_THRESHOLD, 32 * 2**20)
