@@ -53,7 +53,6 @@ ATTACKS = {  # name: (selection, extra arguments, what a contained run ends in)
     "hard_coded": ("lrate_matches or published_layer_norm_example or layer_norm_matches", [], "failed+passed"),
     "detects_grader": ("lrate_matches", [], "passed"),  # it finds no grader to detect: it computes
     "kills_grader": (PE, [], "passed"),
-    "lies_about_its_pid": (LAYER_NORM, [], "passed"),
     # a submission sees only itself: graded, in a course (its own code drops 1/sqrt(d_k), counts positions from 1)
     "copies_a_classmate": (f"{PE} or attention_matches_formula", [], "failed"),
     "imports_the_solution": (f"{PE} or attention_matches_formula", [], "failed"),

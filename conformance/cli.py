@@ -153,7 +153,7 @@ def add_report_flags(parser) -> None:
 
 def certify(args, plugins=()) -> int:
     """Load the implementation (exit 2 with the fix if it cannot be), then run the checks on it: its report."""
-    from conformance.boundary.isolation.proxy import stop_all_workers
+    from conformance.boundary.isolation.supervisor import stop_all_workers
     from conformance.boundary.loading import load
     from conformance.errors import LoadError
     from conformance.reports import formats

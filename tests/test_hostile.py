@@ -7,13 +7,11 @@ Every attack runs isolated, the default for a submission named by a path.
 """
 
 import json
-import os
 import shutil
 import subprocess
 import sys
 from pathlib import Path
 
-import numpy as np
 import pytest
 
 from conformance.boundary.isolation.proxy import Limits, load_isolated
@@ -132,27 +130,6 @@ def test_the_submission_cannot_kill_the_grader(certify, tmp_path):
     run = certify(hostile("kills_grader"), "-k", selection)
     assert run.code == EXIT_OK and run.report is not None
     assert_fair(run, selection, tmp_path)
-
-
-def test_a_worker_that_names_the_grader_as_itself_is_not_believed(certify, tmp_path):
-    """Believed, the lie would have the grader copy large messages to and from its own memory (peer.py)."""
-    run = certify(hostile("lies_about_its_pid"), "-k", LAYER_NORM)
-    assert run.with_status("passed") == {"layer_norm_matches_published_example", "layer_norm_matches_formula"}
-    assert_fair(run, LAYER_NORM, tmp_path)
-    candidate = load_isolated(hostile("lies_about_its_pid"), timeout_s=30)
-    try:
-        x = np.random.default_rng(0).standard_normal((4, 512, 512))  # 8 MB each way: over wire.DIRECT_MIN
-        gamma, beta = np.ones(512), np.zeros(512)
-        assert np.allclose(candidate.adapter.layer_norm(x, gamma, beta, 1e-6), _honest_layer_norm(x, 1e-6))
-        lie = 2 if candidate.adapter.namespace else os.getpid()  # in its own PID namespace it cannot see the grader
-        assert candidate.adapter._hello["pid"] == lie and candidate.adapter._worker.pid is None
-    finally:
-        candidate.adapter.close()
-
-
-def _honest_layer_norm(x, eps):
-    mean, var = x.mean(-1, keepdims=True), x.var(-1, keepdims=True)
-    return (x - mean) / np.sqrt(var + eps)
 
 
 # -- the comparisons stay the grader's ---------------------------------------------------------------

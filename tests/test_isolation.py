@@ -115,6 +115,32 @@ def test_a_large_message_arrives_whole_writable_and_aligned():
     assert all(a.flags.writeable and a.flags.aligned for a in back.values())
 
 
+ECHO = '''
+from conformance import Conventions
+
+
+class Adapter:
+    conventions = Conventions(mask="keep", batch_first=True, dtype="float64", framework="numpy")
+
+    def layer_norm(self, x, gamma, beta, eps):
+        return x * 2.0
+
+
+adapter = Adapter()
+'''
+
+
+def test_a_worker_echoes_large_arrays(tmp_path):
+    path = tmp_path / "echo_adapter.py"
+    path.write_text(ECHO)
+    candidate = load_isolated(str(path), timeout_s=30)
+    try:
+        x = np.random.default_rng(0).standard_normal((4, 512, 512))  # 8 MB each way: far more than the pipe holds
+        assert np.array_equal(candidate.adapter.layer_norm(x, np.ones(512), np.zeros(512), 1e-6), x * 2.0)
+    finally:
+        candidate.adapter.close()
+
+
 def test_large_messages_reuse_blocks_only_while_nothing_decoded_from_them_is_alive():
     to_worker, to_grader = os.pipe(), os.pipe()
     grader, worker = Channel(to_grader[0], to_worker[1]), Channel(to_worker[0], to_grader[1])
@@ -210,14 +236,14 @@ def test_build_model_returns_a_model_proxy_with_only_its_parts(isolated):
 
 
 def test_a_worker_closed_without_waiting_ends_by_itself_and_is_reaped_at_the_end(isolated):
-    from conformance.boundary.isolation import proxy
+    from conformance.boundary.isolation import supervisor
 
     worker = isolated.adapter._worker
     isolated.adapter.close(wait=False)  # the end of a run: the report is printed while the worker winds down
     assert worker.process.wait(timeout=10) == 0  # the supervisor killed the worker and left on its own
-    assert worker in proxy._LIVE and worker.temp_dir.exists()
-    proxy.stop_all_workers()
-    assert worker not in proxy._LIVE and not worker.temp_dir.exists()
+    assert worker in supervisor._LIVE and worker.temp_dir.exists()
+    supervisor.stop_all_workers()
+    assert worker not in supervisor._LIVE and not worker.temp_dir.exists()
     assert worker.exit_report["reason"] == "stopped by the grader"
 
 

@@ -53,7 +53,7 @@ def grading_options(args, seed: int, report: Path):
 def grade_submission(args, plugins=()) -> int:
     """Grade ``args.submission``; print the report and the score; exit as ``certify`` would. ``plugins``: more
     pytest plugins for its run (the profiler's)."""
-    from conformance.boundary.isolation.proxy import stop_all_workers
+    from conformance.boundary.isolation.supervisor import stop_all_workers
     from conformance.boundary.loading import load
     from conformance.run import runs
     from conformance.run.session import AwaitWorker, run_checks, unloadable_candidate

@@ -1,12 +1,13 @@
 """Running an implementation you do not trust: in a worker process, behind a proxy adapter.
 
-``proxy.py`` (the grader's side: ``ProxyAdapter``, ``Limits``), ``worker.py`` (the worker and its
-supervisor), ``trampoline.py`` (the worker's first code, which loads the rest under a neutral name),
-``importing.py`` (importing the implementation, in-process and in the worker), ``environment.py`` (the worker's
-environment: what it holds, ``--pass-env``), ``reads.py`` (what it may read: its folder, Python, ``--allow-read``),
-``wire.py`` (the plain-data messages between them), ``peer.py`` (large messages straight between the two
-processes' memory, one CPU shared during a call), ``sandbox.py`` (namespaces, resource limits and Landlock).
-docs/grading.md describes what is contained and how.
+``proxy.py`` (the grader's side: ``ProxyAdapter``, whose parts forward their calls over the wire, ``Limits``),
+``supervisor.py`` (the worker process's life: started, limited, watched and killed), ``worker.py`` (the worker:
+imports the implementation, answers calls), ``trampoline.py`` (the worker's first code, which loads the rest
+under a neutral name), ``importing.py`` (importing the implementation, in-process and in the worker),
+``environment.py`` (the worker's environment: what it holds, ``--pass-env``), ``reads.py`` (what it may read: its
+folder, Python, ``--allow-read``), ``wire.py`` (the plain-data messages between them, through a pipe),
+``sandbox.py`` (namespaces, resource limits and Landlock), ``options.py`` (the pytest options). docs/grading.md
+describes what is contained and how.
 """
 
 import argparse

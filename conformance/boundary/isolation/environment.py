@@ -23,7 +23,7 @@ NAMES_SHOWN = 12  # a CI runner sets a hundred variables: the first ones, then h
 
 def worker_environment(home: Path, temp_dir: Path, threads: int, pass_env: tuple[str, ...] = ()) -> dict[str, str]:
     """The minimal environment and the variables named by ``pass_env`` with their values here. Nothing of the
-    suite's own: the import path goes in the worker's boot message (``proxy.boot_message``), not a variable."""
+    suite's own: the import path goes in the worker's boot message (``supervisor.boot_message``), not a variable."""
     n = str(threads) if threads > 0 else "1"
     values = ("/usr/local/bin:/usr/bin:/bin", str(home), str(temp_dir), "C.UTF-8", "C.UTF-8", n, n, n)
     base = dict(zip(BASE, values, strict=True))

@@ -24,7 +24,7 @@ def summary(candidate) -> dict:
 
 
 def close(candidates) -> None:
-    """The session's end: each isolated worker is told to stop; ``proxy.stop_all_workers`` waits for them."""
+    """The session's end: each isolated worker is told to stop; ``supervisor.stop_all_workers`` waits for them."""
     for candidate in candidates:
         adapter = getattr(candidate, "adapter", None)
         if isinstance(adapter, ProxyAdapter):

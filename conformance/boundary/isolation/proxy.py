@@ -4,7 +4,8 @@
 (``ADAPTER_PARTS``) and model parts (``MODEL_PARTS``) the real adapter provides; each forwards its
 call over a pipe to the worker (``worker.py``) and returns the plain data that comes back. ``Candidate``
 wraps it like any adapter, so the checks, the comparisons and every verdict stay in this process,
-which never imports the candidate.
+which never imports the candidate. The worker's process (started, stopped, its supervisor's report) is
+``supervisor.Worker``; what one implementation may use, ``Limits``; ``load_isolated`` makes the candidate.
 
 What can happen to a call, and what the check then sees:
 
@@ -18,16 +19,7 @@ What can happen to a call, and what the check then sees:
 
 from __future__ import annotations
 
-import atexit
-import contextlib
-import json
-import os
-import select
-import shutil
 import signal
-import subprocess
-import sys
-import tempfile
 import time
 from dataclasses import asdict, dataclass
 from pathlib import Path
@@ -35,16 +27,9 @@ from typing import Any
 
 from conformance.adapter import ADAPTER_PARTS, MODEL_PARTS, PARTS, Conventions
 from conformance.boundary.candidate import Candidate
-from conformance.boundary.isolation import (
-    WORKER_MEMORY_MIB,
-    WORKER_TOTAL_S,
-    environment,
-    importing,
-    peer,
-    reads,
-    sandbox,
-)
-from conformance.boundary.isolation.wire import Channel, ChannelClosed, ChannelTimeout, WireError
+from conformance.boundary.isolation import WORKER_MEMORY_MIB, WORKER_TOTAL_S, environment, importing, reads, sandbox
+from conformance.boundary.isolation.supervisor import Worker
+from conformance.boundary.isolation.wire import ChannelClosed, ChannelTimeout, WireError
 from conformance.errors import AdapterError, LoadError
 
 
@@ -101,172 +86,6 @@ def own_folder_of(spec: str, limits: Limits, *, builtin: bool) -> Path | None:
     return None if builtin else reads.own_folder(spec.partition(":")[0])
 
 
-class Worker:
-    """One worker process (with its supervisor), its pipes and its temporary directory."""
-
-    def __init__(self, start: dict, limits: Limits, threads: int):
-        self.limits = limits
-        self.temp_dir = Path(tempfile.mkdtemp())  # a name like any program's: tmpXXXXXXXX/work
-        work = self.temp_dir / "work"
-        work.mkdir()
-        self.log_path = self.temp_dir / "output.log"
-        request_r, request_w = os.pipe()
-        response_r, response_w = os.pipe()
-        control_r, self.control_w = os.pipe()
-        self.status_r, status_w = os.pipe()
-        with open(self.log_path, "wb") as log:
-            # "-": the program comes on standard input (trampoline.py): nothing in the command line names the suite
-            self.process = subprocess.Popen(
-                [sys.executable, "-I", "-B", "-u", "-"],
-                stdin=subprocess.PIPE, stdout=log, stderr=subprocess.STDOUT, cwd=work,
-                env=environment.worker_environment(work, self.temp_dir, threads, limits.pass_env),
-                pass_fds=(request_r, response_w, control_r, status_w),
-                start_new_session=True,
-            )
-        for fd in (request_r, response_w, control_r, status_w):
-            os.close(fd)
-        self.channel = Channel(response_r, request_w)
-        with contextlib.suppress(BrokenPipeError):  # a worker that died at once: its exit is the error
-            self.process.stdin.write(trampoline_program(request_r, response_w, control_r, status_w))
-            self.process.stdin.close()
-        self.shortcuts = os.environ.get("CONFORMANCE_PEER_SHORTCUTS", "1") != "0"  # peer.py; 0: for measuring
-        self.channel.write_bytes(boot_message(start["path"], limits.total_s), deadline=time.monotonic() + 30)
-        self.channel.send({**start, "temp_dir": str(self.temp_dir),
-                           "direct": self.shortcuts and peer.direct_copies_possible()})
-        self.exit_report: dict | None = None
-        self.pid: int | None = None
-        self.shared_cpu: peer.SharedCpu | None = None
-        self.threads = threads
-        _LIVE.add(self)
-
-    def receive(self, deadline: float, make_model=None) -> Any:
-        return self.channel.receive(deadline=deadline, make_model=make_model)
-
-    def said_hello(self, hello: dict) -> None:
-        """The worker's pid from its hello (as its own PID namespace numbers it), believed only if a child of
-        the supervisor has that number there (a candidate's process): large messages then go straight to and
-        from its memory, and during a call it shares the grader's CPU (``peer.py``)."""
-        inner = hello.get("pid")
-        pid = peer.child_with_inner_pid(self.process.pid, inner) if isinstance(inner, int) and inner > 0 else None
-        if not self.shortcuts or pid is None:
-            return
-        self.pid = pid
-        self.channel.peer = self.checked_pid
-        if self.threads <= 1:
-            self.shared_cpu = peer.SharedCpu(pid)
-
-    def checked_pid(self) -> int | None:
-        """The worker's pid while it is still the supervisor's child (not a reused number)."""
-        return self.pid if self.pid is not None and peer.parent_of(self.pid) == self.process.pid else None
-
-    def begin_stop(self) -> None:
-        """Tell the supervisor to end the worker (it closes CTL's write end); ``stop`` waits for it."""
-        control_w, self.control_w = self.control_w, -1  # once: the number may be another file's afterwards
-        if control_w >= 0:
-            with contextlib.suppress(OSError):
-                os.close(control_w)
-
-    def stop(self) -> dict:
-        """End the worker and everything it started; the supervisor's report of how the worker ended."""
-        if self.exit_report is None:
-            self.begin_stop()
-            self.exit_report = self._read_status(time.monotonic() + 5.0)
-            with contextlib.suppress(ProcessLookupError, PermissionError):
-                os.killpg(self.process.pid, signal.SIGKILL)
-            with contextlib.suppress(subprocess.TimeoutExpired):
-                self.process.wait(timeout=5)
-            self.channel.close()
-            with contextlib.suppress(OSError):
-                os.close(self.status_r)
-            _LIVE.discard(self)
-        return self.exit_report
-
-    def _read_status(self, deadline: float) -> dict:
-        data = b""
-        poller = select.poll()
-        poller.register(self.status_r, select.POLLIN | select.POLLHUP)
-        while time.monotonic() < deadline and not data.endswith(b"\n"):
-            if not poller.poll(max(1, int((deadline - time.monotonic()) * 1000))):
-                continue
-            try:
-                chunk = os.read(self.status_r, 4096)
-            except OSError:
-                break
-            if not chunk:
-                break
-            data += chunk
-        try:
-            return json.loads(data.decode() or "{}")
-        except ValueError:
-            return {}
-
-    def output(self, *, head: int = 4096, tail: int = 1500) -> dict:
-        try:
-            size = self.log_path.stat().st_size
-            with open(self.log_path, "rb") as log:
-                first = log.read(head)
-                log.seek(max(0, size - tail))
-                last = log.read(tail)
-        except OSError:
-            return {"bytes": 0, "head": "", "tail": ""}
-        return {"bytes": size, "head": first.decode(errors="replace"), "tail": last.decode(errors="replace")}
-
-    def cleanup(self) -> None:
-        self.stop()
-        shutil.rmtree(self.temp_dir, ignore_errors=True)
-
-    def usage(self) -> dict:
-        """{cpu_s, max_rss_mib} of the worker so far: the supervisor's report once it has ended, else read from
-        /proc while it runs (the report is written before the last worker stops). The grader reads /proc itself:
-        the worker could lie about its own usage."""
-        if self.exit_report is not None:
-            return {key: self.exit_report.get(key) for key in ("cpu_s", "max_rss_mib")}
-        return _live_usage(self.process.pid)
-
-
-def _live_usage(supervisor: int) -> dict:
-    """CPU seconds (its own and its reaped children's) and peak RSS of the supervisor's children: the worker."""
-    tick, cpu_s, max_rss_mib = os.sysconf("SC_CLK_TCK"), 0.0, 0.0
-    for pid in peer.children_of(supervisor):
-        try:
-            stat = Path(f"/proc/{pid}/stat").read_text()
-            status = Path(f"/proc/{pid}/status").read_text()
-        except OSError:  # it ended meanwhile
-            continue
-        fields = stat[stat.rindex(")") + 2:].split()  # after "pid (comm) ": state is field 3, utime field 14
-        cpu_s += sum(int(value) for value in fields[11:15]) / tick  # utime, stime, cutime, cstime
-        peak = [line.split()[1] for line in status.splitlines() if line.startswith("VmHWM:")]
-        max_rss_mib = max(max_rss_mib, int(peak[0]) / 1024 if peak else 0.0)
-    return {"cpu_s": round(cpu_s, 3), "max_rss_mib": round(max_rss_mib, 1)}
-
-
-WORKER_MODULES = ("worker", "wire", "peer", "sandbox", "environment", "importing")  # what the worker runs
-_SOURCES: dict[str, str] = {}
-
-
-def trampoline_program(*fds: int) -> bytes:
-    """The worker's program, for its standard input: trampoline.py and the call naming its pipes."""
-    return (Path(__file__).with_name("trampoline.py").read_text() + f"\nstart{fds}\n").encode()
-
-
-def boot_message(path: list[str], total_s: float) -> bytes:
-    """What the trampoline reads first: its import path, the total time limit, the worker's modules' sources."""
-    if not _SOURCES:
-        _SOURCES.update({name: Path(__file__).with_name(f"{name}.py").read_text() for name in WORKER_MODULES})
-    body = json.dumps({"path": path, "total_s": total_s, "modules": _SOURCES}).encode()
-    return len(body).to_bytes(8, "little") + body
-
-
-_LIVE: set[Worker] = set()
-
-
-@atexit.register
-def stop_all_workers() -> None:
-    """Every worker still running ends with the grader (the CLI also calls this before it exits)."""
-    for worker in list(_LIVE):
-        worker.cleanup()
-
-
 class RemoteException(Exception):
     """An exception the candidate raised in the worker, re-raised here under its type's name."""
 
@@ -298,7 +117,7 @@ class ProxyAdapter:
         self.load_error: str | None = None
         self._hello: dict | None = None
         self.last_account: dict | None = None  # what the worker said of the last call (whose code answered)
-        self._worker, self._generation = Worker(self._start, limits, threads), 1  # it imports while we go on
+        self._worker, self._generation = self._new_worker(), 1  # it imports while we go on
         if wait:
             self.wait()
 
@@ -346,9 +165,12 @@ class ProxyAdapter:
     # -- the worker's life ----------------------------------------------------------------------
     def _start_worker(self) -> None:
         """Start a fresh worker and wait for its hello; ``LoadError`` saying what went wrong otherwise."""
-        worker = Worker(self._start, self.limits, self.threads)
+        worker = self._new_worker()
         self._await_hello(worker)
         self._worker, self._generation = worker, self._generation + 1
+
+    def _new_worker(self) -> Worker:
+        return Worker(self._start, total_s=self.limits.total_s, pass_env=self.limits.pass_env, threads=self.threads)
 
     def _await_hello(self, worker: Worker) -> dict:
         deadline = min(time.monotonic() + self.limits.load_s, self._deadline)
@@ -379,7 +201,6 @@ class ProxyAdapter:
             worker.cleanup()
             raise
         self._note_refused(hello)
-        worker.said_hello(hello)
         return hello
 
     def _note_refused(self, message: dict) -> None:
@@ -435,7 +256,7 @@ class ProxyAdapter:
 
     def close(self, *, wait: bool = True) -> None:
         """End the worker. ``wait=False`` (the end of a run): only tell it to stop, so that it winds down
-        (a worker of 900 MB takes a tenth of a second to die) while the grader prints its report;
+        (a large worker takes a while to die) while the grader prints its report;
         ``stop_all_workers`` (the CLI's last step, and at exit) then waits for it and removes its folder."""
         if wait or self._worker is None:
             self._retire()
@@ -473,9 +294,8 @@ class ProxyAdapter:
         self._seed, self._release = None, []
         deadline = min(time.monotonic() + self._call_limit(), self._deadline)
         try:
-            with worker.shared_cpu.call() if worker.shared_cpu is not None else contextlib.nullcontext():
-                worker.channel.send(request, deadline=deadline)
-                reply = worker.receive(deadline, make_model=self.make_model)
+            worker.channel.send(request, deadline=deadline)
+            reply = worker.receive(deadline, make_model=self.make_model)
         except ChannelTimeout:
             self._retire()
             raise AdapterError(f"{label} hung: no answer within {self._call_limit():g} s; the worker was killed."

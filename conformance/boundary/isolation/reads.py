@@ -42,11 +42,17 @@ def worker_reads(own_folder: Path | None, *, suite: str, allow_read: tuple[str, 
     trees = [*python_trees(), *([str(own_folder)] if own_folder else []), *allow_read]
     if suite == "api":
         package = _folder("conformance")
-        return Reads(trees=[*trees, _folder(ADAPTER_HELPERS)], listable=[package, _folder("conformance.paper")],
+        return Reads(trees=[*trees, _folder(ADAPTER_HELPERS)], listable=api_packages(),
                      files=[file for name in ADAPTER_API for file in module_files(name)],
                      hidden=[package, *map(_folder, PRIVATE)])
     code = [_folder("conformance"), _folder("conformance.implementations")]
     return Reads(trees=[*trees, *code], hidden=[_folder("conformance.fixtures"), *module_files(ORACLE)])
+
+
+def api_packages() -> list[str]:
+    """The folders of the packages in ``ADAPTER_API``: listable, so that the import system finds their modules
+    (it lists a folder to find a module in it), none of them readable whole."""
+    return [_folder(name) for name in ADAPTER_API if importlib.util.find_spec(name).submodule_search_locations]
 
 
 def python_trees() -> list[str]:

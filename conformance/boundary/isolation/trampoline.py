@@ -1,5 +1,5 @@
-# The first code of an isolated worker. ``proxy.Worker`` starts ``python -I -B -u -`` and writes this file to its
-# standard input, followed by a line ``start(REQUEST, RESPONSE, CONTROL, STATUS)`` naming its pipes; so the
+# The first code of an isolated worker. ``supervisor.Worker`` starts ``python -I -B -u -`` and writes this file to
+# its standard input, followed by a line ``start(REQUEST, RESPONSE, CONTROL, STATUS)`` naming its pipes; so the
 # process's command line, arguments and environment name nothing of the suite. Comments, not a docstring:
 # this module is the program's ``__main__``, whose ``__doc__`` a submission could read.
 #
@@ -8,8 +8,8 @@
 # without docstrings, named app/NAME.py), and removes the package from ``sys.modules`` before any of the
 # candidate's code runs: the candidate finds none of the suite's modules there, and no frame above its calls
 # names a file of the suite. The PID namespace is entered here, between loading ``sandbox`` (the standard
-# library only) and ``worker`` (NumPy, which may start threads): a process with threads cannot enter a new
-# user namespace.
+# library only) and the others (NumPy, which may start threads): a process with threads cannot enter a new
+# user namespace. Then ``supervisor.main`` forks: this process supervises, the child is the worker.
 
 import importlib
 import importlib.machinery
@@ -55,24 +55,25 @@ def read_boot(fd):
     return json.loads(read_exactly(fd, int.from_bytes(read_exactly(fd, 8), "little")))
 
 
-def load(request_fd):  # (the worker module, the namespaces entered, the total time limit)
+def load(request_fd):  # (the supervisor module, the worker module, the namespaces entered, the total time limit)
     boot = read_boot(request_fd)
     sys.path[:] = boot["path"]
     package = Package(boot["modules"])
     sys.meta_path.insert(0, package)
     try:
         namespace = importlib.import_module(f"{PACKAGE}.sandbox").enter_pid_namespace()
+        supervisor = importlib.import_module(f"{PACKAGE}.supervisor")
         worker = importlib.import_module(f"{PACKAGE}.worker")
     finally:
         sys.meta_path.remove(package)
         for name in [name for name in sys.modules if name == PACKAGE or name.startswith(PACKAGE + ".")]:
             del sys.modules[name]
-    return worker, namespace, boot["total_s"]
+    return supervisor, worker, namespace, boot["total_s"]
 
 
 def start(request_fd, response_fd, control_fd, status_fd):
     null = os.open(os.devnull, os.O_RDONLY)  # standard input was this program: at its end now
     os.dup2(null, 0)
     os.close(null)
-    worker, namespace, total_s = load(request_fd)
-    sys.exit(worker.main(request_fd, response_fd, control_fd, status_fd, total_s, namespace))
+    supervisor, worker, namespace, total_s = load(request_fd)
+    sys.exit(supervisor.main(worker.serve, request_fd, response_fd, control_fd, status_fd, total_s, namespace))

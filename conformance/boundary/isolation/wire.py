@@ -1,9 +1,9 @@
 """The wire between the grader and the worker: plain data only, never a pickle.
 
-One message is ``[u64 header length][u8 route][header: UTF-8 JSON][raw buffer 0][raw buffer 1]...``. The header
-holds a tree of tagged nodes; arrays travel as raw bytes with their dtype and shape (the
-``numpy.save``/``load(allow_pickle=False)`` rule: a numeric dtype, native byte order, nothing that
-runs code when read). Tags:
+One message, through the pipe, is ``[u64 header length][header: UTF-8 JSON][raw buffer 0][raw buffer 1]...``,
+each buffer padded to 16 bytes. The header holds a tree of tagged nodes; arrays travel as raw bytes with their
+dtype and shape (the ``numpy.save``/``load(allow_pickle=False)`` rule: a numeric dtype, native byte order,
+nothing that runs code when read). Tags:
 
 =======  =================================================  ==========================================
 tag      node                                               decoded as
@@ -24,14 +24,6 @@ A value of the candidate's own classes never crosses: it becomes a ``Foreign`` d
 suite's boundary rejects it with the same message as in-process ("returned torch.Tensor ..."). An
 ``ndarray`` subclass crosses as the plain ndarray of its bytes: its overridden comparisons stay behind.
 Everything read is checked (dtype allow-list, sizes, depth) and raises ``WireError`` otherwise.
-
-The route says where the raw buffers are (``peer.py``): ``PIPE``, after the header; for a message whose
-buffers add up to ``DIRECT_MIN`` bytes or more, ``PUSHED`` (grader to worker: the worker answers with the
-address of a block, the grader copies the buffers into it and says ``V``, or ``P`` and sends them down the
-pipe) or ``OFFERED`` (worker to grader: the buffers' addresses follow the header, the grader copies them
-out and says ``A``, or ``P`` and the worker sends them down the pipe: always, when the grader did not
-believe the pid the worker's hello gave). The worker offers only when the start message allows it; the
-grader accepts only ``PIPE`` and ``OFFERED``, the worker only ``PIPE`` and ``PUSHED``.
 """
 
 from __future__ import annotations
@@ -49,20 +41,15 @@ from typing import Any
 
 import numpy as np
 
-from . import peer  # relative: the worker loads these modules under another package name (trampoline.py)
-
-HEADER = struct.Struct("<QB")  # header length, route
-PIPE, PUSHED, OFFERED = 0, 1, 2
-ADDRESS = struct.Struct("<Q")
-DIRECT_MIN = 4 * 2**20  # buffers adding up to this many bytes skip the pipe where the peer's memory is reachable
+HEADER = struct.Struct("<Q")  # header length
 MAX_DEPTH = 32
 MAX_NODES = 200_000
 MAX_HEADER_BYTES = 64 * 2**20
 SMALL = 64 * 2**10  # buffers below this travel in the header's write
 REUSE = SMALL  # a message's buffers of this size and more are read into one of the channel's reusable blocks
 BLOCKS = 4  # blocks a channel keeps
-# A new block is anonymous memory with its pages made at once (Linux MAP_POPULATE: 256 MB in 0.15-0.25 s,
-# where faulting them in as the pipe's bytes arrive took 0.37-0.47 s; huge pages 0.07-1 s, as compaction goes).
+# A new block is anonymous memory with its pages made at once (Linux MAP_POPULATE): faster than faulting them in
+# one by one as the pipe's bytes arrive.
 _NEW_BLOCK = mmap.MAP_PRIVATE | getattr(mmap, "MAP_POPULATE", 0)  # fileno -1 adds MAP_ANONYMOUS
 DTYPE_KINDS = "biufc"  # bool, signed, unsigned, float, complex: no object, void, datetime, string
 JSON_SCALARS = (bool, int, float, str)  # what json.loads makes of a scalar (and None)
@@ -306,36 +293,23 @@ def _collect_sizes(node, sizes, depth):
 
 # -- the pipe ------------------------------------------------------------------------------------
 class Channel:
-    """One direction-pair of pipes, read and written with deadlines (``time.monotonic`` seconds).
-
-    The grader's channel sets ``peer`` (a function giving the worker's checked pid, or None) once the worker
-    said hello; the worker's sets ``offer`` when the start message allows it. Both are off by default: every
-    message then goes through the pipe."""
+    """One direction-pair of pipes, read and written with deadlines (``time.monotonic`` seconds)."""
 
     def __init__(self, read_fd: int, write_fd: int, *, max_bytes: int = 2**31):
         self.read_fd, self.write_fd, self.max_bytes = read_fd, write_fd, max_bytes
         self._blocks: list[mmap.mmap] = []  # see _block_view
-        self.peer = None  # grader: () -> the worker's pid or None
-        self.offer = False  # worker: large answers are offered for the grader to copy out
-        self.worker_side = False  # worker: accepts PUSHED messages (the grader's side never does)
         for fd in (read_fd, write_fd):
             os.set_blocking(fd, False)
             _grow_pipe(fd)
 
     def write_bytes(self, data: bytes, *, deadline: float | None = None) -> None:
-        """Raw bytes, outside the message format (the worker's boot message: ``proxy.boot_message``)."""
+        """Raw bytes, outside the message format (the worker's boot message: ``supervisor.boot_message``)."""
         self._write(data, deadline)
 
     def send(self, value: Any, *, deadline: float | None = None, model_handle=None) -> None:
         """One message; small buffers go out with the header in one write (a call's arrays are small)."""
         header, buffers = encode(value, model_handle)
-        if sum(map(padded, map(len, buffers))) >= DIRECT_MIN:
-            pid = self.peer() if self.peer is not None else None
-            if pid is not None:
-                return self._push(header, buffers, pid, deadline)
-            if self.offer:
-                return self._offer(header, buffers, deadline)
-        pending = [bytearray(HEADER.pack(len(header), PIPE) + header)]  # the last is always a bytearray
+        pending = [bytearray(HEADER.pack(len(header)) + header)]  # the last is always a bytearray
         for buffer in buffers:
             padding = bytes(padded(len(buffer)) - len(buffer))  # every array starts 16-byte aligned
             if len(buffer) < SMALL and len(pending[-1]) < SMALL:
@@ -346,37 +320,9 @@ class Channel:
         for chunk in pending:
             self._write(chunk, deadline)
 
-    def _push(self, header: bytes, buffers: list[memoryview], pid: int, deadline: float | None) -> None:
-        """Grader: the buffers straight into the block whose address the worker answers with."""
-        self._write(HEADER.pack(len(header), PUSHED) + header, deadline)
-        (address,) = ADDRESS.unpack(self._read(ADDRESS.size, deadline))
-        starts = itertools.accumulate(map(padded, map(len, buffers)), initial=0)
-        pieces = [(peer.address_of(buffer), address + start, len(buffer))
-                  for buffer, start in zip(buffers, starts, strict=False)]
-        if address and self.peer() == pid and peer.write_into(pid, pieces):
-            self._write(b"V", deadline)
-        else:
-            self._write(b"P", deadline)
-            self._write_padded(buffers, deadline)
-
-    def _offer(self, header: bytes, buffers: list[memoryview], deadline: float | None) -> None:
-        """Worker: the buffers' addresses; the grader copies them out (``A``) or asks for them (``P``)."""
-        addresses = struct.pack(f"<I{len(buffers)}Q", len(buffers), *map(peer.address_of, buffers))
-        self._write(HEADER.pack(len(header), OFFERED) + header + addresses, deadline)
-        reply = bytes(self._read(1, deadline))
-        if reply == b"P":
-            self._write_padded(buffers, deadline)
-        elif reply != b"A":
-            raise WireError(f"expected A or P after an offered message, got {reply!r}")
-
-    def _write_padded(self, buffers: list[memoryview], deadline: float | None) -> None:
-        for buffer in buffers:
-            self._write(buffer, deadline)
-            self._write(bytes(padded(len(buffer)) - len(buffer)), deadline)
-
     def receive(self, *, deadline: float | None = None, make_model=None) -> Any:
         """One message; its buffers are read as one block and sliced (writable views of this process's memory)."""
-        length, route = HEADER.unpack(self._read(HEADER.size, deadline))
+        (length,) = HEADER.unpack(self._read(HEADER.size, deadline))
         if length > MAX_HEADER_BYTES:
             raise WireError(f"header of {length} bytes announced (at most {MAX_HEADER_BYTES})")
         tree = parse_header(self._read(length, deadline))
@@ -387,42 +333,8 @@ class Channel:
         if sum(sizes) > self.max_bytes:
             raise WireError(f"message of {sum(sizes)} bytes announced (at most {self.max_bytes})")
         starts = [0, *itertools.accumulate(map(padded, sizes))]
-        direct = starts[-1] >= DIRECT_MIN  # the other routes are for large messages only
-        if route == PIPE:
-            block = self._read_buffers(starts[-1], deadline)
-        elif route == PUSHED and self.worker_side and direct:
-            block = self._receive_pushed(starts[-1], deadline)
-        elif route == OFFERED and not self.worker_side and direct:
-            block = self._receive_offered(starts, sizes, deadline)
-        else:
-            raise WireError(f"a message of {starts[-1]} bytes by route {route}, which this side does not accept")
+        block = self._read_buffers(starts[-1], deadline)
         return decode(tree, [block[start:start + size] for start, size in zip(starts, sizes, strict=False)], make_model)
-
-    def _receive_pushed(self, size: int, deadline: float | None) -> memoryview:
-        view = self._block_view(size)
-        self._write(ADDRESS.pack(peer.address_of(view)), deadline)
-        reply = bytes(self._read(1, deadline))
-        if reply == b"P":
-            self._read_into(view, deadline)
-        elif reply != b"V":
-            raise WireError(f"expected V or P after a pushed message, got {reply!r}")
-        return view
-
-    def _receive_offered(self, starts: list[int], sizes: list[int], deadline: float | None) -> memoryview:
-        (count,) = struct.unpack("<I", self._read(4, deadline))
-        if count != len(sizes):
-            raise WireError(f"{count} addresses offered for {len(sizes)} buffers")
-        addresses = struct.unpack(f"<{count}Q", self._read(8 * count, deadline))
-        view = self._block_view(starts[-1])
-        here = peer.address_of(view)
-        pid = self.peer() if self.peer is not None else None  # None: a worker whose pid was not believed
-        pieces = [(here + start, there, size) for start, there, size in zip(starts, addresses, sizes, strict=False)]
-        if pid is not None and peer.read_from(pid, pieces):
-            self._write(b"A", deadline)
-        else:
-            self._write(b"P", deadline)
-            self._read_into(view, deadline)
-        return view
 
     def _wait(self, fd: int, event: int, deadline: float | None) -> None:
         poller = select.poll()
@@ -445,9 +357,8 @@ class Channel:
     def _block_view(self, size: int) -> memoryview:
         """Memory for a message's large buffers: a block this channel keeps and reuses once nothing decoded
         from it is alive (its reference count says so exactly): fresh memory costs a page fault and a
-        zero-fill per page, as much as the copy itself, and on a virtual machine far more (the base-size
-        weights, 250 MB: 0.25 s, up to 1 s with huge pages, against 0.03 s reused). Blocks still in use (an
-        answer the checks keep) are left to their holders; the channel keeps the ``BLOCKS`` largest."""
+        zero-fill per page, as much as the copy itself, and on a virtual machine far more. Blocks still in use
+        (an answer the checks keep) are left to their holders; the channel keeps the ``BLOCKS`` largest."""
         index = self._free_block(size)
         if index is None:
             block = mmap.mmap(-1, size, flags=_NEW_BLOCK)

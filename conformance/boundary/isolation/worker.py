@@ -1,20 +1,13 @@
-"""The worker process: its supervisor, and the worker that imports the candidate and answers its calls.
+"""The worker: the process that imports the candidate and answers its calls.
 
-Started by ``proxy.Worker`` as ``python -I -B -u -``, in a new session, a temporary working directory and a
-minimal environment; ``trampoline.py``, read from its standard input, loads this module and its siblings from
-the sources the grader sends, under the package name ``app`` (kept out of ``sys.modules``), and calls ``main``
-with the pipes' file descriptors (REQ RESP CTL STATUS). This process forks once: the parent stays small and
-becomes the **supervisor**, the child becomes the **worker**: process 1 of a PID namespace of its own where the
-kernel allows one (``sandbox.enter_pid_namespace``; otherwise the supervisor is a child subreaper, and whatever
-the candidate starts and abandons is re-parented to it). The worker lowers its resource limits, mounts its own
-/proc, applies Landlock, imports the candidate and serves calls: each request is a part name with plain-data
-arguments (``wire``), each answer a plain-data result, a ``NotImplementedError`` reason, or an exception's type
-and message. Models stay here; the grader holds handles. Nothing here imports the suite: what a candidate
-that looks at its stack or its modules finds is this program, not a test runner.
-
-The supervisor waits for the worker to exit, for the grader to close CTL (stop, or the grader died),
-or for the total wall-clock limit; then it kills every process left below it, writes the worker's
-exit status as one JSON line on STATUS, and exits.
+The child of the supervisor (``supervisor.main``, which forks it and calls ``serve`` with the request and
+response pipes), loaded like it from the sources the grader sends, under the package name ``app`` (kept out of
+``sys.modules``: trampoline.py). It lowers its resource limits, mounts its own /proc, applies Landlock, imports
+the candidate and serves calls: each request is a part name with plain-data arguments (``wire``), each answer a
+plain-data result, a ``NotImplementedError`` reason, or an exception's type and message. Models stay here; the
+grader holds handles. Nothing here imports the suite: what a candidate that looks at its stack or its modules
+finds is this program, not a test runner. What the sandbox refuses it while it runs is noted (``Refusals``)
+and reported with the answers.
 """
 
 from __future__ import annotations
@@ -24,134 +17,21 @@ import ctypes
 import errno
 import gc
 import inspect
-import json
 import os
-import select
-import signal
 import sys
-import time
 from pathlib import Path
 
 # Relative: these modules are ``app.*`` here (trampoline.py), ``conformance.boundary.isolation.*`` in the grader.
 # All are imported now: once the candidate runs, the package is gone from sys.modules and a later import would fail.
 from . import environment, importing, sandbox, wire
 
-PR_SET_CHILD_SUBREAPER = 36
 
-
-def main(request_fd: int, response_fd: int, control_fd: int, status_fd: int, total_s: float,
-         namespace: str = "") -> int:
-    """``namespace``: what ``sandbox.enter_pid_namespace`` made of this process before (the trampoline calls it
-    while the process has one thread): "user+pid", "pid", or "" (none; the supervisor is then a subreaper)."""
-    ctypes.CDLL(None, use_errno=True).prctl(PR_SET_CHILD_SUBREAPER, 1, 0, 0, 0)
-    child = os.fork()
-    if child == 0:
-        os.close(control_fd)
-        os.close(status_fd)
-        try:
-            serve(request_fd, response_fd, namespace)
-        finally:
-            os._exit(0)
-    os.close(request_fd)
-    os.close(response_fd)
-    return supervise(child, control_fd, status_fd, total_s)
-
-
-# -- the supervisor ------------------------------------------------------------------------------
-def supervise(child: int, control_fd: int, status_fd: int, total_s: float) -> int:
-    deadline, status, reason, usage = time.monotonic() + total_s, None, None, None
-    poller = select.poll()
-    poller.register(control_fd, select.POLLIN | select.POLLHUP)
-    exited = _pidfd(child)  # readable when the worker exits (Linux 5.3+); else wait4 every 50 ms
-    if exited is not None:
-        poller.register(exited, select.POLLIN)
-    while status is None:
-        pid, raw, usage = os.wait4(child, os.WNOHANG)
-        if pid == child:
-            status = raw
-            break
-        left_ms = max(0, int((deadline - time.monotonic()) * 1000)) + 1
-        events = poller.poll(50 if exited is None else min(left_ms, 60_000))
-        if any(fd == control_fd for fd, _ in events):  # the grader closed CTL: stop now
-            reason = "stopped by the grader"
-        elif time.monotonic() > deadline:
-            reason = f"total time limit of {total_s:g} s"
-        else:
-            continue
-        os.kill(child, signal.SIGKILL)
-        _, status, usage = os.wait4(child, 0)
-    if exited is not None:
-        os.close(exited)
-    killed = kill_descendants()
-    report = {"exit": os.WEXITSTATUS(status)} if os.WIFEXITED(status) else {"signal": os.WTERMSIG(status)}
-    report.update(killed_descendants=killed, reason=reason,
-                  cpu_s=round(usage.ru_utime + usage.ru_stime, 3), max_rss_mib=round(usage.ru_maxrss / 1024, 1))
-    try:
-        os.write(status_fd, (json.dumps(report) + "\n").encode())
-    except OSError:
-        pass
-    return 0
-
-
-def _pidfd(pid: int) -> int | None:
-    try:
-        return os.pidfd_open(pid)
-    except (AttributeError, OSError):
-        return None
-
-
-def kill_descendants(rounds: int = 20) -> int:
-    """SIGKILL every process below this one (orphans come back to us, the subreaper); reap them."""
-    killed = 0
-    for _ in range(rounds):
-        below = descendants(os.getpid())
-        if not below:
-            break
-        for pid in below:
-            try:
-                os.kill(pid, signal.SIGKILL)
-                killed += 1
-            except ProcessLookupError:
-                pass
-        _reap(deadline=time.monotonic() + 1.0)
-    return killed
-
-
-def _reap(deadline: float) -> None:
-    while time.monotonic() < deadline:
-        try:
-            pid, _ = os.waitpid(-1, os.WNOHANG)
-        except ChildProcessError:
-            return
-        if pid == 0:
-            time.sleep(0.01)
-
-
-def descendants(root: int) -> list[int]:
-    children: dict[int, list[int]] = {}
-    for entry in os.scandir("/proc"):
-        if entry.name.isdigit():
-            try:
-                stat = Path(entry.path, "stat").read_text()
-            except OSError:
-                continue
-            ppid = int(stat.rsplit(")", 1)[1].split()[1])
-            children.setdefault(ppid, []).append(int(entry.name))
-    found, todo = [], [root]
-    while todo:
-        for pid in children.get(todo.pop(), []):
-            found.append(pid)
-            todo.append(pid)
-    return found
-
-
-# -- the worker ----------------------------------------------------------------------------------
 def serve(request_fd: int, response_fd: int, namespace: str) -> None:
+    """Load the candidate as the start message says, say hello (or why it could not load), answer calls until
+    the grader closes the request pipe."""
     keep_freed_memory()
     channel = wire.Channel(request_fd, response_fd)
-    channel.worker_side = True
     start = channel.receive()
-    channel.offer = bool(start.get("direct"))  # large answers: the grader copies them out (peer.py)
     spec, refused = start["spec"], Refusals()
     try:
         adapter, hello = load(start, namespace, refused)
@@ -162,7 +42,7 @@ def serve(request_fd: int, response_fd: int, namespace: str) -> None:
     model_parts = start["model_parts"]
     del start, hello  # the frames above the candidate's calls hold nothing of the grader's request
     # What the import made (torch, the candidate) lives as long as the worker: frozen, a full collection walks
-    # only what the calls made. Without it the reference's parameter_count ran 2-3 times slower than in-process.
+    # only what the calls made (models built by the hundred would otherwise make each walk torch's objects again).
     gc.freeze()
     Server(adapter, channel, refused, model_parts).run()
 
@@ -174,7 +54,7 @@ def keep_freed_memory() -> None:
     """Serve allocations up to 32 MB from the heap and keep what is freed (glibc ``mallopt``). A fresh
     process maps every allocation above 128 KiB anew and unmaps it when freed, so each of the candidate's
     tensors costs page faults and a zero-fill of its memory, which the grader's long-lived heap (in-process
-    runs) mostly does not pay: perf counted 0.7 s of page faults in the worker of a certify run."""
+    runs) mostly does not pay."""
     try:
         libc = ctypes.CDLL(None)
         libc.mallopt(M_MMAP_THRESHOLD, 32 * 2**20)
@@ -202,7 +82,7 @@ def load(start: dict, namespace: str, refused: Refusals):
     adapter = target() if inspect.isclass(target) else target
     limit_threads(start.get("threads", 1))
     hello = describe_adapter(adapter, start["parts"], start["model_parts"])
-    hello.update(landlock=landlock, namespace=namespace, private_proc=private_proc, pid=os.getpid())
+    hello.update(landlock=landlock, namespace=namespace, private_proc=private_proc)
     return adapter, hello
 
 
