@@ -1,4 +1,4 @@
-"""Where the check catalogue's time goes without training, against the floor a user cannot avoid (issue 16).
+"""Where the check catalogue's time goes without training, against the floor a user cannot avoid.
 
     python benchmarks/catalogue.py                            # reference, numpy, a failing mutant; 5 rounds
     python benchmarks/catalogue.py --impl reference --impl mutant:pre_norm --repeat 3

@@ -1,7 +1,7 @@
 """Whose code a report credits: a model-only adapter of a bias-free, eps 1e-6 implementation, with the suite's
 helpers asked for (``supplied=("greedy_decode", "train_step")``) and without them.
 
-    python benchmarks/provenance.py                 # both, with the training checks (about 2 minutes each)
+    python benchmarks/provenance.py                 # both, with the training checks
     python benchmarks/provenance.py --no-training   # both, without them
 
 The implementation is the reference model built as the declared configuration (no attention biases, LayerNorm eps

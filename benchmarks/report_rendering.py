@@ -1,7 +1,7 @@
-"""How long each rendering of a report takes and how large it is: the figures issue 15 asks for (all formats
-together under 2 s for the reference's full report, the HTML under 3 MB).
+"""How long each rendering of a report takes and how large it is, against the aims: all formats together under 2 s
+for the reference's full report, the HTML under 3 MB.
 
-    python benchmarks/report_rendering.py                   # certifies the reference with training first (~40 s)
+    python benchmarks/report_rendering.py                   # certifies the reference with training first
     python benchmarks/report_rendering.py r.json --repeat 5 # a saved report
 
 Renders from the parsed JSON report in this process (what ``transformer-conformance report`` does after

@@ -1,4 +1,4 @@
-"""What the base-size checks cost, and how a forward pass grows with N, d_model, batch and length (issue 16).
+"""What the base-size checks cost, and how a forward pass grows with N, d_model, batch and length.
 
     python benchmarks/scaling.py                  # 3 rounds of the base-size checks, 3 forwards per point
     python benchmarks/scaling.py --repeat 5 --forwards 5

@@ -1,5 +1,5 @@
 """What the CLI costs before it does anything: ``--help``, ``certify --help`` and ``list`` against a bare
-``python -c "import numpy"`` (issue 16's aim: each <= 1.2 x that floor).
+``python -c "import numpy"`` (the aim: each <= 1.2 x that floor).
 
     python benchmarks/startup.py              # 5 rounds
     python benchmarks/startup.py --rounds 9

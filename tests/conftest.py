@@ -44,9 +44,8 @@ ADAPTERS = Path(__file__).parent / "adapters"
 @pytest.fixture(scope="session", autouse=True)
 def imports_out_of_the_garbage_collectors_walks():
     """The objects of the modules every worker imports (torch, hypothesis, the suite), frozen out of the collector's
-    walks (``gc.freeze``): they live as long as the process. Measured over 15 small certify runs in one process,
-    the collector took 3.6 of their 8 s of CPU (every certify also ends two pytest sessions with ``gc.collect()``),
-    0.7 s with these ~180,000 objects frozen."""
+    walks (``gc.freeze``): they live as long as the process, and every certify ends two pytest sessions with
+    ``gc.collect()``, which would walk them all again."""
     with contextlib.suppress(ImportError):
         import torch  # noqa: F401 - imported for its objects, as every certify of a torch implementation does
     import hypothesis  # noqa: F401
@@ -134,7 +133,7 @@ def shared_run(tmp_path_factory, impl: str, *args: str) -> Run:
     return Run(run["code"], run["out"], run["err"], run["report"])
 
 
-# The reference trained once per session (~35 s: the slow step's, left out of the default selection), with the
+# The reference trained once per session (the slow step's, left out of the default selection), with the
 # checks whose pictures tests/test_browser.py opens in a browser: tests/test_training.py asserts the training
 # checks on it, tests/test_browser.py renders it.
 TRAINING_CHECKS = ("rate_used_at_each_step_is_lrate", "reported_loss_is_label_smoothed_cross_entropy",

@@ -36,7 +36,7 @@ def test_nan_is_never_close():
 
 @pytest.mark.parametrize("actual", [0.0, 1e30, np.nan])
 def test_nan_expected_value_matches_nothing(actual):
-    """A NaN expected value (a mutant's NaN output) used to make ``allowed`` NaN and every comparison pass."""
+    """A NaN expected value (a mutant's NaN output) must not make ``allowed`` NaN, which would pass every comparison."""
     m = measure(np.array([1.0, actual]), np.array([1.0, np.nan]), TOL)
     assert not m.passed and m.mismatched == 1 and m.index == (1,)
 

@@ -18,6 +18,7 @@ from pathlib import Path
 import pytest
 
 from conformance.fixtures import verify as V
+from conformance.fixtures.verify_rounding import flatten, numbers_in
 
 FACTS = V.load_facts()
 BY_ID = {fact["id"]: fact for fact in FACTS}
@@ -82,7 +83,7 @@ def test_unverifiable_facts_say_so():
 
 
 def _numbers(value) -> list[float] | None:
-    flat = V._flatten(value)
+    flat = flatten(value)
     if all(isinstance(x, (int, float)) and not isinstance(x, bool) for x in flat):
         return [float(x) for x in flat]
     return None
@@ -117,7 +118,7 @@ def test_printed_strings_show_the_recorded_values():
             continue
         if fact["id"] in WORDED:
             continue
-        assert _is_subsequence(wanted, V.numbers_in(printed)), f"{fact['id']}: {printed!r} vs {fact['value']!r}"
+        assert _is_subsequence(wanted, numbers_in(printed)), f"{fact['id']}: {printed!r} vs {fact['value']!r}"
 
 
 REFERENCE_ARGS = ("other", "raw", "scaled", "labels", "greedy", "top_score", "other_scores")
@@ -242,3 +243,46 @@ def test_cli_exits_1_on_a_failure(tmp_path, capsys):
     )
     assert V.main([str(broken)]) == 1
     assert "FAILED" in capsys.readouterr().out
+
+
+# --- the verifier recomputes with the suite's formulas, not copies of its own ------------------------
+
+
+def _scaled(formula):
+    return lambda *args: formula(*args) * 1.1
+
+
+def _mask_ignored(formula):
+    return lambda q, k, v, keep=None: formula(q, k, v)
+
+
+FORMULA_USERS = [  # (a formula of conformance.paper.formulas, how it is broken, the kinds of fact that must fail)
+    ("positional_encoding", _scaled, ("pe",)),
+    ("frequencies", _scaled, ("pe_divisor", "wavelength", "rotation")),
+    ("lrate", _scaled, ("lrate", "lambdalr_log")),
+    ("smoothed_target", _scaled, ("label_smoothing",)),
+    ("softmax", _scaled, ("masked_softmax",)),
+    ("attention", _mask_ignored, ("permutation_equivariance",)),
+]
+
+
+@pytest.mark.parametrize("name, broken, kinds", FORMULA_USERS, ids=[f[0] for f in FORMULA_USERS])
+def test_a_wrong_formula_fails_the_facts_recomputed_from_it(monkeypatch, name, broken, kinds):
+    from conformance.paper import formulas
+
+    monkeypatch.setattr(formulas, name, broken(getattr(formulas, name)))
+    for kind in kinds:
+        facts = [fact for fact in FACTS if fact["verify"] == kind and "erratum" not in fact]
+        assert facts, kind
+        passed = [r.id for r in V.verify_all(facts) if r.status != "FAILED"]
+        # a fact whose value the wrong formula leaves as it is (sin 0 = 1.1 sin 0) may pass: most must not
+        assert len(passed) < len(facts) / 2, f"{kind}: {len(passed)} of {len(facts)} still pass with {name} broken"
+
+
+def test_the_layer_norm_example_is_normalised_by_the_formula(monkeypatch):
+    from conformance.paper import formulas
+
+    monkeypatch.setattr(formulas, "plain_layer_norm", _scaled(formulas.plain_layer_norm))
+    facts = [fact for fact in FACTS if fact["verify"] == "layer_norm_example"
+             and fact["args"]["quantity"] == "normalized"]
+    assert facts and all(r.status == "FAILED" for r in V.verify_all(facts))

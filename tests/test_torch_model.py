@@ -240,6 +240,27 @@ def test_the_paper_recipe_reports_the_loss_before_the_update_and_the_rate_it_use
     assert (first["lr"], second["lr"]) == (pytest.approx(lrate(1, 64, 400)), pytest.approx(lrate(2, 64, 400)))
 
 
+def test_the_reference_trains_with_the_paper_recipe_and_is_credited_with_it():
+    """One recipe: the reference's trainer is ``PaperRecipe`` with the reference's own schedule and loss; its
+    updates are the recipe's (the losses and rates of ``PaperRecipe``'s defaults, dropout off), and as the
+    reference's own code it is not reported as supplied."""
+    from conformance.adapters.torch import PaperRecipe
+    from conformance.implementations.reference.adapter import ReferenceAdapter
+
+    cfg = toy_config(dropout=0.0)
+    reference = ReferenceAdapter().build_model(cfg.as_dict(), 0)
+    twin = ReferenceAdapter().build_model(cfg.as_dict(), 0)
+    recipe = PaperRecipe(twin.module, cfg, forward=lambda m, src, tgt_in: m(src, tgt_in))
+    src, tgt_in = np.array([[5, 3, 4, 7], [5, 3, 0, 0]]), np.array([[1, 6, 7, 4], [1, 3, 5, 0]])
+    tgt_out = np.array([[6, 7, 4, 2], [3, 5, 2, 0]])
+    for _ in range(4):  # the losses after the first follow the updates
+        ours = reference.train_step(src, tgt_in, tgt_out)
+        theirs = recipe.train_step(*(torch.as_tensor(a) for a in (src, tgt_in, tgt_out)))
+        assert ours["lr"] == theirs["lr"] and ours["loss"] == pytest.approx(theirs["loss"], abs=1e-6)
+    assert isinstance(reference._trainer, PaperRecipe)
+    assert reference.__conformance_supplied__ == {}
+
+
 # -- proposals ----------------------------------------------------------------------------------------
 
 PROBE = ModelConfig(src_vocab=23, tgt_vocab=23, d_model=16, h=2, d_ff=40, N=2, dropout=0.0)

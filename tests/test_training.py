@@ -378,7 +378,7 @@ def test_no_warmup_fails_the_convergence_check_at_its_first_step(certify):
     assert result["data"]["training"]["stopped_at"] == 1
 
 
-@pytest.mark.slow  # the toy run trains for 900 steps (~35 s): the default selection covers the run with the unit
+@pytest.mark.slow  # the toy run trains for 900 steps: the default selection covers the run with the unit
 # tests above and the cheap checks; .ci/run's slow step runs this one
 def test_reference_passes_every_training_check(tmp_path_factory):
     """The one full convergence run of the test suite; the learned-behaviour checks reuse its model. The run is the

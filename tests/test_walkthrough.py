@@ -89,7 +89,7 @@ NAMED_IN_STEP_5 = ("sublayer or encoder_layer_matches or decoder_layer_matches o
 
 def test_the_walkthrough_from_draft_to_the_checks_it_names(tmp_path):
     """Steps 2, 3 and 5 as written, step 5's command on the checks the page names; the whole catalogue, twice,
-    with the page's counts of passing checks, is test_the_walkthrough_from_draft_to_reports (slow, 30-50 s)."""
+    with the page's counts of passing checks, is test_the_walkthrough_from_draft_to_reports (slow)."""
     _, certify_full = draft_and_resolve(tmp_path)
     (tmp_path / "my_adapter.py").write_text(ADAPTER)
     done = run(f"{certify_full} -k '{NAMED_IN_STEP_5}'", tmp_path)

@@ -340,7 +340,8 @@ class PaperRecipe:
 
     ``loss(logits (N, V), targets (N,)) -> tensor``: your own loss (convert what it reports with
     ``conformance.adapters.cross_entropy_from_kl`` / ``mean_from_sum`` in ``report``); ``rate(step,
-    d_model, warmup)``: your own schedule."""
+    d_model, warmup)``: your own schedule. A subclass may replace ``loss`` (the batch's loss from the batch) and
+    ``dropout_seed``; the reference's trainer does (``implementations/reference/training.py``)."""
 
     def __init__(self, module: nn.Module, config: ModelConfig, *, forward: Callable, seed: int = 0,
                  loss: Callable | None = None, rate: Callable = lrate, report: Callable | None = None):
@@ -350,9 +351,19 @@ class PaperRecipe:
                                           eps=recipe.adam_eps)
         self.schedule = torch.optim.lr_scheduler.LambdaLR(
             self.optimizer, lambda s: rate(s + 1, config.d_model, recipe.warmup))
-        self.loss = loss or nn.CrossEntropyLoss(ignore_index=config.pad_id, label_smoothing=recipe.label_smoothing)
+        self.criterion = loss or nn.CrossEntropyLoss(ignore_index=config.pad_id,
+                                                     label_smoothing=recipe.label_smoothing)
         self.report = report or (lambda value, targets: value)
         self.provenance = recipe_record(recipe, own_loss=loss is not None, rate=rate)
+
+    def dropout_seed(self) -> int:
+        """The seed of this update's dropout masks: a function of (seed, update) alone."""
+        return hash((self.seed, self.steps_done)) % 2**62
+
+    def loss(self, src: Tensor, tgt_in: Tensor, tgt_out: Tensor) -> Tensor:
+        """The loss of one batch: logits (B, T, V) flattened to (B*T, V) against tgt_out (B*T,)."""
+        logits = self.forward(self.module, src, tgt_in)
+        return self.criterion(logits.reshape(-1, logits.shape[-1]), tgt_out.reshape(-1))
 
     def train_step(self, src: Tensor, tgt_in: Tensor, tgt_out: Tensor) -> dict:
         """One update; the loss of this batch before it, and the rate it used."""
@@ -361,9 +372,8 @@ class PaperRecipe:
         with torch.random.fork_rng(devices=[]):
             # dropout masks of this update, on the CPU generator that fork_rng restores (torch.manual_seed would
             # also queue a lazy CUDA seeding, with its stack trace, at every update)
-            torch.random.default_generator.manual_seed(hash((self.seed, self.steps_done)) % 2**62)
-            logits = self.forward(self.module, src, tgt_in)
-            loss = self.loss(logits.reshape(-1, logits.shape[-1]), tgt_out.reshape(-1))
+            torch.random.default_generator.manual_seed(self.dropout_seed())
+            loss = self.loss(src, tgt_in, tgt_out)
             self.optimizer.zero_grad(set_to_none=True)
             loss.backward()
         self.optimizer.step()
