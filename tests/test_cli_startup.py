@@ -1,4 +1,4 @@
-"""`--help` and `list` start as fast as a bare `import numpy` (issue 16): they import the standard library alone,
+"""`--help` and `list` start as fast as a bare `import numpy`: they import the standard library alone,
 and `list` reads the shipped index of the checks (conformance/judging/checks/index.json), which must equal a
 collection."""
 

@@ -34,7 +34,7 @@ DEVIATING = ("-k", "logits_match_reference or parameter_count_matches_published_
 @pytest.mark.parametrize("selection", [pytest.param(DEVIATING, id="selection"),
                                        pytest.param((), id="catalogue", marks=pytest.mark.slow)])
 def test_torch_nn_defaults_declared_are_deviations_confirmed_by_the_diagnosis(certify, declare, selection):
-    """On the checks it reads, and (slow, 50 s) on the whole catalogue: no failure is left undeclared."""
+    """On the checks it reads, and (slow) on the whole catalogue: no failure is left undeclared."""
     run = certify("torch-nn-transformer", "--no-training", *selection, "--deviations", declare(TORCH_NN_DEFAULTS))
     checks = {c["id"]: c for c in run.report["checks"]}
     assert run.with_status("failed") == set() and run.with_status("error") == set(), run.out

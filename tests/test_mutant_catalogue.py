@@ -98,7 +98,7 @@ def test_reference_passes_every_check_and_each_check_fails_on_some_mutant(certif
     assert set(statuses) <= caught, f"checks no mutant fails: {sorted(set(statuses) - caught)}"
 
 
-# Every run certifies one mutant of each kind on the checks its table names (3 s each); every forward mutant over
+# Every run certifies one mutant of each kind on the checks its table names; every forward mutant over
 # the whole catalogue, where an unexpected failure of any other check shows, is marked slow and run by .ci/run
 # (`python -m pytest -m slow`) and by `transformer-conformance mutants`.
 SAMPLE = {

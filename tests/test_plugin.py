@@ -79,6 +79,6 @@ def test_parallel_run_of_a_selection_gives_the_same_results_as_a_serial_run(pyte
 
 @pytest.mark.slow
 def test_parallel_run_gives_the_same_results_as_a_serial_run(pytester):
-    """The whole catalogue twice (40-85 s): the default selection runs
+    """The whole catalogue twice (slow): the default selection runs
     test_parallel_run_of_a_selection_gives_the_same_results_as_a_serial_run."""
     assert_parallel_run_gives_the_same_results_as_a_serial_run(pytester, "--impl", "numpy")

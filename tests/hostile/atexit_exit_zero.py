@@ -1,6 +1,6 @@
 """Attack: on its first call, register an ``atexit`` handler that calls ``os._exit(0)``; LayerNorm is wrong.
 
-Certify used to exit 0 although its own report counted failed checks. Expected: exit code 1, with or
+Unguarded, certify would exit 0 although its own report counts failed checks. Expected: exit code 1, with or
 without isolation.
 """
 

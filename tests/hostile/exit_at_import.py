@@ -1,6 +1,6 @@
 """Attack: a student script that runs its own ``main()`` at import, which ends with ``sys.exit(0)``.
 
-In-process, certify used to exit 0 with no report. Expected: a load error "exited with status 0 while
+Unguarded, in-process, certify would exit 0 with no report. Expected: a load error "exited with status 0 while
 being imported", a non-zero exit code, and a report that says so.
 """
 
