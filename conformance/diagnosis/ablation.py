@@ -20,8 +20,11 @@ Naming the bug is the catalogue's job (``matching``); this module says where, fo
 
 from __future__ import annotations
 
+import functools
+
 import numpy as np
 
+from conformance.diagnosis import structure
 from conformance.diagnosis.matching import agrees
 from conformance.diagnosis.message import RANDOM_AT_EVALUATION, fmt_layers
 from conformance.errors import ConformanceOutcome
@@ -168,9 +171,9 @@ def known_shape(probe: Probe, off: dict, got, want, model) -> str | None:
     """The shapes real code takes, recognised on the every-sublayer-off output at the real positions; a
     match says whether the padded positions differ besides."""
     got, want, real = np.asarray(got, np.float64), np.asarray(want, np.float64), probe.real(model)
-    for expected, text in _shapes(probe, off, model):
-        if agrees(got[real], expected[real], probe.tol):
-            return text + _padding_note(probe, got, expected, real)
+    shape = _shape(probe, off, got, real, model)
+    if shape is not None:
+        return shape
     if agrees(got[real], probe.output(model, _last_beta(probe, off, want))[real], probe.tol):
         return ("the output is the last LayerNorm's beta at every position, whatever the token: no residual"
                 " connection (LayerNorm(x + Sublayer(x)) without the x; on a batch of one, also a LayerNorm"
@@ -184,22 +187,27 @@ def known_shape(probe: Probe, off: dict, got, want, model) -> str | None:
     return None
 
 
-def _shapes(probe: Probe, off: dict, model):
-    """(what the oracle gives for the shape, its description), computed lazily, cheapest first."""
-    states = probe.states(model)
+def _shape(probe: Probe, off: dict, got: np.ndarray, real: np.ndarray, model) -> str | None:
+    """The first shape ``got`` takes at the ``real`` positions, cheapest first, with its padding note: the
+    embedding itself, the embedding or the paper's output normalised once more (``structure``'s detector of an
+    extra LayerNorm, in the words of its catalogue entry), the paper's with an unscaled embedding."""
+    states, eps = probe.states(model), probe.config.eps
     embedded, last = states[0], states[-1]
-    yield (probe.output(model, embedded),
-           "the output is the embedding itself: no LayerNorm on the residual path (pre-norm, the norm inside"
-           " each sublayer, without a final norm) suspected")
-    yield (probe.output(model, formulas.plain_layer_norm(embedded, probe.config.eps)),
-           "the output is the normalised embedding: pre-norm with a final LayerNorm after the stack suspected")
-    yield (probe.output(model, formulas.plain_layer_norm(last, probe.config.eps)),
-           "the output is the paper's, normalised once more: an extra LayerNorm after the last layer"
-           " (torch.nn.Transformer's default encoder.norm / decoder.norm) suspected")
-    unscaled = oracle.OracleModel(probe.config, _unscaled_tables(off, probe.config.d_model))
-    yield (probe.output(model, probe.states(unscaled)[-1]),
-           "the output is the paper's with E[token] not multiplied by sqrt(d_model): the embedding scale"
-           " (§3.4) suspected")
+    as_is = probe.output(model, embedded)
+    if agrees(got[real], as_is[real], probe.tol):
+        return ("the output is the embedding itself: no LayerNorm on the residual path (pre-norm, the norm inside"
+                " each sublayer, without a final norm) suspected") + _padding_note(probe, got, as_is, real)
+    output = functools.partial(probe.output, model)
+    for before, said in ((embedded, "sublayers_off_pre_norm"), (last, "sublayers_off")):
+        if structure.normalised_once_more(got, before, real, probe.tol, eps=eps, to_output=output):
+            return structure.extra_norm_said(said) + _padding_note(
+                probe, got, structure.with_extra_norm(before, eps, output), real)
+    unscaled = probe.output(model, probe.states(oracle.OracleModel(probe.config, _unscaled_tables(
+        off, probe.config.d_model)))[-1])
+    if agrees(got[real], unscaled[real], probe.tol):
+        return ("the output is the paper's with E[token] not multiplied by sqrt(d_model): the embedding scale"
+                " (§3.4) suspected") + _padding_note(probe, got, unscaled, real)
+    return None
 
 
 # The same switch from the input side: V = 0 makes an attention's heads 0, W1 = b1 = 0 makes ReLU's 0;

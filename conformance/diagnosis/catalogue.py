@@ -65,6 +65,12 @@ def excluded() -> set[str]:
     return {name for name in os.environ.get(EXCLUDE_ENV, "").split(",") if name}
 
 
+def every_known_bug() -> tuple[KnownBug, ...]:
+    """The whole catalogue, the mutants a leave-one-out measurement leaves out included (a combination is
+    built from any of them; ``known_bugs`` says which the diagnosis asks)."""
+    return _loaded()
+
+
 def known_bugs() -> list[KnownBug]:
     """The catalogue, less the mutants left out for a leave-one-out measurement."""
     skip = excluded()

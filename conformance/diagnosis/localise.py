@@ -20,12 +20,10 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from conformance.diagnosis import composite
+from conformance.diagnosis import composite, structure
 from conformance.diagnosis.ablation import AblationFailed, ablate
 from conformance.diagnosis.matching import agrees
-from conformance.diagnosis.message import Location, fmt_layers
-from conformance.diagnosis.structure import EXTRA_NORM_FOUND
-from conformance.paper import formulas
+from conformance.diagnosis.message import Clause, Location, fmt_layers
 from conformance.problems import oracle
 from conformance.problems.scenarios import LOADED_MODEL, key_padding, loaded_model
 from conformance.tolerances import LAYER, MODEL, Tolerance, for_dtype
@@ -158,15 +156,12 @@ def chained(stack: Stack) -> np.ndarray:
 
 
 def extra_norm_after(stack: Stack, answer: np.ndarray | None, eps: float, tol: Tolerance) -> bool:
-    """Is the model's ``answer`` its own layers chained, then a LayerNorm with gamma 1 and beta 0 (the
-    initial values of a norm whose weights have no canonical name), and not the chained layers alone?
-    Judged at the real positions only: a fast path may fill the padded ones (torch.nn's nested tensors)."""
+    """Is the model's ``answer`` its own layers chained, then one more LayerNorm (``structure.normalised_once_more``,
+    gamma 1 and beta 0: the initial values of a norm whose weights have no canonical name)? Judged at the real
+    positions only: a fast path may fill the padded ones (torch.nn's nested tensors)."""
     if answer is None:
         return False
-    got, last, real = np.asarray(answer, np.float64), chained(stack), stack.real
-    if got.shape[:2] != real.shape or agrees(got[real], stack.to_output(last)[real], tol):
-        return False
-    return agrees(got[real], stack.to_output(formulas.plain_layer_norm(last, eps))[real], tol)
+    return structure.normalised_once_more(answer, chained(stack), stack.real, tol, eps=eps, to_output=stack.to_output)
 
 
 def locate_stack(candidate, stack: Stack, answer, config, agreed: str) -> str:
@@ -176,12 +171,17 @@ def locate_stack(candidate, stack: Stack, answer, config, agreed: str) -> str:
     model_tol = for_dtype(MODEL, candidate.conventions.dtype)
     extra = _or_none(lambda: extra_norm_after(stack, _or_none(answer), config.eps, model_tol))
     if found:
-        after = EXTRA_NORM_FOUND.format(last=stack.last, verdict="suspected") if extra else ""
-        return Location(fmt_divergence(stack.name, found, config.N), after)
+        return Location(fmt_divergence(stack.name, found, config.N), _norm_after(stack, "suspected") if extra else None)
     if extra:
         return Location(f"every {stack.name} layer agrees with the oracle when fed the oracle's inputs and masks",
-                        EXTRA_NORM_FOUND.format(last=stack.last, verdict="found"))
+                        _norm_after(stack, "found"))
     return agreed
+
+
+def _norm_after(stack: Stack, verdict: str) -> Clause:
+    """The localisation's part after the stack, in the words of the catalogue entry it describes."""
+    return Clause(structure.extra_norm_said("after_layers").format(last=stack.last, verdict=verdict),
+                  structure.EXTRA_NORM)
 
 
 def _or_none(fn: Callable):

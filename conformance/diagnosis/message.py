@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from dataclasses import dataclass
+
 from conformance.diagnosis.structure import PATTERNS
 
 
@@ -46,17 +48,26 @@ RANDOM_AT_EVALUATION = ("two identical calls give different outputs: dropout (or
                         " suspected (model.eval() not called?)")
 
 
+@dataclass(frozen=True)
+class Clause:
+    """Words about one known bug (``bug``: its catalogue entry), kept apart from the rest of a line so that the
+    message can leave them out where another line already names that bug."""
+
+    text: str
+    bug: str
+
+
 class Location(str):
     """A localisation line built from two parts: where the layers diverge (``layers``), and what was found after
-    the stack (``after_stack``: an extra LayerNorm), joined by "; ". ``tail`` leaves the second part out where a
-    confirmed match or a structural pattern already names that bug: the line is composed again from its parts,
-    never cut by pattern, so it stays well formed whichever parts it has."""
+    the stack (``after_stack``, a ``Clause``), joined by "; ". ``tail`` composes the line again from its parts,
+    without the second where a confirmed match or a structural pattern already names its bug: never cut by
+    pattern, so it stays well formed whichever parts it has."""
 
     layers: str
-    after_stack: str
+    after_stack: Clause | None
 
-    def __new__(cls, layers: str, after_stack: str = "") -> Location:
-        line = super().__new__(cls, "; ".join(part for part in (layers, after_stack) if part))
+    def __new__(cls, layers: str, after_stack: Clause | None = None) -> Location:
+        line = super().__new__(cls, "; ".join(part for part in (layers, after_stack and after_stack.text) if part))
         line.layers, line.after_stack = layers, after_stack
         return line
 
@@ -64,16 +75,17 @@ class Location(str):
         """The same parts, ``prefix`` before the layers' part ("the memory (model.encode) already differs; ")."""
         return Location(prefix + self.layers, self.after_stack)
 
-    def without_after_stack(self) -> str:
-        return self.layers
+    def without(self, named: set[str]) -> str:
+        """The line without its clause after the stack when that clause's bug is among ``named``."""
+        return self.layers if self.after_stack is not None and self.after_stack.bug in named else self
 
 
 def tail(matches: list[dict], where: str | None, patterns: list[str]) -> list[str]:
     """The lines after a failure's own: each bug named once (a pattern a confirmed match already names is
-    not repeated, nor the localisation's extra LayerNorm after a stack that either names)."""
+    not repeated, nor a localisation's clause whose bug either names: the likely cause says it, with its advice)."""
     names = {name for m in matches for name in m.get("mutants") or [m["mutant"]]}
-    if isinstance(where, Location) and "extra_final_layer_norm" in names | set(patterns):
-        where = where.without_after_stack()  # the likely cause says it, with its advice
+    if isinstance(where, Location):
+        where = where.without(names | set(patterns))
     lines = [fmt_matches(matches), where, fmt_structure([p for p in patterns if p not in names])]
     return [f"  {line}" for line in lines if line]
 

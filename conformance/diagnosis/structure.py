@@ -4,35 +4,81 @@ An extra LayerNorm after a stack (its gamma and beta are not canonical weights, 
 values the suite cannot set) and outputs at padded positions replaced by a constant (the nested-tensor
 fast path). Each has one detector; a failing encode/decode/forward check runs the candidate's model once
 more on a fixed padded probe batch where both show, and compares it with the paper's.
+
+``normalised_once_more`` is the one detector of the extra LayerNorm, whoever looks for it: the probe here, the
+localisation (the candidate's own layers chained, ``localise``) and the ablation of a model-only adapter (every
+sublayer switched off, ``ablation``). What each says is the catalogue entry's (``EXTRA_NORM``): its module
+declares the sentences (``SIGNATURES``), read by ``extra_norm_said``.
 """
 
 from __future__ import annotations
 
+import functools
+from collections.abc import Callable
+
 import numpy as np
 
-from conformance.compare import measure
+from conformance.diagnosis.matching import agrees
+from conformance.implementations import mutants
+from conformance.paper import formulas
 from conformance.tolerances import Tolerance
 
-
-def _layer_norm(x: np.ndarray, eps: float = 1e-5) -> np.ndarray:
-    mu = x.mean(-1, keepdims=True)
-    return (x - mu) / np.sqrt(x.var(-1, keepdims=True) + eps)
+EXTRA_NORM = "extra_final_layer_norm"  # the catalogue entry whose signature ``normalised_once_more`` recognises
+PROBE_EPS = 1e-5  # the probe's LayerNorm epsilon (ModelConfig's default); its gamma and beta are fitted
 
 
-def extra_final_layer_norm(actual: np.ndarray, expected: np.ndarray, keep: np.ndarray, tol: Tolerance) -> bool:
-    """Is ``actual`` = gamma * LayerNorm(expected) + beta at the real positions, for some gamma and beta?
+@functools.cache
+def _extra_norm_signatures() -> dict[str, str]:
+    return mutants.signatures(EXTRA_NORM)
 
-    A least-squares fit per feature over the real positions; it needs more positions than 2 to mean
-    anything, and an exact fit then is the signature of one more LayerNorm after the stack."""
-    rows_actual, rows_normed = actual[keep], _layer_norm(expected[keep].astype(np.float64))
-    if rows_actual.shape[0] < 3:
+
+def extra_norm_said(where: str) -> str:
+    """What the catalogue entry ``EXTRA_NORM`` says where its signature is seen: "probe", "after_layers",
+    "sublayers_off", "sublayers_off_pre_norm" (the keys of its module's ``SIGNATURES``)."""
+    return _extra_norm_signatures()[where]
+
+
+def _states(states: np.ndarray) -> np.ndarray:
+    return states
+
+
+def with_extra_norm(before, eps: float, to_output: Callable = _states) -> np.ndarray:
+    """What comes out with one more LayerNorm (gamma 1, beta 0) after ``before``: ``to_output`` of the normalised
+    states (the identity, or a decoder's logits)."""
+    return to_output(formulas.plain_layer_norm(before, eps))
+
+
+def normalised_once_more(actual, before, real, tol: Tolerance, *, eps: float, to_output: Callable = _states,
+                         fit: bool = False) -> bool:
+    """Is ``actual`` ``before`` with one more LayerNorm after it, and not ``before`` itself, at the ``real``
+    positions? The signature of an extra LayerNorm after the stack (``EXTRA_NORM``).
+
+    ``before`` (B, L, d): what comes before that norm (the oracle's last states, the candidate's own layers
+    chained, an embedding); ``to_output`` maps states to what ``actual`` holds (a decoder's logits); ``real``
+    (B, L): the positions judged, a fast path may fill the padded ones. The norm's gamma and beta are 1 and 0
+    (a norm whose weights have no canonical name, left at its initial values); with ``fit`` (``actual`` holds
+    states) any gamma and beta, a least-squares fit per feature over the real positions: it needs more than 2
+    of them to mean anything, and an exact fit then is the signature."""
+    actual, before, real = np.asarray(actual, np.float64), np.asarray(before, np.float64), np.asarray(real, bool)
+    if actual.shape[:2] != real.shape:
         return False
-    fitted = np.empty_like(rows_normed)
-    for feature in range(rows_normed.shape[-1]):
-        design = np.stack([rows_normed[:, feature], np.ones(len(rows_normed))], axis=1)
-        coef, *_ = np.linalg.lstsq(design, rows_actual[:, feature], rcond=None)
+    got = actual[real]
+    if fit and got.shape[0] < 3:
+        return False
+    if agrees(got, to_output(before)[real], tol):
+        return False
+    normed = with_extra_norm(before, eps, to_output)[real]
+    return agrees(got, _affine_fit(got, normed) if fit else normed, tol)
+
+
+def _affine_fit(rows: np.ndarray, normed: np.ndarray) -> np.ndarray:
+    """gamma * normed + beta closest to ``rows`` by least squares, gamma and beta per feature."""
+    fitted = np.empty_like(normed)
+    for feature in range(normed.shape[-1]):
+        design = np.stack([normed[:, feature], np.ones(len(normed))], axis=1)
+        coef, *_ = np.linalg.lstsq(design, rows[:, feature], rcond=None)
         fitted[:, feature] = design @ coef
-    return measure(rows_actual, fitted, tol).passed and not measure(rows_actual, expected[keep], tol).passed
+    return fitted
 
 
 def padded_positions_constant(actual: np.ndarray, expected: np.ndarray, keep: np.ndarray) -> bool:
@@ -46,26 +92,18 @@ def padded_positions_constant(actual: np.ndarray, expected: np.ndarray, keep: np
 
 
 PATTERNS = {
-    "extra_final_layer_norm": "an extra LayerNorm after the stack (torch.nn.Transformer's default encoder.norm /"
-                              " decoder.norm; the post-norm paper has none: set them to None)",
+    EXTRA_NORM: extra_norm_said("probe"),
     "padded_positions_constant": "outputs at padded positions replaced by a constant (torch.nn's nested-tensor fast"
                                  " path; set encoder.use_nested_tensor = False)",
 }
-
-# The same fact found by chaining the candidate's own layers (``localise``): the second part of the localisation
-# line (``message.Location``), which ``message.tail`` leaves out where a confirmed match or the pattern above
-# already names the bug.
-EXTRA_NORM_FOUND = ("after {last}: an extra LayerNorm (gamma 1, beta 0) {verdict}: the model's output is its own"
-                    " layers', normalised once more (a final norm like torch.nn's encoder.norm / decoder.norm or"
-                    " OpenNMT-py's; the post-norm paper has none)")
 
 
 def structural_patterns(actual, expected, keep, tol: Tolerance) -> list[str]:
     """The names of the patterns ``actual`` shows against ``expected`` (batch-first (B, L, d), keep (B, L))."""
     actual, expected, keep = np.asarray(actual, np.float64), np.asarray(expected, np.float64), np.asarray(keep, bool)
     found = []
-    if extra_final_layer_norm(actual, expected, keep, tol):
-        found.append("extra_final_layer_norm")
+    if normalised_once_more(actual, expected, keep, tol, eps=PROBE_EPS, fit=True):
+        found.append(EXTRA_NORM)
     if padded_positions_constant(actual, expected, keep):
         found.append("padded_positions_constant")
     return found

@@ -7,6 +7,10 @@ the exact checks that fail, error and advise, the message texts pinned, and whet
 the bug. ``tests/test_mutant_catalogue.py`` certifies every mutant and requires exactly those outcomes: a
 mutant that survives is a hole in the suite. ``tools/measure_mutants.py`` measures them and rewrites the file.
 
+Two more things each mutant's module is the one home of: the sentences the diagnosis says where it recognises
+the bug by its signature without rerunning the mutant (an optional ``SIGNATURES`` dict, read by ``signatures``),
+and, through how it is built, whether it composes with another (``compose``, ``_compose.py``).
+
 A component mutant is a ``NumpyAdapter`` subclass (float64, no torch: a NumPy or JAX candidate is diagnosed
 without torch); training, layer-wiring and model-structure bugs are the torch reference with one change
 (``_build.py``).
@@ -22,6 +26,8 @@ import tomllib
 from dataclasses import dataclass, field
 from pathlib import Path
 
+from conformance.implementations.mutants._compose import compose as compose  # how mutants combine
+
 EXPECTED_PATH = Path(__file__).with_name("expected.toml")
 # The sets of check ids, by key of expected.toml and the report status each one counts.
 OUTCOMES = {"caught_by": "failed", "errored": "error", "advisory": "advisory"}
@@ -31,10 +37,24 @@ def names() -> list[str]:
     return sorted(m.name for m in pkgutil.iter_modules(__path__) if not m.name.startswith("_"))
 
 
+def _module(name: str) -> ast.Module:
+    return ast.parse(Path(__file__).with_name(f"{name}.py").read_text())
+
+
 def bug(name: str) -> str:
     """The first line of a mutant's docstring, read without importing it (no torch needed)."""
-    doc = ast.get_docstring(ast.parse(Path(__file__).with_name(f"{name}.py").read_text())) or name
+    doc = ast.get_docstring(_module(name)) or name
     return doc.strip().splitlines()[0]
+
+
+def signatures(name: str) -> dict[str, str]:
+    """A mutant's ``SIGNATURES``: what the diagnosis says where it recognises the bug by its signature, without
+    rerunning the mutant ({where it is recognised: the sentence}); {} when the module declares none. Read
+    without importing it (no torch needed), as ``bug`` is: one home for every sentence about the bug."""
+    for node in _module(name).body:
+        if isinstance(node, ast.Assign) and any(isinstance(t, ast.Name) and t.id == "SIGNATURES" for t in node.targets):
+            return ast.literal_eval(node.value)
+    return {}
 
 
 @dataclass(frozen=True)

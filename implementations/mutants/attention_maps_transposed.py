@@ -11,6 +11,13 @@ import numpy as np
 from conformance.implementations.mutants._build import ModelSwap
 from conformance.implementations.reference.adapter import ReferenceModel
 
+# What the diagnosis says where the decoder's self-attention weights show this bug's signature, the past at weight 0
+# instead of the future (conformance/diagnosis/causal_patterns.py); a transposed mask hides the same cells.
+SIGNATURES = {
+    "causal_pattern": ("the past is hidden instead of the future: the maps returned transposed (keys, queries), or"
+                       " the mask transposed"),
+}
+
 
 class TransposedMapsModel(ReferenceModel):
     def attention_weights(self, src, tgt_in):

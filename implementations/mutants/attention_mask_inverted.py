@@ -10,6 +10,12 @@ import numpy as np
 
 from conformance.implementations.numpy_impl.adapter import NumpyAdapter
 
+# What the diagnosis says where the decoder's self-attention weights show this bug's signature, the allowed keys at
+# weight 0 (conformance/diagnosis/causal_patterns.py).
+SIGNATURES = {
+    "causal_pattern": "the allowed keys are hidden and the future is read: the mask's polarity inverted",
+}
+
 
 class MaskInverted(NumpyAdapter):
     def mask_scores(self, scores, additive):

@@ -14,6 +14,23 @@ from conformance.implementations.mutants._build import ModelSwap
 from conformance.implementations.reference.adapter import ReferenceModel
 from conformance.implementations.reference.model import Transformer
 
+# What the diagnosis says where it sees this bug's signature, the model's output normalised once more after what
+# should be the last step (conformance/diagnosis/structure.py, ``normalised_once_more``): on the structural
+# probe, after the candidate's own layers chained ("{last}": the last layer; "{verdict}": found, or suspected
+# behind divergent layers), and with every sublayer switched off (after the last layer, or after the embedding
+# of pre-norm layers).
+SIGNATURES = {
+    "probe": ("an extra LayerNorm after the stack (torch.nn.Transformer's default encoder.norm / decoder.norm; the"
+              " post-norm paper has none: set them to None)"),
+    "after_layers": ("after {last}: an extra LayerNorm (gamma 1, beta 0) {verdict}: the model's output is its own"
+                     " layers', normalised once more (a final norm like torch.nn's encoder.norm / decoder.norm or"
+                     " OpenNMT-py's; the post-norm paper has none)"),
+    "sublayers_off": ("the output is the paper's, normalised once more: an extra LayerNorm after the last layer"
+                      " (torch.nn.Transformer's default encoder.norm / decoder.norm) suspected"),
+    "sublayers_off_pre_norm": ("the output is the normalised embedding: pre-norm with a final LayerNorm after the"
+                               " stack suspected"),
+}
+
 
 class FinalNormTransformer(Transformer):
     def final_norm(self, x):

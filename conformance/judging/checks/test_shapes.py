@@ -16,6 +16,7 @@ import pytest
 
 from conformance.compare import assert_shape, assert_true
 from conformance.config import ModelConfig, base_config, toy_config
+from conformance.diagnosis.causal_patterns import causal_pattern_cause
 from conformance.paper import claims, published
 from conformance.problems import oracle
 from conformance.problems.scenarios import LOADED_MODEL, activations, layer_weight_shapes
@@ -351,20 +352,3 @@ def test_published_shapes_of_attention_weights(candidate, check):
                 + "\n  ".join(failures) + (f"\n  likely cause: {cause}" if cause else ""),
                 expected="the published causal patterns", actual="see message",
                 **({"likely_cause": cause} if cause else {}))
-
-
-def causal_pattern_cause(visible: np.ndarray, allowed: np.ndarray) -> str | None:
-    """What the decoder's self-attention hides instead of the future, when it is a usual mistake.
-    ``visible`` (h, T, T): the weights that are not 0; ``allowed`` (T, T): the published pattern."""
-    hidden, future = ~visible, ~allowed
-    if not hidden.any():
-        return "no key gets weight 0: no causal mask in the decoder's self-attention, an attention that ignores its" \
-               " mask, or hidden scores filled with a finite value (0) instead of -inf"
-    if (hidden == (future | np.eye(len(allowed), dtype=bool))).all():
-        return "the diagonal is hidden too: the causal mask built with tril(-1), a position cannot read itself"
-    if (hidden == future.T).all():
-        return "the past is hidden instead of the future: the maps returned transposed (keys, queries), or the mask" \
-               " transposed"
-    if (hidden == allowed).all():
-        return "the allowed keys are hidden and the future is read: the mask's polarity inverted"
-    return None
