@@ -212,7 +212,7 @@ def test_a_look_up_is_told_from_an_honest_bug_the_published_example_cannot_show(
 
 def test_an_honest_bug_the_published_example_cannot_show_is_described_not_called_hard_coded(certify, monkeypatch):
     """LayerNorm over the batch axis passes the published one-row example and fails its twin. With its entry left
-    out of the catalogue, that pattern alone used to say "hard-coded?"; now the twin is described instead."""
+    out of the catalogue, the twin is described, not called "hard-coded?"."""
     monkeypatch.setenv(catalogue.EXCLUDE_ENV, "layer_norm_over_wrong_axis")
     run = certify("mutant:layer_norm_over_wrong_axis", "-k", "layer_norm_matches", "--no-training")
     (twin,) = [check for check in run.report["checks"] if check["id"] == "layer_norm_matches_formula"]

@@ -64,7 +64,7 @@ def test_nan_matches_nothing(known):
 
 def test_a_constant_multiplier_on_the_rate_is_not_called_off_by_one(certify):
     """2 x lrate(1) = lrate(2) in warm-up: the off-by-one mutant matches step 1 and nothing else, so it is
-    not named (it used to be, the check stopping at the first differing published number); the factor is,
+    not named (the check compares every published number, not only the first that differs); the factor is,
     since the catalogue has it (OpenNMT-py's noam learning_rate 2)."""
     run = certify(adapter_path("lr_doubled"), "-k", "lrate", "--no-training")
     failed = [check for check in run.report["checks"] if check["status"] == "failed"]

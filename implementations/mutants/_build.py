@@ -28,6 +28,24 @@ from conformance.implementations.reference.adapter import (
 from conformance.implementations.reference.model import REFERENCE, DecoderLayer, EncoderLayer, init_parameters
 
 
+def greedy_loop(model, src, max_len, *, feed_back: bool = True, position: int = -1, stop=torch.all) -> Tensor:
+    """The reference's greedy decoding with one of its choices made another way: the decoder reads what it
+    emitted (``feed_back``), the next token is the argmax at ``position``, decoding stops when ``stop`` of
+    the rows have emitted </s>. A greedy mutant names the one it changes."""
+    cfg = model.config
+    memory = model.encode(src)
+    start = torch.full((src.shape[0], 1), cfg.bos_id, dtype=torch.long)
+    ys, finished = start, torch.zeros(src.shape[0], dtype=torch.bool)
+    for _ in range(max_len):
+        next_id = model.decode(ys if feed_back else start, memory, src)[:, position].argmax(-1)
+        next_id = torch.where(finished, cfg.pad_id, next_id)
+        ys = torch.cat([ys, next_id.unsqueeze(1)], dim=1)
+        finished |= next_id == cfg.eos_id
+        if bool(stop(finished)):
+            break
+    return ys[:, 1:]
+
+
 def with_formulas(name: str, **changes) -> ReferenceAdapter:
     return ReferenceAdapter(formulas=dataclasses.replace(REFERENCE, **changes), name=f"mutant:{name}")
 
