@@ -20,7 +20,7 @@ from torch import nn
 from conformance.config import ModelConfig, base_config, german_config, toy_config
 
 # The lesson's positions.py, verbatim (as the fixtures re-run it): an independent witness for the reference's PE.
-from conformance.fixtures.verify import _sinusoidal_positions as lesson_positions
+from conformance.fixtures.verify_listings import _sinusoidal_positions as lesson_positions
 from conformance.implementations.reference.adapter import ReferenceAdapter, adapter
 from conformance.implementations.reference.model import (
     REFERENCE,
