@@ -55,6 +55,7 @@ def build_parser() -> argparse.ArgumentParser:
         help="draft an adapter for this nn.Module encoder-decoder (name map proposed from its parameters)")
     sub.add_parser("fixtures", help="verify the golden facts and print how many are encoded, verified and used")
     add_grade_parser(sub)
+    add_watch_parser(sub)
     kill = sub.add_parser("mutants", help="run the suite over every mutant: the kill matrix, kill rate and survivors")
     options.add_arguments(kill, "workers", workers={"help": "run in N processes (pytest-xdist)"})
     kill.add_argument("--training", action="store_true", help="all training checks for all mutants (slow)")
@@ -98,6 +99,25 @@ def add_grade_parser(sub) -> None:
                           select={"help": "only checks matching EXPR"},
                           threads={"help": "torch intra-op threads (default 1)"},
                           isolate={"default": True})  # a submission runs isolated
+
+
+def add_watch_parser(sub) -> None:
+    watch = sub.add_parser(
+        "watch", help="rerun the checks on every save of the adapter: the failing ones first",
+        description="watch IMPL: certify IMPL now and again on every save of its files (the .py files of its"
+                    " folder), in a fresh isolated worker each time; the checks that failed last time run first."
+                    " Ctrl-C stops it.")
+    watch.add_argument("impl", help="path/to/adapter.py, or package.module:attribute")
+    options.add_arguments(watch, "select", "seed", "no_diagnosis", "timeout", "threads", "strict", "deviations",
+                          "no_cache", *options.ISOLATION)
+    watch.add_argument("--training", dest="no_training", action="store_false",
+                       help="also run the training-convergence checks (left out by default: minutes, not seconds)")
+
+
+def watch(args) -> int:
+    from conformance.run.watch import watch as watch_files
+
+    return watch_files(args)
 
 
 def grade(args, plugins=()) -> int:
@@ -154,13 +174,15 @@ def add_report_flags(parser) -> None:
 def certify(args, plugins=()) -> int:
     """Load the implementation (exit 2 with the fix if it cannot be), then run the checks on it: its report."""
     from conformance.boundary.isolation.supervisor import stop_all_workers
+    from conformance.boundary.isolation.warm import WarmWorkers
     from conformance.boundary.loading import load
     from conformance.errors import LoadError
     from conformance.reports import formats
     from conformance.run.runs import Run
 
+    # isolated, every worker of the run (a restart after a crash too) forks from one warm process
     run = Run([args.impl], options.Options.from_namespace(args), plugins=list(plugins),
-              renderings=formats.requested(args))
+              renderings=formats.requested(args), warm=WarmWorkers())
     if run.options.deviations:
         from conformance.judging import deviations
 
@@ -181,6 +203,7 @@ def certify(args, plugins=()) -> int:
         return load_failed(run, error) if error else code
     finally:
         stop_all_workers()
+        run.warm.close()
 
 
 def render_report(args) -> int:
@@ -313,6 +336,7 @@ def run_command(argv: list[str] | None, plugins=()) -> int:
         "fixtures": fixtures,
         "mutants": kill_matrix,
         "report": render_report,
+        "watch": watch,
     }
     return commands[args.command](args)
 

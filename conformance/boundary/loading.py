@@ -57,14 +57,14 @@ def should_isolate(spec: str, isolate: bool | None) -> bool:
 
 
 def load(spec: str, *, timeout_s: float | None = None, isolate: bool | None = None, limits=None,
-         threads: int = 1, wait: bool = True) -> Candidate:
+         threads: int = 1, wait: bool = True, warm=None) -> Candidate:
     """Load and validate an implementation; the result is what every check receives. Isolated (see
     ``should_isolate``), the adapter lives in a worker process behind ``isolation.proxy.ProxyAdapter``."""
     if should_isolate(spec, isolate):
         from conformance.boundary.isolation.proxy import load_isolated
 
         return load_isolated(spec, timeout_s=timeout_s, limits=limits, threads=threads, builtin=is_builtin(spec),
-                             wait=wait)
+                             wait=wait, warm=warm)
     target = import_target(spec)
     adapter = target() if inspect.isclass(target) else target
     warnings = validate(adapter, spec)

@@ -1,9 +1,14 @@
 """A whole class: ``grade DIR/`` grades every submission folder, ``grade --summarise`` merges reports.
 
-Each submission is graded by its own ``transformer-conformance grade`` process (its own grader, its own
-worker), at most ``--jobs`` at a time, all with one seed (the same inputs for everyone, recorded). What
-one submission does to its worker cannot reach another's. With ``--scheduler`` the same processes run on
-the workers of a Dask cluster, one task per submission (``conformance/run/cluster.py``), and their reports come
+Each submission is graded by its own grader process and its own sandboxed worker, at most ``--jobs`` at a time,
+all with one seed (the same inputs for everyone, recorded). What one submission does to its worker cannot reach
+another's. On this machine the graders are **warm**: this process imports the suite, torch, pytest and
+hypothesis once, and forks one grader per submission (``grade_in_forks``); each grader's worker forks from one
+warm process of the class (``isolation/warm.py``), so neither pays the imports again. Where the kernel confines
+what a worker may write (Landlock), the graders share the answers the diagnosis computes of the catalogue's known
+bugs, in a folder of this run that no submission can write (``shared_answers``): the same seed asks the same
+questions of every submission. With ``--scheduler`` ``transformer-conformance grade`` processes run on the
+workers of a Dask cluster, one task per submission (``conformance/run/cluster.py``), and their reports come
 back here. The per-submission reports land in ``--out``
 (``NAME.json``, and the terminal report ``NAME.txt``), then the class summary: ``summary.csv`` (one row
 per student) and ``summary.md`` (the students, the checks by pass rate, the most common diagnosed bugs).
@@ -11,12 +16,16 @@ per student) and ``summary.md`` (the students, the checks by pass rate, the most
 
 from __future__ import annotations
 
+import argparse
+import contextlib
 import json
 import os
-import subprocess
+import shutil
+import signal
 import sys
+import tempfile
 import time
-from concurrent.futures import ThreadPoolExecutor
+import traceback
 from pathlib import Path
 
 from conformance.grading.submission import SKIPPED_FOLDERS, draw_seed
@@ -47,18 +56,12 @@ def grade_class(args) -> int:
     if args.scheduler:
         reports = grade_on_cluster(folders, out, seed, args)
     else:
-        with ThreadPoolExecutor(max_workers=max(1, args.jobs)) as pool:
-            reports = list(pool.map(lambda folder: grade_in_subprocess(folder, out, seed, args), folders))
+        reports = grade_in_forks(folders, out, seed, args)
     elapsed = time.monotonic() - started
     write_summary(reports, out)
     print(f"graded {len(reports)} submissions in {elapsed:.0f} s"
           f" ({3600 * len(reports) / max(elapsed, 1e-9):.0f} per hour); summary in {out / 'summary.md'}")
     return 0 if all("checks" in report for report in reports) else 3
-
-
-def grade_command(folder: Path, out: Path, seed: int, args) -> list[str]:
-    return [sys.executable, "-m", "conformance", *grade_arguments(folder, seed, args),
-            "--json", str(out / f"{folder.name}.json")]
 
 
 def grade_arguments(folder: Path, seed: int, args) -> list[str]:
@@ -79,18 +82,100 @@ def grade_arguments(folder: Path, seed: int, args) -> list[str]:
     return command
 
 
-def grade_in_subprocess(folder: Path, out: Path, seed: int, args) -> dict:
-    """One submission's report; a stand-in report naming the failure if its grader gave none."""
+def grade_in_forks(folders: list[Path], out: Path, seed: int, args) -> list[dict]:
+    """Every submission graded by a grader forked from this (pre-imported) process, ``--jobs`` at a time; the
+    reports in folder order. A grader that outlives its limit (the worker's total time and 10 minutes more) is
+    killed, and its submission reported as an error."""
+    from conformance.boundary.isolation.warm import WarmWorkers
+    from conformance.run.warmup import import_ahead
+
+    import_ahead("conformance.grading.points", "conformance.grading.gradescope")  # once: every fork has them
+    limit_s = args.worker_total_timeout + 600
+    reports: dict[str, dict] = {}
+    pending, running = list(folders), {}
+    with WarmWorkers() as warm, shared_answers(args) as answers:
+        warm.start(threads=args.threads, pass_env=tuple(args.pass_env))
+        while pending or running:
+            while pending and len(running) < max(1, args.jobs):
+                folder = pending.pop(0)
+                running[fork_grader(folder, out, seed, args, warm, answers)] = (folder, time.monotonic())
+            pid, _ = os.waitpid(-1, os.WNOHANG)
+            if pid == 0:
+                kill_overdue(running, limit_s)
+                time.sleep(0.02)
+                continue
+            if pid in running:
+                folder, _ = running.pop(pid)
+                reports[folder.name] = read_report(folder, out)
+                print(progress_line(reports[folder.name], len(reports), len(folders)), flush=True)
+    return [reports[folder.name] for folder in folders]
+
+
+def fork_grader(folder: Path, out: Path, seed: int, args, warm, answers: str | None) -> int:
+    """A grader for ``folder``, forked: its output to ``NAME.txt``, its report to ``NAME.json``; its pid."""
+    from conformance.grading.submission import grade_submission
+
     report_path = out / f"{folder.name}.json"
     report_path.unlink(missing_ok=True)
-    with open(out / f"{folder.name}.txt", "w") as log:
-        try:
-            subprocess.run(grade_command(folder, out, seed, args), stdout=log, stderr=subprocess.STDOUT,
-                           stdin=subprocess.DEVNULL, timeout=args.worker_total_timeout + 600)
-        except subprocess.TimeoutExpired:
-            pass
+    sys.stdout.flush()
+    sys.stderr.flush()
+    pid = os.fork()
+    if pid:
+        return pid
+    code = 3
     try:
-        return json.loads(report_path.read_text())
+        with open(out / f"{folder.name}.txt", "w") as log:
+            os.dup2(log.fileno(), 1)
+            os.dup2(log.fileno(), 2)
+        null = os.open(os.devnull, os.O_RDONLY)
+        os.dup2(null, 0)
+        if answers:  # the class's answers, which no submission can write (shared_answers)
+            os.environ[answer_cache_variable()] = answers
+        one = argparse.Namespace(**{**vars(args), "submission": str(folder), "one": True, "seed": seed,
+                                    "json": str(report_path), "shared_answers": bool(answers)})
+        code = grade_submission(one, warm=warm)
+    except BaseException:  # noqa: BLE001 - the grader's own failure: in its output, and its report is missing
+        traceback.print_exc()
+    finally:
+        sys.stdout.flush()
+        sys.stderr.flush()
+        os._exit(code)
+
+
+def kill_overdue(running: dict, limit_s: float) -> None:
+    for pid, (_, started) in running.items():
+        if time.monotonic() - started > limit_s:
+            with contextlib.suppress(ProcessLookupError):
+                os.kill(pid, signal.SIGKILL)
+
+
+@contextlib.contextmanager
+def shared_answers(args):
+    """A folder for the answers the graders' diagnoses compute of the catalogue's known bugs (never of a
+    submission), shared by every grader of the class; None where a worker could write to it: without Landlock
+    (an older kernel), or in-process (``--no-isolate``). Removed at the end."""
+    from conformance.boundary.isolation.sandbox import landlock_abi
+
+    if not args.isolate or landlock_abi() < 1:
+        yield None
+        return
+    folder = tempfile.mkdtemp(prefix="answers-of-the-class-")
+    try:
+        yield folder
+    finally:
+        shutil.rmtree(folder, ignore_errors=True)
+
+
+def answer_cache_variable() -> str:
+    from conformance.diagnosis.answer_cache import CACHE_DIR_ENV
+
+    return CACHE_DIR_ENV
+
+
+def read_report(folder: Path, out: Path) -> dict:
+    """One submission's report; a stand-in report naming the failure if its grader gave none."""
+    try:
+        return json.loads((out / f"{folder.name}.json").read_text())
     except (OSError, ValueError):
         return no_report(folder, f"the grader of {folder.name} ended without one (see {folder.name}.txt)")
 

@@ -45,15 +45,18 @@ def grading_options(args, seed: int, report: Path):
     # pass_env: only what the grader named, a submission sees no other variable of the grader's; allow_read: and
     # it reads no folder but its own, Python's and these. no_cache: no answers kept on disk: the submission runs
     # on this machine during grading, and could write entries that name a bug it does not have (or hide one). The
-    # diagnosis never trusts files another process could have written meanwhile; it recomputes every answer.
+    # diagnosis never trusts files another process could have written meanwhile; it recomputes every answer. The
+    # one exception is a class's folder that no submission can write (classroom.shared_answers).
     return dataclasses.replace(Options.from_namespace(args), json=str(report), seed=seed, profile="grade",
-                               workers=1, verbose=False, progress="off", no_cache=True)
+                               workers=1, verbose=False, progress="off",
+                               no_cache=not getattr(args, "shared_answers", False))
 
 
-def grade_submission(args, plugins=()) -> int:
+def grade_submission(args, plugins=(), warm=None) -> int:
     """Grade ``args.submission``; print the report and the score; exit as ``certify`` would. ``plugins``: more
-    pytest plugins for its run (the profiler's)."""
+    pytest plugins for its run (the profiler's); ``warm``: the class's ``WarmWorkers`` (else the run's own)."""
     from conformance.boundary.isolation.supervisor import stop_all_workers
+    from conformance.boundary.isolation.warm import WarmWorkers
     from conformance.boundary.loading import load
     from conformance.run import runs
     from conformance.run.session import AwaitWorker, run_checks, unloadable_candidate
@@ -72,7 +75,7 @@ def grade_submission(args, plugins=()) -> int:
         options = grading_options(args, seed, report_path)
         own = submission if submission.is_dir() else submission.parent  # what it may read of its own
         run = runs.Run([spec], options, runs.limits(options, hide_suite_code=True, own_folder=str(own)),
-                       plugins=list(plugins))
+                       plugins=list(plugins), warm=warm or WarmWorkers())
         try:
             candidate = unloadable_candidate(spec, failure) if failure else load(spec, **run.load_options(), wait=False)
         except LoadError as exc:
@@ -83,6 +86,8 @@ def grade_submission(args, plugins=()) -> int:
             code = run_checks(run)
         finally:
             stop_all_workers()
+            if warm is None:
+                run.warm.close()
         if not report_path.is_file():
             return code
         report = finish_report(report_path, submission, spec, args, time.monotonic() - started)

@@ -34,13 +34,14 @@ class Run:
     deviations: list | None = None  # the declared deviations, loaded; None: read from options.deviations at the start
     plugins: list = field(default_factory=list)  # more pytest plugins of this run: the profiler's, the CLI's wait
     renderings: dict[str, str] = field(default_factory=dict)  # format -> path: --html, --junit, ... (reports.formats)
+    warm: Any = None  # ``isolation.warm.WarmWorkers`` the isolated workers fork from; None: each a new interpreter
 
     def load_options(self) -> dict:
         """``loading.load``'s keyword arguments: every candidate of the run is loaded with these."""
         if self.limits is None:  # built when first needed: a run with nothing to load imports no isolation
             self.limits = limits(self.options)
         return {"timeout_s": self.options.timeout, "isolate": self.options.isolate, "limits": self.limits,
-                "threads": self.options.threads}
+                "threads": self.options.threads, "warm": self.warm}
 
     def publish(self, config) -> None:
         """Set pytest's options to the run's, so that what a check reads (``request.config.getoption``) is the run's."""

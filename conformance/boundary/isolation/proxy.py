@@ -29,6 +29,7 @@ from conformance.adapter import ADAPTER_PARTS, MODEL_PARTS, PARTS, Conventions
 from conformance.boundary.candidate import Candidate
 from conformance.boundary.isolation import WORKER_MEMORY_MIB, WORKER_TOTAL_S, environment, importing, reads, sandbox
 from conformance.boundary.isolation.supervisor import Worker
+from conformance.boundary.isolation.warm import shadows_preloaded
 from conformance.boundary.isolation.wire import ChannelClosed, ChannelTimeout, WireError
 from conformance.errors import AdapterError, LoadError
 
@@ -104,10 +105,13 @@ class ProxyAdapter:
     """The candidate's adapter as seen from the grader: conventions and parts, calls over a pipe."""
 
     def __init__(self, spec: str, *, limits: Limits, timeout_s: float | None, threads: int = 1, builtin: bool,
-                 wait: bool = True):
+                 wait: bool = True, warm=None):
         self.spec, self.limits, self.timeout_s, self.threads = spec, limits, timeout_s, threads
         self._start = start_message(spec, limits, builtin=builtin, threads=threads)
         self._own_folder = own_folder_of(spec, limits, builtin=builtin)
+        # every worker of this implementation forks from the run's warm process (warm.py), unless it ships its own
+        # numpy or torch, which only a cold worker imports
+        self._warm = None if warm is None or shadows_preloaded(self._own_folder) else warm
         self.refused: list = []  # what the candidate tried that the sandbox refused (worker.Refusals)
         self.refused_total = 0
         self._deadline = time.monotonic() + limits.total_s
@@ -170,7 +174,8 @@ class ProxyAdapter:
         self._worker, self._generation = worker, self._generation + 1
 
     def _new_worker(self) -> Worker:
-        return Worker(self._start, total_s=self.limits.total_s, pass_env=self.limits.pass_env, threads=self.threads)
+        return Worker(self._start, total_s=self.limits.total_s, pass_env=self.limits.pass_env, threads=self.threads,
+                      warm=self._warm)
 
     def _await_hello(self, worker: Worker) -> dict:
         deadline = min(time.monotonic() + self.limits.load_s, self._deadline)
@@ -506,12 +511,13 @@ def fmt_output(output: dict, lines: int = 6) -> str:
 
 
 def load_isolated(spec: str, *, timeout_s: float | None, limits: Limits | None = None, threads: int = 1,
-                  builtin: bool = False, wait: bool = True):
+                  builtin: bool = False, wait: bool = True, warm=None):
     """A ``Candidate`` whose adapter runs in a worker process (``LoadError`` if it cannot load). With
     ``wait=False`` the worker imports the implementation while the caller goes on (pytest's start-up and
-    collection); the first use waits, and ``ProxyAdapter.load_error`` says if it failed."""
+    collection); the first use waits, and ``ProxyAdapter.load_error`` says if it failed. ``warm``: the run's
+    ``warm.WarmWorkers``, which its workers fork from (None: each starts a new interpreter)."""
     proxy = ProxyAdapter(worker_spec(spec), limits=limits or Limits(), timeout_s=timeout_s, threads=threads,
-                         builtin=builtin, wait=wait)
+                         builtin=builtin, wait=wait, warm=warm)
     return IsolatedCandidate(proxy, name=spec, **({"timeout_s": timeout_s} if timeout_s else {}))
 
 

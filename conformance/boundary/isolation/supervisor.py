@@ -47,7 +47,7 @@ PR_SET_CHILD_SUBREAPER = 36
 class Worker:
     """One worker process (with its supervisor), its pipes and its temporary directory."""
 
-    def __init__(self, start: dict, *, total_s: float, pass_env: tuple[str, ...], threads: int):
+    def __init__(self, start: dict, *, total_s: float, pass_env: tuple[str, ...], threads: int, warm=None):
         self.temp_dir = Path(tempfile.mkdtemp())  # a name like any program's: tmpXXXXXXXX/work
         work = self.temp_dir / "work"
         work.mkdir()
@@ -56,25 +56,37 @@ class Worker:
         response_r, response_w = os.pipe()
         control_r, self.control_w = os.pipe()
         self.status_r, status_w = os.pipe()
+        theirs = (request_r, response_w, control_r, status_w)
+        env = environment.worker_environment(work, self.temp_dir, threads, pass_env)
+        self.process: subprocess.Popen | None = None
         with open(self.log_path, "wb") as log:
-            # "-": the program comes on standard input (trampoline.py): nothing in the command line names the suite
-            self.process = subprocess.Popen(
-                [sys.executable, "-I", "-B", "-u", "-"],
-                stdin=subprocess.PIPE, stdout=log, stderr=subprocess.STDOUT, cwd=work,
-                env=environment.worker_environment(work, self.temp_dir, threads, pass_env),
-                pass_fds=(request_r, response_w, control_r, status_w),
-                start_new_session=True,
-            )
-        for fd in (request_r, response_w, control_r, status_w):
+            # warm (warm.py): forked from a pre-imported process; else (or when it cannot fork) a new interpreter
+            self.forked = warm.fork(threads=threads, pass_env=pass_env, pipes=theirs, log_fd=log.fileno(),
+                                    cwd=str(work), env=env) if warm is not None else None
+            if self.forked is None:
+                # "-": the program comes on standard input (trampoline.py): nothing in the command line names the suite
+                self.process = subprocess.Popen(
+                    [sys.executable, "-I", "-B", "-u", "-"],
+                    stdin=subprocess.PIPE, stdout=log, stderr=subprocess.STDOUT, cwd=work, env=env,
+                    pass_fds=theirs, start_new_session=True,
+                )
+        self.warm = self.process is None
+        for fd in theirs:
             os.close(fd)
         self.channel = wire.Channel(response_r, request_w)
-        with contextlib.suppress(BrokenPipeError):  # a worker that died at once: its exit is the error
-            self.process.stdin.write(trampoline_program(request_r, response_w, control_r, status_w))
-            self.process.stdin.close()
+        if self.process is not None:
+            with contextlib.suppress(BrokenPipeError):  # a worker that died at once: its exit is the error
+                self.process.stdin.write(trampoline_program(*theirs))
+                self.process.stdin.close()
         self.channel.write_bytes(boot_message(start["path"], total_s), deadline=time.monotonic() + 30)
         self.channel.send({**start, "temp_dir": str(self.temp_dir)})
         self.exit_report: dict | None = None
         _LIVE.add(self)
+
+    @property
+    def pid(self) -> int | None:
+        """The supervisor's process id (a warm worker's, once its warm process has forked it; None if it never did)."""
+        return self.process.pid if self.process is not None else self.forked.pid()
 
     def receive(self, deadline: float, make_model=None) -> Any:
         return self.channel.receive(deadline=deadline, make_model=make_model)
@@ -91,10 +103,12 @@ class Worker:
         if self.exit_report is None:
             self.begin_stop()
             self.exit_report = self._read_status(time.monotonic() + 5.0)
-            with contextlib.suppress(ProcessLookupError, PermissionError):
-                os.killpg(self.process.pid, signal.SIGKILL)
-            with contextlib.suppress(subprocess.TimeoutExpired):
-                self.process.wait(timeout=5)
+            if self.pid is not None:
+                with contextlib.suppress(ProcessLookupError, PermissionError):
+                    os.killpg(self.pid, signal.SIGKILL)
+            if self.process is not None:  # a warm worker is its warm process's child: that one reaps it
+                with contextlib.suppress(subprocess.TimeoutExpired):
+                    self.process.wait(timeout=5)
             self.channel.close()
             with contextlib.suppress(OSError):
                 os.close(self.status_r)
@@ -141,7 +155,7 @@ class Worker:
         the worker could lie about its own usage."""
         if self.exit_report is not None:
             return {key: self.exit_report.get(key) for key in ("cpu_s", "max_rss_mib")}
-        return _live_usage(self.process.pid)
+        return _live_usage(self.pid) if self.pid is not None else {"cpu_s": None, "max_rss_mib": None}
 
 
 def _live_usage(supervisor: int) -> dict:

@@ -10,11 +10,18 @@
 # names a file of the suite. The PID namespace is entered here, between loading ``sandbox`` (the standard
 # library only) and the others (NumPy, which may start threads): a process with threads cannot enter a new
 # user namespace. Then ``supervisor.main`` forks: this process supervises, the child is the worker.
+#
+# ``warm`` (warm.py) is the other last line: this process imports NumPy and torch, then forks one child per
+# request on its socket; each child takes the pipes and the output file sent with the request, its own session,
+# working directory, environment and random state, and runs ``start`` like a cold worker. A forked child has one
+# thread, whatever the libraries imported here started, so it can still enter a new user namespace.
 
 import importlib
 import importlib.machinery
 import json
 import os
+import select
+import socket
 import sys
 
 PACKAGE = "app"
@@ -77,3 +84,76 @@ def start(request_fd, response_fd, control_fd, status_fd):
     os.close(null)
     supervisor, worker, namespace, total_s = load(request_fd)
     sys.exit(supervisor.main(worker.serve, request_fd, response_fd, control_fd, status_fd, total_s, namespace))
+
+
+def warm(sock_fd, preload, path):
+    null = os.open(os.devnull, os.O_RDONLY)
+    os.dup2(null, 0)
+    os.close(null)
+    sys.path[:] = path
+    for name in preload:
+        try:
+            importlib.import_module(name)
+        except Exception:  # noqa: BLE001 - a package that cannot import here is imported by the worker, or not
+            pass
+    sys.path[:] = []
+    server = socket.socket(fileno=sock_fd)
+    while True:
+        reap()
+        if not select.select([server], [], [], 1.0)[0]:
+            continue
+        try:
+            message, fds, _, _ = socket.recv_fds(server, 1 << 20, 8)
+        except OSError:
+            break
+        if not message:  # the grader closed its end: no more workers
+            break
+        if len(fds) == 6:
+            fork_worker(server, json.loads(message), fds)
+        for fd in fds:
+            os.close(fd)
+    os._exit(0)
+
+
+def fork_worker(server, request, fds):
+    *pipes, log_fd, reply_fd = fds
+    pid = os.fork()
+    if pid:
+        os.write(reply_fd, str(pid).encode())
+        return
+    code = 1
+    try:
+        server.close()
+        os.close(reply_fd)
+        os.setsid()
+        for target in (1, 2):
+            os.dup2(log_fd, target)
+        os.close(log_fd)
+        os.chdir(request["cwd"])
+        os.environ.clear()
+        os.environ.update(request["env"])
+        fresh_state()
+        start(*pipes)
+    except SystemExit as exc:
+        code = exc.code if isinstance(exc.code, int) else 1
+    finally:
+        os._exit(code)
+
+
+def fresh_state():  # what a new interpreter would have drawn or read anew
+    tempfile = sys.modules.get("tempfile")
+    if tempfile is not None:
+        tempfile.tempdir = None  # TMPDIR is this worker's
+    random = sys.modules.get("numpy.random")
+    if random is not None:
+        random.seed()  # NumPy's global generator, from fresh entropy (Python's own reseeds at fork)
+
+
+def reap():
+    while True:
+        try:
+            pid, _ = os.waitpid(-1, os.WNOHANG)
+        except ChildProcessError:
+            return
+        if pid == 0:
+            return
