@@ -1,0 +1,130 @@
+"""``transformer-conformance watch``: a run at the start and on every save, the checks that failed last time first, the
+summary with the likely causes, and Ctrl-C leaves no process of it behind. Run as a user runs it: a process of its
+own, a file edited beside it."""
+
+import os
+import signal
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import pytest
+
+from conformance.run.watch import FailedFirst
+
+SELECTION = "masked_weights_are_exactly_zero or pe_matches_published_values"
+BUGGY = "from conformance.implementations.mutants.attention_mask_ignored import adapter  # noqa: F401\n"
+FIXED = "from conformance.implementations.reference.adapter import adapter  # noqa: F401\n"
+HANGING = """import time
+
+from conformance.implementations.reference.adapter import adapter as reference
+
+
+class Hanging:
+    conventions = reference.conventions
+
+    def positional_encoding(self, n, d_model):
+        time.sleep(600)
+
+
+adapter = Hanging()
+"""
+
+
+def descendants(root: int) -> set[int]:
+    children: dict[int, list[int]] = {}
+    for entry in Path("/proc").iterdir():
+        if entry.name.isdigit():
+            try:
+                stat = (entry / "stat").read_text()
+            except OSError:
+                continue
+            children.setdefault(int(stat.rsplit(")", 1)[1].split()[1]), []).append(int(entry.name))
+    found, todo = set(), [root]
+    while todo:
+        for pid in children.get(todo.pop(), []):
+            found.add(pid)
+            todo.append(pid)
+    return found
+
+
+def alive(pid: int) -> bool:
+    try:
+        return Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()[0] != "Z"
+    except OSError:
+        return False
+
+
+class Watch:
+    def __init__(self, adapter: Path):
+        self.process = subprocess.Popen(
+            [sys.executable, "-m", "conformance", "watch", str(adapter), "-k", SELECTION],
+            stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True, start_new_session=True)
+        self.lines: list[str] = []
+
+    def next_summary(self, timeout_s: float = 180) -> list[str]:
+        """The lines of the next summary (up to its "watching N files" line)."""
+        deadline, summary = time.monotonic() + timeout_s, []
+        while time.monotonic() < deadline:
+            line = self.process.stdout.readline()
+            assert line, "watch ended:\n" + "".join(self.lines)
+            self.lines.append(line)
+            summary.append(line.rstrip("\n"))
+            if line.startswith("watching "):
+                return summary
+        raise AssertionError("no summary in time:\n" + "".join(self.lines))
+
+
+def save(path: Path, text: str) -> None:
+    path.write_text(text)
+    os.utime(path, ns=(time.time_ns(), time.time_ns()))
+
+
+def test_watch_reruns_on_save_failing_checks_first_and_ctrl_c_leaves_nothing_running(tmp_path):
+    adapter = tmp_path / "adapter.py"
+    adapter.write_text(BUGGY)
+    watch = Watch(adapter)
+    try:
+        first = watch.next_summary()
+        assert "run 1 (start)" in first[0]
+        assert any(line.startswith("  FAILED masked_weights_are_exactly_zero") for line in first), first
+        assert any("likely cause: Attention ignores its mask" in line for line in first), first
+
+        save(adapter, FIXED)
+        second = watch.next_summary()
+        assert "run 2 (adapter.py saved)" in second[0], second
+        assert "verdict: conformant" in second[1], second
+        assert "first previously failing check" in second[2], second
+        assert not any("FAILED" in line for line in second), second
+
+        save(adapter, HANGING)  # Ctrl-C in the middle of a run: the run, its worker and the warm process all end
+        seen: set[int] = set()
+        deadline = time.monotonic() + 2.0
+        while time.monotonic() < deadline:
+            seen |= descendants(watch.process.pid)
+            time.sleep(0.05)
+        assert len(seen) >= 3, seen  # the warm process, the run, its worker's supervisor (and the worker)
+        os.kill(watch.process.pid, signal.SIGINT)
+        assert watch.process.wait(timeout=30) == 130
+        time.sleep(1.0)  # a supervisor ends its worker when it sees its run gone
+        assert not [pid for pid in seen if alive(pid)]
+    finally:
+        if watch.process.poll() is None:
+            os.killpg(watch.process.pid, signal.SIGKILL)
+            watch.process.wait()
+        watch.process.stdout.close()
+
+
+class Item:
+    def __init__(self, name: str, depends_on: tuple[str, ...] = ()):
+        self.name, self.originalname, self.depends_on = f"test_{name}[x]", f"test_{name}", depends_on
+
+    def iter_markers(self, name):
+        return [pytest.mark.depends_on(*self.depends_on).mark] if name == "depends_on" and self.depends_on else []
+
+
+def test_failed_first_puts_the_failures_and_their_prerequisites_first_in_catalogue_order():
+    items = [Item("a"), Item("b"), Item("c", depends_on=("b",)), Item("d"), Item("e")]
+    FailedFirst({"e", "c"}).pytest_collection_modifyitems(items)
+    assert [item.originalname for item in items] == ["test_b", "test_c", "test_e", "test_a", "test_d"]
