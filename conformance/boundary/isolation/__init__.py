@@ -6,7 +6,8 @@ imports the implementation, answers calls), ``trampoline.py`` (the worker's firs
 under a neutral name), ``importing.py`` (importing the implementation, in-process and in the worker),
 ``environment.py`` (the worker's environment: what it holds, ``--pass-env``), ``reads.py`` (what it may read: its
 folder, Python, ``--allow-read``), ``wire.py`` (the plain-data messages between them, through a pipe),
-``sandbox.py`` (namespaces, resource limits and Landlock), ``options.py`` (the pytest options). docs/grading.md
+``sandbox.py`` (namespaces, resource limits and Landlock), ``warm.py`` (the pre-imported process each worker of
+a run forks from), ``options.py`` (the pytest options). docs/grading.md
 describes what is contained and how.
 """
 
