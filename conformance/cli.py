@@ -115,8 +115,13 @@ def add_watch_parser(sub) -> None:
 
 
 def watch(args) -> int:
+    from conformance.boundary.loading import is_builtin
     from conformance.run.watch import watch as watch_files
 
+    if is_builtin(args.impl):
+        print(f"transformer-conformance watch: {args.impl} is built in: none of its files is yours to save. Fix: give"
+              " your adapter's file (watch my_adapter.py), or certify it", file=sys.stderr)
+        return EXIT_USAGE
     return watch_files(args)
 
 

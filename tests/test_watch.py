@@ -128,3 +128,24 @@ def test_failed_first_puts_the_failures_and_their_prerequisites_first_in_catalog
     items = [Item("a"), Item("b"), Item("c", depends_on=("b",)), Item("d"), Item("e")]
     FailedFirst({"e", "c"}).pytest_collection_modifyitems(items)
     assert [item.originalname for item in items] == ["test_b", "test_c", "test_e", "test_a", "test_d"]
+
+
+def test_the_watched_files_are_those_the_worker_can_import_its_folder_and_allow_read(tmp_path):
+    from conformance.run.watch import python_files, watched_roots
+
+    own, shared = tmp_path / "submission", tmp_path / "shared"
+    for path in (own / "adapter.py", own / "model" / "layers.py", own / ".venv" / "site.py", own / "notes.txt",
+                 shared / "helpers.py", tmp_path / "elsewhere.py"):
+        path.parent.mkdir(parents=True, exist_ok=True)
+        path.write_text("")
+    roots = watched_roots(str(own / "adapter.py"), (str(shared),))
+    found = {str(path.relative_to(tmp_path)) for path in python_files(roots, str(own / "adapter.py"))}
+    assert found == {"submission/adapter.py", "submission/model/layers.py", "shared/helpers.py"}
+    assert watched_roots("reference") == []
+
+
+def test_watching_a_built_in_is_a_usage_error_naming_the_fix(capsys):
+    from conformance.cli import EXIT_USAGE, main
+
+    assert main(["watch", "reference"]) == EXIT_USAGE
+    assert "give your adapter's file" in capsys.readouterr().err

@@ -1,8 +1,9 @@
 """``transformer-conformance watch ADAPTER``: a verdict on every save.
 
 The watch process imports what a run needs once (``warmup``) and, for an isolated adapter, starts one warm
-process for its workers (``boundary/isolation/warm.py``). It polls the adapter's files (the ``.py`` files of
-its own folder, the ones it can import) every ``POLL_S``; on a change it forks a fresh run of the checks: pytest
+process for its workers (``boundary/isolation/warm.py``). It polls the adapter's files every ``POLL_S``: the
+``.py`` files of its own folder and of the folders ``--allow-read`` names, which are all an isolated worker can
+import besides the Python installation; on a change it forks a fresh run of the checks: pytest
 in a child of this process, the adapter in a fresh sandboxed worker forked from the warm process (or imported
 anew by the child, for an adapter run in-process). Nothing of a run outlives it: the next save gets a new child
 and a new worker, which import the files as they are now.
@@ -37,23 +38,21 @@ SHOWN = 12  # failures listed in the summary; the rest counted
 
 
 # -- what is watched ----------------------------------------------------------------------------------
-def watched_root(spec: str) -> Path | None:
-    """The folder whose ``.py`` files are the adapter's: its file's folder, or its module's package folder; None
-    for a built-in."""
+def watched_roots(spec: str, allow_read: tuple[str, ...] = ()) -> list[Path]:
+    """The folders whose ``.py`` files are the adapter's: its file's folder, or its module's package folder (none
+    for a built-in), and the folders it may read besides (``--allow-read``)."""
     from conformance.boundary.isolation import reads
     from conformance.boundary.loading import is_builtin
 
-    if is_builtin(spec):
-        return None
-    return reads.own_folder(spec.partition(":")[0]) if not spec.endswith(".py") else Path(spec).resolve().parent
+    own = None if is_builtin(spec) else \
+        reads.own_folder(spec.partition(":")[0]) if not spec.endswith(".py") else Path(spec).resolve().parent
+    return [path for path in (own, *map(Path, allow_read)) if path is not None]
 
 
-def python_files(root: Path | None, spec: str) -> list[Path]:
-    """The ``.py`` files under ``root`` (not in virtual environments, caches or version control folders)."""
-    if root is None:
-        return []
+def python_files(roots: list[Path], spec: str) -> list[Path]:
+    """The ``.py`` files under ``roots`` (not in virtual environments, caches or version control folders)."""
     found: list[Path] = []
-    todo = [root]
+    todo = list(roots)
     while todo and len(found) <= MAX_FILES:
         with contextlib.suppress(OSError), os.scandir(todo.pop()) as entries:
             for entry in entries:
@@ -63,13 +62,13 @@ def python_files(root: Path | None, spec: str) -> list[Path]:
                     found.append(Path(entry.path))
     if len(found) > MAX_FILES and spec.endswith(".py"):
         return [Path(spec).resolve()]
-    return sorted(found)
+    return sorted(set(found))
 
 
-def snapshot(root: Path | None, spec: str) -> dict[str, tuple[int, int]]:
+def snapshot(roots: list[Path], spec: str) -> dict[str, tuple[int, int]]:
     """Each watched file's (modification time in ns, size): a save changes one of them, or adds or removes a file."""
     state = {}
-    for path in python_files(root, spec):
+    for path in python_files(roots, spec):
         with contextlib.suppress(OSError):
             stat = path.stat()
             state[str(path)] = (stat.st_mtime_ns, stat.st_size)
@@ -262,14 +261,14 @@ def watch(args) -> int:
     from conformance.boundary.loading import should_isolate
     from conformance.run.warmup import import_ahead
 
-    root = watched_root(args.impl)
+    roots = watched_roots(args.impl, tuple(args.allow_read))
     signal.signal(signal.SIGTERM, interrupted)  # `kill` stops it as Ctrl-C does: nothing left running
     import_ahead()
     screen, running = Screen(), None
     with WarmWorkers() as warm, tempfile.TemporaryDirectory(prefix="watch-") as tmp:
         if should_isolate(args.impl, args.isolate):
             warm.start(threads=args.threads, pass_env=tuple(args.pass_env))
-        state, report, number = snapshot(root, args.impl), None, 0
+        state, report, number = snapshot(roots, args.impl), None, 0
         trigger, saved_at = "start", time.time()
         try:
             while True:
@@ -278,7 +277,7 @@ def watch(args) -> int:
                 round_ = Round(number, trigger, saved_at, failed)
                 report_path = str(Path(tmp) / f"run{number}.json")
                 running, stream = fork_run(args, warm, failed, report_path)
-                change = follow(running, stream, round_, screen, root, args.impl, state)
+                change = follow(running, stream, round_, screen, roots, args.impl, state)
                 os.close(stream)
                 if change is not None:  # saved again during the run: that run is stale
                     stop_run(running)
@@ -291,7 +290,7 @@ def watch(args) -> int:
                 finished = read_report(report_path)
                 report = finished or report
                 screen.summary(summary_lines(args.impl, round_, finished, len(state)))
-                state, trigger, saved_at = wait_for_change(root, args.impl, state)
+                state, trigger, saved_at = wait_for_change(roots, args.impl, state)
         except KeyboardInterrupt:
             if running is not None:
                 stop_run(running)
@@ -304,7 +303,7 @@ def interrupted(signum, frame):
     raise KeyboardInterrupt
 
 
-def follow(pid: int, stream: int, round_: Round, screen: Screen, root, spec: str, state: dict):
+def follow(pid: int, stream: int, round_: Round, screen: Screen, roots, spec: str, state: dict):
     """Read the run's verdicts until it ends (None), or until a file changes: (new state, trigger, save time)."""
     buffer = b""
     while True:
@@ -320,13 +319,13 @@ def follow(pid: int, stream: int, round_: Round, screen: Screen, root, spec: str
                     round_.heard(json.loads(line))
             failing = sum(outcome == "failed" for outcome in round_.verdicts.values())
             screen.status(f"run {round_.number}: {len(round_.verdicts)} checks, {failing} failing ...")
-        change = look_for_change(root, spec, state)
+        change = look_for_change(roots, spec, state)
         if change is not None:
             return change
 
 
-def look_for_change(root, spec: str, state: dict):
-    after = snapshot(root, spec)
+def look_for_change(roots, spec: str, state: dict):
+    after = snapshot(roots, spec)
     changed = changed_files(state, after)
     if not changed:
         return None
@@ -335,10 +334,10 @@ def look_for_change(root, spec: str, state: dict):
     return after, f"{names} saved", saved_at
 
 
-def wait_for_change(root, spec: str, state: dict):
+def wait_for_change(roots, spec: str, state: dict):
     while True:
         time.sleep(POLL_S)
-        change = look_for_change(root, spec, state)
+        change = look_for_change(roots, spec, state)
         if change is not None:
             return change
 
