@@ -6,6 +6,7 @@ a missing extra is named. The rest (marked slow; ``.ci/run`` runs them with the 
 with the local pool's reports, kills a worker mid-run, and kills every worker that grades one submission.
 """
 
+import contextlib
 import json
 import os
 import signal
@@ -171,6 +172,29 @@ def command_line(pid: int) -> str:
         return ""
 
 
+def parent_of(pid: int) -> int:
+    return int(Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()[1])
+
+
+def is_grader(pid: int) -> bool:
+    """A grader on a Dask worker: forked by the worker's grading server, with that server's command line."""
+    return "serve_graders" in command_line(pid) and "serve_graders" in command_line(parent_of(pid))
+
+
+def writes_to(pid: int, name: str) -> bool:
+    """Whether the process holds a file named ``name`` open (a grader's output: pytest moves it off fd 1 while it
+    captures, and keeps it open)."""
+    try:
+        fds = os.listdir(f"/proc/{pid}/fd")
+    except OSError:
+        return False
+    for fd in fds:
+        with contextlib.suppress(OSError):
+            if os.readlink(f"/proc/{pid}/fd/{fd}").endswith("/" + name):
+                return True
+    return False
+
+
 def alive(pid: int) -> bool:
     try:
         return Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()[0] != "Z"
@@ -269,8 +293,8 @@ def test_a_worker_killed_mid_run_loses_no_submission_and_grades_none_twice(dask_
                     wait=False)
     try:
         victim = dask_processes.workers[0]
-        grader = wait_until(lambda: next((pid for pid in children(victim.pid) if "conformance grade"
-                                          in command_line(pid)), None), 120, "a grader on the first worker")
+        grader = wait_until(lambda: next((pid for pid in children_of_tree(victim.pid) if is_grader(pid)), None), 120,
+                            "a grader on the first worker")
         os.kill(victim.pid, signal.SIGKILL)  # mid-task: its grader is running
         victim.wait()
         # at once (grading takes seconds more): a grader left running would race its rerun for the CPU
@@ -300,9 +324,9 @@ def test_a_submission_whose_workers_all_die_is_graded_as_an_error_and_the_rest_a
     running = grade(klass, tmp_path / "grades", "--scheduler", "local:2", env=dask_config, wait=False)
     try:
         grader = wait_until(lambda: next((pid for pid in children_of_tree(running.pid)
-                                          if "grade" in command_line(pid) and "/class/bo" in command_line(pid)),
-                                         None), 180, "bo's grader")
-        worker = int(Path(f"/proc/{grader}/stat").read_text().rsplit(")", 1)[1].split()[1])
+                                          if is_grader(pid) and writes_to(pid, "bo.txt")), None), 180,
+                            "bo's grader")
+        worker = parent_of(parent_of(grader))  # the grader's grading server's Dask worker
         os.kill(worker, signal.SIGKILL)
         output, _ = running.communicate(timeout=600)
     finally:

@@ -2,14 +2,13 @@
 
 Each submission is graded by its own grader process and its own sandboxed worker, at most ``--jobs`` at a time,
 all with one seed (the same inputs for everyone, recorded). What one submission does to its worker cannot reach
-another's. On this machine the graders are **warm**: this process imports the suite, torch, pytest and
-hypothesis once, and forks one grader per submission (``grade_in_forks``); each grader's worker forks from one
-warm process of the class (``isolation/warm.py``), so neither pays the imports again. Where the kernel confines
-what a worker may write (Landlock), the graders share the answers the diagnosis computes of the catalogue's known
-bugs, in a folder of this run that no submission can write (``shared_answers``): the same seed asks the same
-questions of every submission. With ``--scheduler`` ``transformer-conformance grade`` processes run on the
-workers of a Dask cluster, one task per submission (``conformance/run/cluster.py``), and their reports come
-back here. The per-submission reports land in ``--out``
+another's. The graders are **warm** (``warm_graders.py``): on this machine this process imports the suite, torch,
+pytest and hypothesis once and forks one grader per submission (``grade_in_forks``); on a Dask cluster
+(``--scheduler``, ``conformance/run/cluster.py``) each worker keeps a grading server that does the same, one task
+per submission, and the reports come back here. Each grader's worker forks from one warm process
+(``isolation/warm.py``), so neither pays the imports again; where the kernel confines what a worker may write
+(Landlock), the graders of one process share the answers the diagnosis computes of the catalogue's known bugs:
+the same seed asks the same questions of every submission. The per-submission reports land in ``--out``
 (``NAME.json``, and the terminal report ``NAME.txt``), then the class summary: ``summary.csv`` (one row
 per student) and ``summary.md`` (the students, the checks by pass rate, the most common diagnosed bugs).
 """
@@ -17,15 +16,10 @@ per student) and ``summary.md`` (the students, the checks by pass rate, the most
 from __future__ import annotations
 
 import argparse
-import contextlib
 import json
 import os
-import shutil
-import signal
 import sys
-import tempfile
 import time
-import traceback
 from pathlib import Path
 
 from conformance.grading.submission import SKIPPED_FOLDERS, draw_seed
@@ -64,41 +58,26 @@ def grade_class(args) -> int:
     return 0 if all("checks" in report for report in reports) else 3
 
 
-def grade_arguments(folder: Path, seed: int, args) -> list[str]:
-    """``grade``'s arguments for one submission of the class (``--json`` apart: where it goes is the caller's)."""
-    command = ["grade", str(folder), "--one", "--seed", str(seed), "--adapter-name", args.adapter_name,
-               "--timeout", str(args.timeout), "--threads", str(args.threads),
-               "--worker-memory", str(args.worker_memory), "--worker-total-timeout", str(args.worker_total_timeout)]
-    if args.points:
-        command += ["--points", str(args.points)]
-    if args.no_training:
-        command.append("--no-training")
-    if args.select:
-        command += ["-k", args.select]
-    for name in args.pass_env:
-        command += ["--pass-env", name]
-    for path in args.allow_read:
-        command += ["--allow-read", path]
-    return command
-
-
 def grade_in_forks(folders: list[Path], out: Path, seed: int, args) -> list[dict]:
     """Every submission graded by a grader forked from this (pre-imported) process, ``--jobs`` at a time; the
     reports in folder order. A grader that outlives its limit (the worker's total time and 10 minutes more) is
     killed, and its submission reported as an error."""
     from conformance.boundary.isolation.warm import WarmWorkers
-    from conformance.run.warmup import import_ahead
+    from conformance.grading.warm_graders import fork_grader, import_graders, kill_overdue, shared_answers
 
-    import_ahead("conformance.grading.points", "conformance.grading.gradescope")  # once: every fork has them
+    import_graders()  # once: every fork has them
     limit_s = args.worker_total_timeout + 600
     reports: dict[str, dict] = {}
     pending, running = list(folders), {}
-    with WarmWorkers() as warm, shared_answers(args) as answers:
+    with WarmWorkers() as warm, shared_answers(args.isolate) as answers:
         warm.start(threads=args.threads, pass_env=tuple(args.pass_env))
         while pending or running:
             while pending and len(running) < max(1, args.jobs):
                 folder = pending.pop(0)
-                running[fork_grader(folder, out, seed, args, warm, answers)] = (folder, time.monotonic())
+                (out / f"{folder.name}.json").unlink(missing_ok=True)
+                pid = fork_grader(folder, out / f"{folder.name}.json", out / f"{folder.name}.txt", seed, args, warm,
+                                  answers)
+                running[pid] = (folder, time.monotonic())
             pid, _ = os.waitpid(-1, os.WNOHANG)
             if pid == 0:
                 kill_overdue(running, limit_s)
@@ -109,67 +88,6 @@ def grade_in_forks(folders: list[Path], out: Path, seed: int, args) -> list[dict
                 reports[folder.name] = read_report(folder, out)
                 print(progress_line(reports[folder.name], len(reports), len(folders)), flush=True)
     return [reports[folder.name] for folder in folders]
-
-
-def fork_grader(folder: Path, out: Path, seed: int, args, warm, answers: str | None) -> int:
-    """A grader for ``folder``, forked: its output to ``NAME.txt``, its report to ``NAME.json``; its pid."""
-    from conformance.grading.submission import grade_submission
-
-    report_path = out / f"{folder.name}.json"
-    report_path.unlink(missing_ok=True)
-    sys.stdout.flush()
-    sys.stderr.flush()
-    pid = os.fork()
-    if pid:
-        return pid
-    code = 3
-    try:
-        with open(out / f"{folder.name}.txt", "w") as log:
-            os.dup2(log.fileno(), 1)
-            os.dup2(log.fileno(), 2)
-        null = os.open(os.devnull, os.O_RDONLY)
-        os.dup2(null, 0)
-        if answers:  # the class's answers, which no submission can write (shared_answers)
-            os.environ[answer_cache_variable()] = answers
-        one = argparse.Namespace(**{**vars(args), "submission": str(folder), "one": True, "seed": seed,
-                                    "json": str(report_path), "shared_answers": bool(answers)})
-        code = grade_submission(one, warm=warm)
-    except BaseException:  # noqa: BLE001 - the grader's own failure: in its output, and its report is missing
-        traceback.print_exc()
-    finally:
-        sys.stdout.flush()
-        sys.stderr.flush()
-        os._exit(code)
-
-
-def kill_overdue(running: dict, limit_s: float) -> None:
-    for pid, (_, started) in running.items():
-        if time.monotonic() - started > limit_s:
-            with contextlib.suppress(ProcessLookupError):
-                os.kill(pid, signal.SIGKILL)
-
-
-@contextlib.contextmanager
-def shared_answers(args):
-    """A folder for the answers the graders' diagnoses compute of the catalogue's known bugs (never of a
-    submission), shared by every grader of the class; None where a worker could write to it: without Landlock
-    (an older kernel), or in-process (``--no-isolate``). Removed at the end."""
-    from conformance.boundary.isolation.sandbox import landlock_abi
-
-    if not args.isolate or landlock_abi() < 1:
-        yield None
-        return
-    folder = tempfile.mkdtemp(prefix="answers-of-the-class-")
-    try:
-        yield folder
-    finally:
-        shutil.rmtree(folder, ignore_errors=True)
-
-
-def answer_cache_variable() -> str:
-    from conformance.diagnosis.answer_cache import CACHE_DIR_ENV
-
-    return CACHE_DIR_ENV
 
 
 def read_report(folder: Path, out: Path) -> dict:
@@ -188,17 +106,22 @@ def no_report(folder: Path, why: str) -> dict:
 def grade_on_cluster(folders: list[Path], out: Path, seed: int, args) -> list[dict]:
     """Every submission graded by a task on the Dask cluster ``args.scheduler``; the reports, in folder order.
     The files are written here, from each task's one result: a task rerun after its worker died counts once."""
-    from conformance.run.cluster import as_they_finish, run_conformance
+    from conformance.grading.warm_graders import grade_on_worker
+    from conformance.run.cluster import as_they_finish
 
     by_name = {folder.name: folder for folder in folders}
     cwd = os.getcwd()
-    tasks = {folder.name: (grade_arguments(folder, seed, args), args.worker_total_timeout + 600, cwd,
-                           [str(folder.resolve())]) for folder in folders}
+    tasks = {folder.name: (str(folder.resolve()), seed, plain_arguments(args), cwd) for folder in folders}
     reports = {}
-    for name, result in as_they_finish(args.scheduler, run_conformance, tasks):
+    for name, result in as_they_finish(args.scheduler, grade_on_worker, tasks):
         reports[name] = cluster_report(by_name[name], out, result)
         print(progress_line(reports[name], len(reports), len(folders)), flush=True)
     return [reports[folder.name] for folder in folders]
+
+
+def plain_arguments(args) -> argparse.Namespace:
+    """``args`` as a task carries it to a worker: the grading options, nothing of the class run's own."""
+    return argparse.Namespace(**{key: value for key, value in vars(args).items() if key not in ("func",)})
 
 
 def cluster_report(folder: Path, out: Path, result) -> dict:

@@ -115,11 +115,7 @@ def run_conformance(argv: list[str], timeout: float, cwd: str, needs: list[str] 
     client's: relative paths name the same files, and the reports say them as the local pool's do). Returns
     ``{"report": the JSON report's text or None, "output": stdout and stderr, "report_path": REPORT, "host": this
     machine}``. The process is killed with the worker (it must not outlive a task Dask will run again elsewhere)."""
-    missing = [path for path in [cwd, *needs] if not Path(path).exists()]
-    if missing:
-        raise ClusterError(f"worker on {socket.gethostname()}: expected {', '.join(missing)} to exist here, as on"
-                           " the client; it does not. Likely cause: the workers do not share the client's file"
-                           " system, or mount it elsewhere (mount it at the same path)")
+    require_paths([cwd, *needs])
     with tempfile.TemporaryDirectory(prefix="conformance-task-") as tmp:
         report = Path(tmp) / "report.json"
         command = [sys.executable, "-m", "conformance", *argv, "--json", str(report)]
@@ -131,6 +127,15 @@ def run_conformance(argv: list[str], timeout: float, cwd: str, needs: list[str] 
             output = (exc.stdout or b"").decode(errors="replace") + f"\nkilled after {timeout:g} s\n"
         text = report.read_text() if report.is_file() else None
     return {"report": text, "output": output, "report_path": str(report), "host": socket.gethostname()}
+
+
+def require_paths(paths: list[str]) -> None:
+    """On a worker: every path the task names must exist here, as on the client (a shared file system)."""
+    missing = [path for path in paths if not Path(path).exists()]
+    if missing:
+        raise ClusterError(f"worker on {socket.gethostname()}: expected {', '.join(missing)} to exist here, as on"
+                           " the client; it does not. Likely cause: the workers do not share the client's file"
+                           " system, or mount it elsewhere (mount it at the same path)")
 
 
 def dies_with(parent: int):
