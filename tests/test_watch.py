@@ -77,8 +77,12 @@ class Watch:
 
 
 def save(path: Path, text: str) -> None:
-    path.write_text(text)
-    os.utime(path, ns=(time.time_ns(), time.time_ns()))
+    """As an editor may: truncate, then write (two changes of the file, one save)."""
+    with open(path, "w") as file:
+        file.flush()
+        os.utime(path)
+        time.sleep(0.01)
+        file.write(text)
 
 
 def test_watch_reruns_on_save_failing_checks_first_and_ctrl_c_leaves_nothing_running(tmp_path):
@@ -109,6 +113,9 @@ def test_watch_reruns_on_save_failing_checks_first_and_ctrl_c_leaves_nothing_run
         assert watch.process.wait(timeout=30) == 130
         time.sleep(1.0)  # a supervisor ends its worker when it sees its run gone
         assert not [pid for pid in seen if alive(pid)]
+        rest = watch.process.stdout.read()
+        assert "run 3 (" not in rest, rest  # one save, one run: the write after the truncation made no second
+        assert "watch stopped" in rest
     finally:
         if watch.process.poll() is None:
             os.killpg(watch.process.pid, signal.SIGKILL)

@@ -30,6 +30,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 POLL_S = 0.1  # how often the files are looked at: a save is seen within this
+SETTLE_S, SETTLE_MAX_S = 0.03, 1.0  # a save is complete once the files hold still this long
 MAX_FILES = 2000  # a folder with more .py files than this (a whole project): only the adapter's file is watched
 SKIPPED = {".git", "__pycache__", ".venv", "venv", "node_modules", ".mypy_cache", ".pytest_cache", ".tox"}
 FAILING = ("failed", "error")
@@ -325,13 +326,31 @@ def follow(pid: int, stream: int, round_: Round, screen: Screen, roots, spec: st
 
 
 def look_for_change(roots, spec: str, state: dict):
+    """(the files' new state, the trigger, the save's time) once they changed and settled; None if unchanged."""
     after = snapshot(roots, spec)
     changed = changed_files(state, after)
     if not changed:
         return None
+    after = settled(roots, spec, after)
+    changed = changed_files(state, after)
+    if not changed:  # changed and changed back
+        return None
     saved_at = max((after[name][0] / 1e9 for name in changed if name in after), default=time.time())
     names = ", ".join(Path(name).name for name in changed[:3]) + (" ..." if len(changed) > 3 else "")
     return after, f"{names} saved", saved_at
+
+
+def settled(roots, spec: str, state: dict) -> dict:
+    """The files' state once it holds still for ``SETTLE_S`` (at most ``SETTLE_MAX_S``): an editor's save is often
+    a truncation then a write, or a new file then a rename, and one save must make one run."""
+    deadline = time.monotonic() + SETTLE_MAX_S
+    while time.monotonic() < deadline:
+        time.sleep(SETTLE_S)
+        again = snapshot(roots, spec)
+        if again == state:
+            break
+        state = again
+    return state
 
 
 def wait_for_change(roots, spec: str, state: dict):
