@@ -87,14 +87,27 @@ def as_they_finish(address: str, function, arguments: dict[str, tuple]) -> Itera
     distributed = import_distributed()
     run = uuid.uuid4().hex[:8]  # keys unique to this run: a shared scheduler may hold another run's
     with client_for(address) as client:
-        futures = {client.submit(function, *args, key=f"{name}-{run}", pure=False): name
-                   for name, args in arguments.items()}
-        for future in distributed.as_completed(futures):
+        pending, futures = list(arguments.items()), {}
+
+        def submit_while_a_thread_is_free(finished) -> None:
+            # One task per worker thread at most: a task waiting on a worker dies with it when the worker dies,
+            # counted as a death of its own (a classmate's error, by chance); waiting here it goes where a thread
+            # frees up.
+            while pending and len(futures) - finished < max(1, sum(client.nthreads().values())):
+                name, args = pending.pop(0)
+                future = client.submit(function, *args, key=f"{name}-{run}", pure=False)
+                futures[future] = name
+                done.add(future)
+
+        done = distributed.as_completed()
+        submit_while_a_thread_is_free(0)
+        for finished, future in enumerate(done, start=1):
             try:
                 yield futures[future], future.result()
             except Exception as exc:  # the task's own failure, or its workers' deaths: the caller's to report
                 yield futures[future], exc
             future.release()
+            submit_while_a_thread_is_free(finished)
 
 
 def task_failure(exc: BaseException) -> str:
