@@ -68,6 +68,7 @@ def client_for(address: str):
         # One thread a worker: a task is a whole grading process, and N tasks at a time is what N asked for.
         with distributed.LocalCluster(n_workers=int(address[len(LOCAL):]), threads_per_worker=1, processes=True,
                                       dashboard_address=None) as cluster, distributed.Client(cluster) as client:
+            client.wait_for_workers(int(address[len(LOCAL):]))  # the tasks in flight follow the threads there
             yield client
         return
     try:
