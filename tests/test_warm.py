@@ -97,3 +97,13 @@ def test_when_the_warm_process_is_gone_workers_start_cold(warm, probe):
     adapter = loaded(probe, warm)
     assert adapter.positional_encoding(2, 4).shape == (2, 4)
     assert not loaded(probe, warm)._worker.warm  # the next one never asks it again
+
+
+def test_a_warm_process_that_dies_before_it_forks_the_worker_leaves_it_to_a_cold_one(warm, probe):
+    candidate = load_isolated(probe, timeout_s=30, limits=Limits(total_s=120), warm=warm, wait=False)
+    (process,) = warm._processes.values()  # still importing torch: the request waits in its socket
+    os.kill(process.process.pid, signal.SIGKILL)
+    process.process.wait()
+    candidate.adapter.wait()
+    assert not candidate.adapter._worker.warm
+    assert candidate.adapter.positional_encoding(2, 4).shape == (2, 4)

@@ -87,6 +87,10 @@ def own_folder_of(spec: str, limits: Limits, *, builtin: bool) -> Path | None:
     return None if builtin else reads.own_folder(spec.partition(":")[0])
 
 
+class _NeverForked(Exception):
+    """The warm process died before it forked the worker (its pipes closed unanswered): start one cold."""
+
+
 class RemoteException(Exception):
     """An exception the candidate raised in the worker, re-raised here under its type's name."""
 
@@ -133,7 +137,7 @@ class ProxyAdapter:
                 raise LoadError(self.load_error)
             worker, self._worker = self._worker, None
             try:
-                hello = self._await_hello(worker)
+                worker, hello = self._hello_of(worker)
             except LoadError as exc:
                 self.load_error = str(exc)
                 raise
@@ -169,13 +173,20 @@ class ProxyAdapter:
     # -- the worker's life ----------------------------------------------------------------------
     def _start_worker(self) -> None:
         """Start a fresh worker and wait for its hello; ``LoadError`` saying what went wrong otherwise."""
-        worker = self._new_worker()
-        self._await_hello(worker)
+        worker, _ = self._hello_of(self._new_worker())
         self._worker, self._generation = worker, self._generation + 1
 
-    def _new_worker(self) -> Worker:
+    def _new_worker(self, *, cold: bool = False) -> Worker:
         return Worker(self._start, total_s=self.limits.total_s, pass_env=self.limits.pass_env, threads=self.threads,
-                      warm=self._warm)
+                      warm=None if cold else self._warm)
+
+    def _hello_of(self, worker: Worker) -> tuple[Worker, dict]:
+        """(the worker, its hello); a cold one's when the warm process died before it forked this one."""
+        try:
+            return worker, self._await_hello(worker)
+        except _NeverForked:
+            worker = self._new_worker(cold=True)
+            return worker, self._await_hello(worker)
 
     def _await_hello(self, worker: Worker) -> dict:
         deadline = min(time.monotonic() + self.limits.load_s, self._deadline)
@@ -188,6 +199,8 @@ class ProxyAdapter:
         except WireError:
             report, output = worker.stop(), worker.output()
             worker.cleanup()
+            if worker.warm and worker.pid is None:
+                raise _NeverForked from None
             raise LoadError(f"the implementation {fmt_exit(report, self.limits)} while being imported"
                             + fmt_output(output)) from None
         load_error_keys = {"load_error", "import_raised", "missing_variable", *REFUSED_KEYS}
