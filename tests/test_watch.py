@@ -10,6 +10,7 @@ import time
 from pathlib import Path
 
 import pytest
+from test_cluster import alive, children_of_tree
 
 from conformance.run.watch import FailedFirst
 
@@ -30,30 +31,6 @@ class Hanging:
 
 adapter = Hanging()
 """
-
-
-def descendants(root: int) -> set[int]:
-    children: dict[int, list[int]] = {}
-    for entry in Path("/proc").iterdir():
-        if entry.name.isdigit():
-            try:
-                stat = (entry / "stat").read_text()
-            except OSError:
-                continue
-            children.setdefault(int(stat.rsplit(")", 1)[1].split()[1]), []).append(int(entry.name))
-    found, todo = set(), [root]
-    while todo:
-        for pid in children.get(todo.pop(), []):
-            found.add(pid)
-            todo.append(pid)
-    return found
-
-
-def alive(pid: int) -> bool:
-    try:
-        return Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()[0] != "Z"
-    except OSError:
-        return False
 
 
 class Watch:
@@ -106,7 +83,7 @@ def test_watch_reruns_on_save_failing_checks_first_and_ctrl_c_leaves_nothing_run
         seen: set[int] = set()
         deadline = time.monotonic() + 2.0
         while time.monotonic() < deadline:
-            seen |= descendants(watch.process.pid)
+            seen |= set(children_of_tree(watch.process.pid))
             time.sleep(0.05)
         assert len(seen) >= 3, seen  # the warm process, the run, its worker's supervisor (and the worker)
         os.kill(watch.process.pid, signal.SIGINT)
