@@ -15,7 +15,6 @@ per student) and ``summary.md`` (the students, the checks by pass rate, the most
 
 from __future__ import annotations
 
-import argparse
 import json
 import os
 import sys
@@ -111,17 +110,12 @@ def grade_on_cluster(folders: list[Path], out: Path, seed: int, args) -> list[di
 
     by_name = {folder.name: folder for folder in folders}
     cwd = os.getcwd()
-    tasks = {folder.name: (str(folder.resolve()), seed, plain_arguments(args), cwd) for folder in folders}
+    tasks = {folder.name: (str(folder.resolve()), seed, args, cwd) for folder in folders}
     reports = {}
     for name, result in as_they_finish(args.scheduler, grade_on_worker, tasks):
         reports[name] = cluster_report(by_name[name], out, result)
         print(progress_line(reports[name], len(reports), len(folders)), flush=True)
     return [reports[folder.name] for folder in folders]
-
-
-def plain_arguments(args) -> argparse.Namespace:
-    """``args`` as a task carries it to a worker: the grading options, nothing of the class run's own."""
-    return argparse.Namespace(**{key: value for key, value in vars(args).items() if key not in ("func",)})
 
 
 def cluster_report(folder: Path, out: Path, result) -> dict:

@@ -46,7 +46,7 @@ def grading_options(args, seed: int, report: Path):
     # it reads no folder but its own, Python's and these. no_cache: no answers kept on disk: the submission runs
     # on this machine during grading, and could write entries that name a bug it does not have (or hide one). The
     # diagnosis never trusts files another process could have written meanwhile; it recomputes every answer. The
-    # one exception is a class's folder that no submission can write (classroom.shared_answers).
+    # one exception is a class's folder that no submission can write (warm_graders.shared_answers).
     return dataclasses.replace(Options.from_namespace(args), json=str(report), seed=seed, profile="grade",
                                workers=1, verbose=False, progress="off",
                                no_cache=not getattr(args, "shared_answers", False))

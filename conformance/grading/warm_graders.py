@@ -43,8 +43,11 @@ def fork_grader(folder: Path, report_path: Path, log_path: Path, seed: int, args
                 die_with_parent: bool = False) -> int:
     """A grader for ``folder``, forked: its output to ``log_path``, its report to ``report_path``; its pid.
     ``die_with_parent``: it gets SIGKILL when this process dies (a grading server's, on a Dask worker)."""
+    from conformance.diagnosis.answer_cache import CACHE_DIR_ENV
     from conformance.grading.submission import grade_submission
+    from conformance.run.cluster import dies_with
 
+    set_death_signal = dies_with(os.getpid()) if die_with_parent else None
     sys.stdout.flush()
     sys.stderr.flush()
     pid = os.fork()
@@ -52,15 +55,15 @@ def fork_grader(folder: Path, report_path: Path, log_path: Path, seed: int, args
         return pid
     code = 3
     try:
-        if die_with_parent:
-            die_with(os.getppid())
+        if set_death_signal is not None:
+            set_death_signal()
         with open(log_path, "w") as log:
             os.dup2(log.fileno(), 1)
             os.dup2(log.fileno(), 2)
         null = os.open(os.devnull, os.O_RDONLY)
         os.dup2(null, 0)
         if answers:  # the class's answers, which no submission can write (shared_answers)
-            os.environ[answer_cache_variable()] = answers
+            os.environ[CACHE_DIR_ENV] = answers
         one = argparse.Namespace(**{**vars(args), "submission": str(folder), "one": True, "seed": seed,
                                     "json": str(report_path), "shared_answers": bool(answers)})
         code = grade_submission(one, warm=warm)
@@ -70,16 +73,6 @@ def fork_grader(folder: Path, report_path: Path, log_path: Path, seed: int, args
         sys.stdout.flush()
         sys.stderr.flush()
         os._exit(code)
-
-
-def die_with(parent: int) -> None:
-    """SIGKILL for this process when its parent dies (Linux ``PR_SET_PDEATHSIG``); at once if it already has."""
-    if sys.platform.startswith("linux"):
-        import ctypes
-
-        ctypes.CDLL(None, use_errno=True).prctl(1, signal.SIGKILL, 0, 0, 0)  # 1: PR_SET_PDEATHSIG
-        if os.getppid() != parent:
-            os._exit(1)
 
 
 def kill_overdue(running: dict, limit_s: float) -> None:
@@ -107,12 +100,6 @@ def shared_answers(isolate: bool):
         shutil.rmtree(folder, ignore_errors=True)
 
 
-def answer_cache_variable() -> str:
-    from conformance.diagnosis.answer_cache import CACHE_DIR_ENV
-
-    return CACHE_DIR_ENV
-
-
 # -- on a Dask worker ----------------------------------------------------------------------------------
 def grade_on_worker(folder: str, seed: int, args, cwd: str) -> dict:
     """A Dask task: ``folder`` graded by a grader forked from this worker thread's grading server, as the local
@@ -132,9 +119,11 @@ class GradingServer:
     _servers: dict[tuple[int, int], GradingServer] = {}  # per process and thread: forked workers start afresh
 
     def __init__(self):
+        from conformance.run.cluster import dies_with
+
         self.process = subprocess.Popen([sys.executable, "-c", self.PROGRAM], stdin=subprocess.PIPE,
                                         stdout=subprocess.PIPE, stderr=subprocess.DEVNULL,
-                                        preexec_fn=_dies_with_this_process())
+                                        preexec_fn=dies_with(os.getpid()))
 
     @classmethod
     def of_this_thread(cls) -> GradingServer:
@@ -152,11 +141,6 @@ class GradingServer:
         except (OSError, EOFError, pickle.UnpicklingError) as exc:
             self.process.kill()
             raise RuntimeError(f"the grading server on {socket.gethostname()} died ({exc})") from None
-
-
-def _dies_with_this_process():
-    parent = os.getpid()
-    return lambda: die_with(parent)
 
 
 def serve_graders() -> None:

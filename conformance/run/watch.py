@@ -29,6 +29,8 @@ import time
 from dataclasses import dataclass, field
 from pathlib import Path
 
+import pytest
+
 POLL_S = 0.1  # how often the files are looked at: a save is seen within this
 SETTLE_S, SETTLE_MAX_S = 0.03, 1.0  # a save is complete once the files hold still this long
 MAX_FILES = 2000  # a folder with more .py files than this (a whole project): only the adapter's file is watched
@@ -88,6 +90,7 @@ class FailedFirst:
     def __init__(self, failed: set[str]):
         self.failed = failed
 
+    @pytest.hookimpl(trylast=True)  # after the suite's own ordering and selection
     def pytest_collection_modifyitems(self, items):
         from conformance.run.plugin import check_id
 
@@ -103,8 +106,6 @@ class FailedFirst:
             growing = bool(more)
         items.sort(key=lambda item: check_id(item) not in wanted)  # stable: each group keeps its order
 
-    pytest_collection_modifyitems.trylast = True  # after the suite's own ordering and selection
-
 
 class VerdictStream:
     """A pytest plugin of a watch run: one JSON line per check as its verdict is known, on a pipe to the watch."""
@@ -114,8 +115,6 @@ class VerdictStream:
 
     def pytest_runtest_logreport(self, report):
         if report.when == "call" or report.outcome != "passed":  # a failed or skipped setup is the verdict too
-            if report.when == "teardown" and report.outcome == "passed":
-                return
             name = report.nodeid.rpartition("::")[2].partition("[")[0].removeprefix("test_")
             line = json.dumps({"check": name, "outcome": report.outcome, "when": report.when, "t": time.time()})
             with contextlib.suppress(OSError):
