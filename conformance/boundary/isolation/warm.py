@@ -1,7 +1,7 @@
 """Warm workers: a pre-imported process that forks each isolated worker, instead of a fresh interpreter per worker.
 
-A cold worker (``supervisor.Worker``) is a new ``python -I -B -u -`` that imports NumPy and torch (about a second
-of CPU) before it imports the candidate. ``WarmWorkers`` starts one **warm process** per worker environment
+A cold worker (``supervisor.Worker``) is a new ``python -I -B -u -`` that imports NumPy and torch before it imports
+the candidate. ``WarmWorkers`` starts one **warm process** per worker environment
 (thread count, ``--pass-env``): started exactly like a worker (the same interpreter and flags, the minimal
 environment, a new session, a temporary working directory, ``trampoline.py`` on its standard input), it imports
 NumPy and torch from the Python installation, and nothing else (no candidate, nothing of the suite), then waits.

@@ -30,8 +30,8 @@ def test_base_size_forward_matches_golden(candidate, check):
     model.load_weights(weights)
     tol = golden.tolerance_for("base_forward", candidate.conventions.dtype)
     src, tgt_in = stored["src"], stored["tgt_in"]
-    memory = model.encode(src)  # the localisation's answer too: a second model at this size costs a second
-    check.close(memory, stored["memory"], tol, what="memory (1, 3, 512)",  # of loading 252 MB of weights
+    memory = model.encode(src)  # the localisation's answer too: a second model would load 252 MB of weights again
+    check.close(memory, stored["memory"], tol, what="memory (1, 3, 512)",
                 locate=lambda: locate_encode(candidate, config, weights, src, answer=lambda: memory))
     logits = model.forward(src, tgt_in).astype(np.float64)
     check.close(logits[..., : stored["logits_head"].shape[-1]], stored["logits_head"], tol,
