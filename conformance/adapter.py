@@ -8,7 +8,9 @@ walk-through and ``implementations/template.py`` for a file to copy.
 
 The boundary is framework-neutral: every value that crosses it, in both directions, is a
 ``numpy.ndarray`` or a Python scalar (``int``, ``float``, ``bool``, ``str``) or a ``dict`` of those.
-Adapters convert to and from their framework. Shapes below are written batch-first; an adapter that
+Adapters convert to and from their framework, except JAX's: an adapter that declares
+``Conventions(arrays="jax")`` receives and returns ``jax.Array``s, converted by the boundary.
+Shapes below are written batch-first; an adapter that
 declares ``batch_first=False`` receives and returns activations and token ids as ``(seq, batch, ...)``.
 Masks are batch-first always, in the polarity the adapter declares (``Conventions.mask``).
 
@@ -49,6 +51,9 @@ class Conventions:
     ties_embeddings: False when the implementation keeps separate source, target and output tables and its
     ``load_weights`` copies the shared E into each: it may serve the paper's shared configuration, but the
     report then says "tying not verified" (the parameter count decides).
+    arrays: the array type the parts receive and may return: ``"numpy"``, or ``"jax"`` (``jax.Array``s in, in the
+    declared dtype, ``float64`` switching on ``jax_enable_x64``; ``jax.Array``s back; token ids int32 unless
+    64-bit mode is on). ``conformance.boundary.isolation.frameworks`` converts, in process and in a worker.
     """
 
     mask: MaskKind = "keep"
@@ -58,6 +63,7 @@ class Conventions:
     supports: dict[str, tuple | int] = field(default_factory=dict)
     reasons: dict[str, str] = field(default_factory=dict)
     ties_embeddings: bool = True
+    arrays: Literal["numpy", "jax"] = "numpy"
 
     def as_dict(self) -> dict:
         return asdict(self)

@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import contextlib
 import signal
+import sys
 import threading
 from typing import Any
 
@@ -18,11 +19,13 @@ import numpy as np
 
 from conformance import provenance
 from conformance.adapter import ADAPTER_PARTS, MODEL_PARTS, Conventions
+from conformance.boundary.isolation import frameworks
 from conformance.compare import shape_cause
 from conformance.errors import AdapterError, BadOutput, PartNotImplemented
 from conformance.problems import supports
 
 DEFAULT_TIMEOUT_S = 60.0
+COMPILE_POLL_S = 0.25  # how often a limit that falls inside JAX's compiler looks again
 
 
 class PartTimeout(Exception):
@@ -30,13 +33,23 @@ class PartTimeout(Exception):
 
 
 @contextlib.contextmanager
-def time_limit(seconds: float | None, part: str):
-    """Interrupt a part that runs longer than ``seconds`` (main thread only; elsewhere unlimited)."""
+def time_limit(seconds: float | None, part: str, clock: frameworks.CompileClock | None = None):
+    """Interrupt a part that runs longer than ``seconds`` (main thread only; elsewhere unlimited). JAX's compilations
+    are not the part's time: the limit waits while JAX compiles and is extended by each compilation's duration
+    (``frameworks.Allowance``), so a jitted part's first call is timed as its later ones. ``clock``: the compilations
+    of an isolated adapter's worker (its proxy's); by default this process's JAX, once imported."""
     if not seconds or threading.current_thread() is not threading.main_thread():
         yield
         return
+    if clock is None and "jax" in sys.modules:
+        clock = frameworks.CLOCK
+    allowance = frameworks.Allowance(clock) if clock is not None else None
 
     def on_alarm(signum, frame):
+        extension = allowance.extension(COMPILE_POLL_S) if allowance is not None else 0.0
+        if extension > 0:
+            signal.setitimer(signal.ITIMER_REAL, extension)
+            return
         raise PartTimeout(f"{part} did not return within {seconds:g} s")
 
     previous = signal.signal(signal.SIGALRM, on_alarm)
@@ -60,11 +73,12 @@ def describe(value: Any) -> str:
 def expect_array(value: Any, shape: tuple[int, ...], *, part: str, name: str = "output") -> np.ndarray:
     """Validate one array crossing back from the adapter."""
     if not isinstance(value, np.ndarray):
-        hint = (
-            "convert with tensor.detach().cpu().numpy()"
-            if hasattr(value, "detach") or hasattr(value, "__array__")
-            else "return a numpy.ndarray"
-        )
+        if type(value).__module__.partition(".")[0] in ("jax", "jaxlib"):
+            hint = 'declare Conventions(arrays="jax") and the boundary converts, or return numpy.asarray(x)'
+        elif hasattr(value, "detach") or hasattr(value, "__array__"):
+            hint = "convert with tensor.detach().cpu().numpy()"
+        else:
+            hint = "return a numpy.ndarray"
         raise BadOutput(
             f"{part} returned {describe(value)} as its {name}; expected numpy.ndarray of shape {shape}."
             f" Likely cause: the adapter must convert at the boundary ({hint}).",
@@ -188,9 +202,14 @@ class Candidate:
             message = f"{part} hung earlier in this run; not called again"
             self.ledger.no_answer(message)
             raise AdapterError(message, part=part, expected=f"a result within {self.timeout_s:g} s", actual="no result")
+        in_worker = getattr(self.adapter, "converts_in_worker", False)
+        conventions = None if in_worker else getattr(self.adapter, "conventions", None)
         try:
-            with time_limit(self.timeout_s, part), provenance.conversions() as converted:
-                value = method(*args, **kwargs)
+            clock = getattr(self.adapter, "compile_clock", None)
+            with time_limit(self.timeout_s, part, clock), provenance.conversions() as converted:
+                value = method(*frameworks.to_framework(args, conventions),
+                               **frameworks.to_framework(kwargs, conventions))
+            value = frameworks.from_framework(value, conventions)
             self.ledger.note(part, method, target, converted)
             self.history.note(part, method, target, converted)
             return value
@@ -209,6 +228,10 @@ class Candidate:
             raise
         except PartNotImplemented:
             raise
+        except frameworks.BoundaryValueError as exc:  # what came back cannot cross (in process or from a worker)
+            raise BadOutput(f"{part} returned {exc}; expected arrays that can come back to the host. Likely cause:"
+                            f" {exc.likely_cause}", part=part, expected="a concrete array on the host",
+                            actual=str(exc), likely_cause=exc.likely_cause) from None
         except Exception as exc:
             raise AdapterError(
                 f"{part} raised {type(exc).__name__}: {exc}",

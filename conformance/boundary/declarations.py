@@ -22,6 +22,9 @@ def check_declarations(conventions: Conventions | None, public: list[str], spec:
             ' `conventions = Conventions(mask="keep", batch_first=True, dtype="float32", framework=...)`'
             " (from conformance import Conventions); see docs/adapter-protocol.md"
         )
+    if conventions.arrays not in ("numpy", "jax"):
+        raise LoadError(f"{spec}: Conventions(arrays={conventions.arrays!r}) is not an array type the boundary"
+                        ' converts. Fix: arrays="numpy" (the default: convert in the adapter) or arrays="jax"')
     problems = supports.validate(conventions.supports)
     if problems:
         raise LoadError(f"{spec}: Conventions(supports=...) is not usable: {'; '.join(problems)}. Fix the"

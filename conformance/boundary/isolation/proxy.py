@@ -12,6 +12,10 @@ What can happen to a call, and what the check then sees:
 - the part returns: its value (arrays as copies: nothing the candidate keeps can change them later);
 - it raises ``NotImplementedError("why")``: the same here (the suite reports *not implemented*);
 - it raises anything else: an exception of the same type name and message (the suite reports *error*);
+- it returns a framework value that cannot come back (``frameworks``: a traced JAX value, a deleted buffer): the
+  same ``BoundaryValueError`` as in process;
+- JAX compiles while it runs: the worker says so as each compilation starts and ends, and the call's limit waits
+  for it and is extended by its duration (up to ``frameworks.MAX_CREDIT_S`` a call), as ``time_limit`` is in process;
 - the worker exits, crashes or is killed: ``AdapterError`` naming what happened (status, signal, the
   limit it ran into) and the end of its output; the next call starts a fresh worker;
 - no answer within the per-call limit, or the total limit: the worker is killed, ``AdapterError``.
@@ -27,7 +31,15 @@ from typing import Any
 
 from conformance.adapter import ADAPTER_PARTS, MODEL_PARTS, PARTS, Conventions
 from conformance.boundary.candidate import Candidate
-from conformance.boundary.isolation import WORKER_MEMORY_MIB, WORKER_TOTAL_S, environment, importing, reads, sandbox
+from conformance.boundary.isolation import (
+    WORKER_MEMORY_MIB,
+    WORKER_TOTAL_S,
+    environment,
+    frameworks,
+    importing,
+    reads,
+    sandbox,
+)
 from conformance.boundary.isolation.supervisor import Worker
 from conformance.boundary.isolation.warm import shadows_preloaded
 from conformance.boundary.isolation.wire import ChannelClosed, ChannelTimeout, WireError
@@ -108,6 +120,8 @@ def remote_exception(name: str, message: str) -> Exception:
 class ProxyAdapter:
     """The candidate's adapter as seen from the grader: conventions and parts, calls over a pipe."""
 
+    converts_in_worker = True  # framework arrays (``frameworks``) are made and read in the worker, never here
+
     def __init__(self, spec: str, *, limits: Limits, timeout_s: float | None, threads: int = 1, builtin: bool,
                  wait: bool = True, warm=None):
         self.spec, self.limits, self.timeout_s, self.threads = spec, limits, timeout_s, threads
@@ -121,6 +135,7 @@ class ProxyAdapter:
         self._deadline = time.monotonic() + limits.total_s
         self._generation, self._restarts, self._seed, self._release = 0, 0, None, []
         self._worker: Worker | None = None
+        self.compile_clock = frameworks.CompileClock()  # the worker's JAX compilations, as it tells them
         self._outputs: list[dict] = []
         self.load_error: str | None = None
         self._hello: dict | None = None
@@ -313,7 +328,7 @@ class ProxyAdapter:
         deadline = min(time.monotonic() + self._call_limit(), self._deadline)
         try:
             worker.channel.send(request, deadline=deadline)
-            reply = worker.receive(deadline, make_model=self.make_model)
+            reply = self._answer(worker, deadline)
         except ChannelTimeout:
             self._retire()
             raise AdapterError(f"{label} hung: no answer within {self._call_limit():g} s; the worker was killed."
@@ -330,6 +345,26 @@ class ProxyAdapter:
             self._retire()
             raise
         return self._unpack(reply, label, target)
+
+    def _answer(self, worker: Worker, deadline: float) -> Any:
+        """The worker's answer to the call just sent. The news of JAX's compilations that may come before it move the
+        deadline: while one runs only the total limit holds, and each one's duration is added, up to
+        ``frameworks.MAX_CREDIT_S`` for the call. ``compile_clock`` keeps them for the part's own time limit."""
+        credit, clock = 0.0, self.compile_clock
+        clock.depth = 0  # a call the worker left in the middle of a compilation (killed, timed out) is over
+        while True:
+            waiting = clock.compiling and credit < frameworks.MAX_CREDIT_S
+            reply = worker.receive(self._deadline if waiting else deadline, make_model=self.make_model)
+            if not (isinstance(reply, dict) and len(reply) == 1 and set(reply) <= {"compiling", "compiled"}):
+                return reply
+            seconds = reply.get("compiled")
+            if "compiling" in reply:
+                clock.started()
+            elif isinstance(seconds, int | float) and seconds >= 0:
+                seconds = min(float(seconds), frameworks.MAX_CREDIT_S - credit)
+                credit += seconds
+                deadline = min(deadline + seconds, self._deadline)
+                clock.ended(seconds)
 
     def _call_limit(self) -> float:
         if self.limits.call_s is not None:
@@ -351,6 +386,9 @@ class ProxyAdapter:
                 return value
             if kind == "not_implemented":
                 raise NotImplementedError(str(value))
+            if kind == "bad_value" and isinstance(value, dict):
+                raise frameworks.BoundaryValueError(str(value.get("what", ""))[:2000],
+                                                    str(value.get("likely_cause", ""))[:2000])
             if kind == "raised" and isinstance(value, dict):
                 note = environment.call_note(self.limits.pass_env, variable_name(value.get("missing_variable")))
                 if refused_now and not note:

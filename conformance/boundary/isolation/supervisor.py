@@ -192,7 +192,7 @@ def parent_of(pid: int) -> int | None:
 
 
 # What the worker's tree runs (trampoline.py loads them): this module, the worker and what they import.
-WORKER_MODULES = ("supervisor", "worker", "wire", "sandbox", "environment", "importing")
+WORKER_MODULES = ("supervisor", "worker", "wire", "sandbox", "environment", "importing", "frameworks")
 _SOURCES: dict[str, str] = {}
 
 

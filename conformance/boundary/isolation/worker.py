@@ -23,7 +23,7 @@ from pathlib import Path
 
 # Relative: these modules are ``app.*`` here (trampoline.py), ``conformance.boundary.isolation.*`` in the grader.
 # All are imported now: once the candidate runs, the package is gone from sys.modules and a later import would fail.
-from . import environment, importing, sandbox, wire
+from . import environment, frameworks, importing, sandbox, wire
 
 
 def serve(request_fd: int, response_fd: int, namespace: str) -> None:
@@ -39,12 +39,12 @@ def serve(request_fd: int, response_fd: int, namespace: str) -> None:
         channel.send({**load_error(exc, spec), **refused.report()})
         return
     channel.send({"hello": {**hello, **refused.report()}})
-    model_parts = start["model_parts"]
+    model_parts, conventions = start["model_parts"], hello["conventions"]
     del start, hello  # the frames above the candidate's calls hold nothing of the grader's request
     # What the import made (torch, the candidate) lives as long as the worker: frozen, a full collection walks
     # only what the calls made (models built by the hundred would otherwise make each walk torch's objects again).
     gc.freeze()
-    Server(adapter, channel, refused, model_parts).run()
+    Server(adapter, channel, refused, model_parts, conventions).run()
 
 
 M_TRIM_THRESHOLD, M_MMAP_THRESHOLD = -1, -3  # glibc's mallopt parameters
@@ -216,10 +216,19 @@ class Refusals:
 class Server:
     """Answers calls until the grader closes the pipe."""
 
-    def __init__(self, adapter, channel, refused: Refusals, model_parts: list[str]):
+    def __init__(self, adapter, channel, refused: Refusals, model_parts: list[str], conventions: dict | None = None):
         self.adapter, self.channel, self.refused, self.model_parts = adapter, channel, refused, model_parts
+        self.conventions = conventions  # as the hello declared them: the arrays the parts take (``frameworks``)
         self.models: dict[int, object] = {}
         self.next_handle = 1
+        # JAX's compilations, told to the grader as they start and end: its wait for the answer leaves them out
+        self.clock = frameworks.CompileClock(on_start=lambda: self.tell({"compiling": True}),
+                                             on_end=lambda seconds: self.tell({"compiled": seconds}))
+
+    def tell(self, news: dict) -> None:
+        """A message to the grader in the middle of a call (before its answer)."""
+        with contextlib.suppress(wire.WireError):
+            self.channel.send(news)
 
     def run(self) -> None:
         while True:
@@ -253,11 +262,16 @@ class Server:
         # (conformance.provenance); a candidate that never imported them has none to read.
         provenance = sys.modules.get("conformance.provenance")
         part = request["part"] if request["target"] == 0 else f"model.{request['part']}"
+        self.clock.listen()
         try:
             method = getattr(target, request["part"])
+            args, kwargs = (frameworks.to_framework(request[key], self.conventions) for key in ("args", "kwargs"))
             with provenance.conversions() if provenance is not None else contextlib.nullcontext([]) as converted:
-                result = method(*request["args"], **request["kwargs"])
+                result = method(*args, **kwargs)
+            result = frameworks.from_framework(result, self.conventions)
             supplied = provenance.record_of(method, target, part) if provenance is not None else None
+        except frameworks.BoundaryValueError as exc:
+            return {"bad_value": {"what": str(exc), "likely_cause": exc.likely_cause}}
         except NotImplementedError as exc:
             return {"not_implemented": str(exc)}
         except BaseException as exc:  # noqa: BLE001 - SystemExit and KeyboardInterrupt are answers too
