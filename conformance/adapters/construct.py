@@ -62,6 +62,8 @@ CONFIG_SYNONYMS = {
 HEAD_SIZE = "c.d_model // c.h"
 DERIVED = dict.fromkeys(("d_k", "d_v", "head_dim", "d_head", "dim_head", "head_size", "d_kv", "dim_per_head"),
                         HEAD_SIZE)
+# Flax NNX modules take their random streams as ``rngs``: the drafted function receives them (``module(c, rngs)``).
+RNGS = "rngs"
 # A maximum length no config key gives: the suite's sequences are far shorter.
 LENGTH_NAMES = ("max_len", "max_length", "max_seq_len", "max_seq_length", "n_position", "n_positions", "max_positions",
                 "max_position_embeddings", "seq_len", "block_size", "max_src_len", "max_tgt_len", "context_length",
@@ -127,9 +129,10 @@ class Plan:
         """One call, nothing to say: the draft's construction is a lambda."""
         return len(self.steps) == 1 and not any(a.todo for a in self.arguments) and not self.steps[0].comment
 
-    def build(self, config: ModelConfig):
-        """The model, built from ``config`` as the drafted code builds it (blocking arguments are None)."""
-        variables: dict[str, object] = {}
+    def build(self, config: ModelConfig, **given):
+        """The model, built from ``config`` as the drafted code builds it (blocking arguments are None); ``given``:
+        the variables the drafted function receives besides ``c`` (``rngs`` for a Flax module)."""
+        variables: dict[str, object] = dict(given)
         for step in self.steps:
             values = {a.name: value_of(a.source, config, variables) for a in step.arguments}
             positional = [values.pop(a.name) for a in step.arguments if a.positional]
@@ -247,6 +250,8 @@ class Planner:
             return Argument(name, f"c.{key}")
         if name in DERIVED:
             return Argument(name, DERIVED[name])
+        if name == RNGS:
+            return Argument(name, RNGS)
         built = self.built_argument(parameter, callee, required, depth) if depth < 4 else None
         if built is not None or not is_required:
             return built

@@ -1,4 +1,5 @@
-"""``transformer-conformance template --from module:Name``: an adapter draft for any ``nn.Module`` class or factory.
+"""``transformer-conformance template --from module:Name``: an adapter draft for any ``nn.Module`` class or factory
+(a Flax NNX class: ``draft_jax``).
 
 The class (or function) is imported from the current folder, as the adapter will import it; its construction from
 the suite's config is planned parameter by parameter (``conformance.adapters.construct``: config keys by name,
@@ -84,7 +85,11 @@ def tying(net, built: Plan, config: ModelConfig) -> ModelConfig:
     """The probe's config with what the model really does with its tables: one table for source and target (one
     vocabulary, or one embedding tensor), and the output tied to the target table (no output matrix apart from the
     embeddings: ``out.weight = emb.weight``, or logits computed from the table itself)."""
-    parameters = parameters_of(net)
+    return tying_of(parameters_of(net), built, config)
+
+
+def tying_of(parameters: list, built: Plan, config: ModelConfig) -> ModelConfig:
+    """``tying`` on a model's parameters (``propose.Parameter``s, of any framework)."""
     one_vocabulary = "tgt_vocab" not in built.keys or config.src_vocab == config.tgt_vocab
     embeddings, outputs = split_tables(tables_of(parameters, config), config)
     share = one_vocabulary or len(embeddings) == 1
@@ -151,6 +156,11 @@ def _table_reasons(net, config: ModelConfig) -> dict[str, str]:
 def draft(spec: str) -> str:
     """The adapter source for ``spec`` (``module:Name``, a class or a factory function)."""
     module_name, target = import_class(spec)
+    if "flax" in sys.modules:  # imported by the target's module: a Flax NNX class is drafted for JAX
+        from conformance.adapters import draft_jax
+
+        if draft_jax.is_flax_class(target):
+            return draft_jax.draft(module_name, target)
     if inspect.isclass(target) and not is_module_class(target):
         raise ValueError(f"{target.__name__} is no nn.Module class; template --from drafts the adapter"
                          " of a PyTorch model: name its class, or a function that returns one")

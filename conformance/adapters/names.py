@@ -168,14 +168,29 @@ class NameMap:
         return tuple(slots)
 
 
+# A module's parameters as the frameworks name them: PyTorch's weight and bias; Flax's kernel, scale and embedding;
+# Keras' kernel, gamma, beta and embeddings. The first that the module has is the one.
+WEIGHT_LEAVES = ("weight", "kernel", "scale", "gamma", "embedding", "embeddings")
+BIAS_LEAVES = ("bias", "beta")
+
+
 def place(pattern, part: str | None, paths: list[str]) -> list[str]:
     """The parameters a target selects: itself; a module's ``part`` (its bias beside its weight:
-    ``lin.weight`` -> ``lin.bias``, ``in_proj_weight`` -> ``in_proj_bias``); a module named for a matrix: its weight."""
-    if part == "bias" and isinstance(pattern, str) and pattern.endswith("weight"):
-        return find(pattern.removesuffix("weight") + "bias", paths)
-    if part is not None:
-        return find(_child(pattern, part), paths)
-    return find(pattern, paths) or find(_child(pattern, "weight"), paths)
+    ``lin.weight`` -> ``lin.bias``, ``dense.kernel`` -> ``dense.bias``, ``in_proj_weight`` -> ``in_proj_bias``); a
+    module named for a matrix, a norm or a table: its weight (kernel, scale, embedding...)."""
+    if part == "bias" and isinstance(pattern, str) and pattern.endswith(("weight", "kernel")):
+        return find(pattern.removesuffix("weight").removesuffix("kernel") + "bias", paths)
+    leaves = {"weight": WEIGHT_LEAVES, "bias": BIAS_LEAVES}.get(part, (part,)) if part is not None else ()
+    if part is None:
+        found = find(pattern, paths)
+        if found:
+            return found
+        leaves = WEIGHT_LEAVES
+    for leaf in leaves:
+        found = find(_child(pattern, leaf), paths)
+        if found:
+            return found
+    return []
 
 
 def _child(pattern, part: str):

@@ -272,8 +272,10 @@ def _roles(square: list[Parameter], roles: list[str], unit: str, proposal: Propo
 
 
 def _bias_leaves(leaf: str) -> set[str]:
-    """Where a matrix's bias sits beside it: weight -> bias, in_proj_weight -> in_proj_bias, W_qkv -> b_qkv."""
+    """Where a matrix's bias sits beside it: weight -> bias, kernel -> bias, in_proj_weight -> in_proj_bias, W_qkv ->
+    b_qkv."""
     found = {leaf.replace("weight", "bias")} if "weight" in leaf else set()
+    found |= {"bias"} if leaf == "kernel" else set()  # Flax's and Keras' Dense
     return found | ({"b" + leaf[1:]} if leaf[:1] in "Ww" else set())
 
 

@@ -1,0 +1,204 @@
+"""``transformer-conformance template --from module:Name`` for a Flax NNX class: an adapter draft on ``JaxAdapter``.
+
+As for PyTorch (``draft``): the constructor is planned parameter by parameter from the suite's config (``construct``;
+``rngs`` is the drafted function's second argument, ``nnx.Rngs`` seeded by the suite), one small model is built with
+sizes that tell its parameters apart (``PROBE``), and ``propose`` reads the name map off its parameter pytree
+(``conformance.adapters.jax.flatten``: ``encoder.0.attn.query.kernel``). Flax's kernels are (in, out), the canonical
+orientation; a per-head kernel (Flax's ``MultiHeadAttention``: (d_model, h, d_k), its output (h, d_k, d_model)) is
+proposed as the matrix its head axes merge into. What the model fixes becomes a declaration read off it, never
+guessed: the LayerNorm epsilon (``nnx.LayerNorm.epsilon``), the attention's biases, one table or two, and whether
+the output is the table itself (no output matrix: ``embed.attend``).
+"""
+
+from __future__ import annotations
+
+import inspect
+import textwrap
+
+import numpy as np
+
+from conformance.adapters.construct import PROBE, Plan, plan
+from conformance.adapters.draft import WIDTH, construct, header, tying_of
+from conformance.adapters.names import NameMap
+from conformance.adapters.propose import Parameter, Proposal, literal, propose
+from conformance.config import ModelConfig
+
+
+def is_flax_class(target) -> bool:
+    nnx = _nnx()
+    return nnx is not None and inspect.isclass(target) and issubclass(target, nnx.Module)
+
+
+def _nnx():
+    try:
+        from flax import nnx
+    except ImportError:
+        return None
+    return nnx
+
+
+def probe(built: Plan) -> tuple[object | None, ModelConfig, str]:
+    """(the module, the config it was built with, why it could not be built); two vocabularies, else one."""
+    nnx, failure = _nnx(), ""
+    for config in (PROBE, PROBE.replace(tgt_vocab=PROBE.src_vocab)):
+        try:
+            return built.build(config, rngs=nnx.Rngs(0)), config, ""
+        except Exception as exc:  # noqa: BLE001 - any error of the user's code: the draft says it and goes on
+            failure = failure or f"{type(exc).__name__}: {exc}"
+    return None, PROBE, failure
+
+
+def parameters_of(module, config: ModelConfig) -> list[Parameter]:
+    """Every parameter of a Flax NNX module by dotted path, in the order the modules assign their attributes (Flax's
+    state sorts them by name; the order says which LayerNorm comes first), its shape as the matrix it stands for
+    (per-head axes merged), and the class of the module that holds it."""
+    from conformance.adapters.jax import flatten
+
+    nnx = _nnx()
+    owners = {".".join(str(k) for k in path): type(sub).__name__ for path, sub in nnx.iter_modules(module)}
+    rank = {path: i for i, path in enumerate(assignment_order(module))}
+    found = []
+    for path, leaf in flatten(nnx.state(module, nnx.Param)).items():
+        shape = tuple(np.shape(leaf))
+        found.append(Parameter(path, merged_heads(shape, path.rpartition(".")[2], config),
+                               owners.get(path.rpartition(".")[0], "")))
+    return sorted(found, key=lambda p: rank.get(p.path, len(rank)))
+
+
+def assignment_order(module, prefix: str = "") -> list[str]:
+    """The dotted paths of a module's attributes, depth first, each module's in the order its code assigned them."""
+    nnx, paths = _nnx(), []
+    for name, value in vars(module).items():
+        if name.startswith("_"):
+            continue
+        path = f"{prefix}{name}"
+        paths.append(path)
+        if isinstance(value, nnx.Module):
+            paths += assignment_order(value, f"{path}.")
+    return paths
+
+
+def merged_heads(shape: tuple[int, ...], leaf: str, config: ModelConfig) -> tuple[int, ...]:
+    """A per-head kernel's or bias's shape as its merged matrix or vector: (d, h, d_k) -> (d, d); (h, d_k, d) -> (d, d);
+    (h, d_k) -> (d,)."""
+    heads = config.h
+    if leaf == "bias" and len(shape) == 2 and shape[0] == heads:
+        return (shape[0] * shape[1],)
+    if len(shape) == 3 and shape[0] == heads:
+        return (shape[0] * shape[1], shape[2])
+    if len(shape) == 3:
+        return (shape[0], shape[1] * shape[2])
+    return shape
+
+
+def limits(module, proposal: Proposal, config: ModelConfig) -> tuple[dict, dict]:
+    """What the built module fixes, as ``supports`` and ``reasons``: read off it."""
+    nnx = _nnx()
+    supports, reasons = {}, {}
+    epsilons = sorted({float(sub.epsilon) for _, sub in nnx.iter_modules(module) if isinstance(sub, nnx.LayerNorm)})
+    if len(epsilons) == 1:
+        supports["eps"], reasons["eps"] = (epsilons[0],), f"every LayerNorm is nnx.LayerNorm(epsilon={epsilons[0]:g})"
+    biases = attention_biases(module, proposal, config)
+    if len(biases) == 1:
+        supports["attention_bias"] = (biases[0],)
+        reasons["attention_bias"] = f"the attention's projections {'always' if biases[0] else 'never'} carry biases"
+    shared = "E" in proposal.names
+    supports["share_embeddings"] = (shared,)
+    reasons["share_embeddings"] = "one embedding table for both sides" if shared else "a table per side"
+    tied = "W_out" not in proposal.names
+    supports["tie_output"] = (tied,)
+    reasons["tie_output"] = "the logits come from the target table itself" if tied else "an output matrix of its own"
+    return supports, reasons
+
+
+def attention_biases(module, proposal: Proposal, config: ModelConfig) -> list[bool]:
+    """Whether each of the first layers' attention projections has a bias beside its kernel (by the name map)."""
+    from conformance.adapters.jax import flatten
+
+    nnx, names = _nnx(), NameMap(proposal.names)
+    paths = list(flatten(nnx.state(module, nnx.Param)))
+    found = set()
+    for sublayer in ("encoder.0.self_attn", "decoder.0.self_attn", "decoder.0.cross_attn"):
+        for x in "QKVO":
+            try:
+                found.add(bool(names.resolve([f"{sublayer}.b_{x}"], paths)))
+            except ValueError:
+                found.add(False)
+    return sorted(found)
+
+
+def draft(module_name: str, target) -> str:
+    """The adapter source for a Flax NNX class ``target`` of ``module_name``."""
+    built = plan(target)
+    module, config, failure = probe(built)
+    proposal = Proposal()
+    supports: dict = {}
+    reasons: dict = {}
+    if module is not None:
+        parameters = parameters_of(module, config)
+        config = tying_of(parameters, built, config)
+        proposal = propose(parameters, config)
+        # Flax's kernels are x @ W: the PyTorch draft's note on raw square matrices does not apply
+        proposal.guesses = [g for g in proposal.guesses if "outside nn.Linear" not in g]
+        supports, reasons = limits(module, proposal, config)
+    return render(module_name, target, built, proposal, supports, reasons, failure)
+
+
+def render(module_name: str, target, built: Plan, proposal: Proposal, supports: dict, reasons: dict,
+           failure: str) -> str:
+    before, first = construct(built, failure)
+    if "lambda c:" in first:  # one more argument: the continuation lines move with it
+        head, *rest = first.replace("lambda c:", "lambda c, rngs:", 1).split("\n")
+        first = "\n".join([head, *(" " * len(" rngs,") + line for line in rest)])
+    before = [line.replace("def module(c):", "def module(c, rngs):", 1) for line in before]
+    conventions = ['mask="keep", batch_first=True, framework="jax", arrays="jax",']
+    if supports:
+        conventions += ["supports={" + ", ".join(f"{literal(k)}: {literal(v)}" for k, v in supports.items()) + "},",
+                        "reasons={" + ",\n         ".join(f"{literal(k)}: {literal(v)}"
+                                                            for k, v in reasons.items()) + "},"]
+    conventions[-1] = conventions[-1].removesuffix(",") + "),"
+    arguments = ["conventions=Conventions(", *[f"    {line}" for line in "\n".join(conventions).splitlines()]]
+    functions, keywords = model_functions(target)
+    arguments += [f"{key}={value}," for key, value in keywords.items()]
+    arguments += ["# greedy decoding and a training step, if the model has them:",
+                  "# greedy_decode=lambda module, src, max_len: ...,",
+                  "# train_step=lambda module, src, tgt_in, tgt_out: ...,"]
+    names = proposal.render(attention=False) if not failure else (
+        "NAMES = {}  # TODO map the paper's weights to the module's parameters once it builds (see the top)")
+    lines = header(module_name, target, built, failure)
+    lines[0] = lines[0].replace('"""Adapter draft', '"""Adapter draft (JAX, Flax NNX)')
+    return "\n".join([
+        *lines, "",
+        "from conformance import Conventions",
+        "from conformance.adapters.jax import JaxAdapter",
+        "",
+        f"from {module_name} import {target.__name__}",
+        "",
+        names,
+        "",
+        *(["", *before] if before else []),
+        *functions,
+        "adapter = JaxAdapter(",
+        first,
+        *[f"    {line}" for line in arguments],
+        ")",
+        "",
+    ])
+
+
+def model_functions(cls) -> tuple[list[str], dict[str, str]]:
+    """Functions to write when the class has no ``encode(src)`` or ``decode(tgt_in, memory, src)`` of its own."""
+    lines, keywords = [], {}
+    for name, arguments in (("encode", "module, src"), ("decode", "module, tgt_in, memory, src")):
+        method = getattr(cls, name, None)
+        wanted = len(arguments.split(", ")) - 1
+        if callable(method) and len(inspect.signature(method).parameters) - 1 == wanted:
+            continue
+        lines += [f"def {name}({arguments}):",
+                  *[f"    # {line}" for line in textwrap.wrap(
+                      f"TODO {cls.__name__} has no {name}({arguments.partition(', ')[2]}): compute it with the"
+                      f" module's own submodules ({'memory (B, S, d_model)' if name == 'encode' else 'logits'})",
+                      WIDTH - 6)],
+                  f'    raise NotImplementedError("TODO write {name}() in the adapter")', "", ""]
+        keywords[name] = name
+    return lines, keywords
