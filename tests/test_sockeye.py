@@ -139,6 +139,14 @@ def test_post_norm_layers_attention_and_ffn_pass(report):
                       "multi_head_attention_matches_reference_at_base_size"}
 
 
+@pytest.mark.slow
+def test_its_schedule_and_smoothed_loss_pass(report):
+    """inv-sqrt-decay at base rate d_model^-0.5 is §5.3's; the 'mxnet' smoothing spreads epsilon over all V tokens."""
+    own = {cid: c["status"] for cid, c in by_id(report).items()
+           if cid.startswith(("lrate_", "smoothed_", "published_learning_rates", "published_label_smoothing"))}
+    assert len(own) == 10 and set(own.values()) == {"passed"}, own
+
+
 # -- 1: sines then cosines (layers.py:682-698) --------------------------------------------------------------
 
 

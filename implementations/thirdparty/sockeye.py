@@ -6,10 +6,10 @@ Configured as a Sockeye user who wants the paper would: ``--encoder transformer 
 defaults are pre-norm ``n`` / ``dr``), ``--transformer-positional-embedding-type fixed`` (sinusoids, the default),
 ReLU, the suite's sizes, dropout on the sublayer outputs and the embedding sums only
 (``--transformer-dropout-attention 0 --transformer-dropout-act 0 --embed-dropout 0``), ``--weight-tying-type`` as the
-config asks, tables of 1,024 positions (``--max-seq-len``). What the code fixes is declared in ``supports``: LayerNorm
-eps 1e-6, no attention biases. Sockeye's model reads padding only through the lengths it is given, so any ``pad_id``
-works. Its deviations from the paper (sines then cosines, an output bias), with file:line, are in
-docs/third-party.md.
+config asks, tables of 1,024 positions (``--max-seq-len 1023``, + 1 for BOS/EOS). What the code fixes is declared in
+``supports``: LayerNorm eps 1e-6, no attention biases. Sockeye's model reads padding only through the lengths it is
+given, so any ``pad_id`` works. Its deviations from the paper (sines then cosines, an output bias, no target padding
+mask in the decoder), with file:line, are in docs/third-party.md.
 """
 
 from __future__ import annotations
@@ -25,14 +25,14 @@ from conformance.implementations.thirdparty._hf import freeze_as_buffers
 
 try:
     from sockeye import constants as C
-    from sockeye import data_io, encoder, layers, model, transformer
+    from sockeye import data_io, encoder, layers, loss, lr_scheduler, model, transformer
 except ModuleNotFoundError as exc:  # sockeye cannot be an extra: its metadata asks for torch<1.14 and numpy<2
     raise ModuleNotFoundError(
         "the built-in 'sockeye' adapts sockeye, which is not installed. Fix: pip install --no-deps -r"
         " requirements-sockeye.txt (that file pins sockeye and the one dependency it imports; --no-deps because"
         " sockeye declares torch<1.14 and numpy<2)", name="sockeye") from exc
 
-MAX_LEN = 1024  # --max-seq-len: rows of the positional tables (Sockeye's default is 95 + 1)
+MAX_LEN = 1024  # rows of the positional tables: --max-seq-len 1023 (+ 1, train.py:1011; its default is 95)
 TYING = {(True, True): C.WEIGHT_TYING_SRC_TRG_SOFTMAX, (True, False): C.WEIGHT_TYING_SRC_TRG,
          (False, True): C.WEIGHT_TYING_TRG_SOFTMAX, (False, False): C.WEIGHT_TYING_NONE}
 NAMES = {  # written by hand: `template --from sockeye.model:SockeyeModel` cannot build ModelConfig
@@ -141,6 +141,19 @@ def attention_weights(cell, args, kwargs, output):
     return probs.view(-1, cell.heads, *probs.shape[1:])
 
 
+def learning_rate(step, d_model, warmup):
+    """--learning-rate-scheduler-type inv-sqrt-decay --initial-learning-rate d_model^-0.5 --learning-rate-warmup W:
+    the rate of update ``step`` (Sockeye sets it before each update, training.py:421-423)."""
+    optimizer = torch.optim.SGD([nn.Parameter(torch.zeros(1))], lr=0.0)
+    schedule = lr_scheduler.LearningRateSchedulerInvSqrtDecay(optimizer, base_lr=d_model ** -0.5, warmup=int(warmup))
+    schedule.step(t=int(step))
+    return schedule.get_last_lr()[0]
+
+
+def label_smoothed_loss(logits, targets, epsilon, pad_id):  # --label-smoothing, its default 'mxnet' form
+    return loss.CrossEntropyLoss(label_smoothing=float(epsilon), ignore_label=int(pad_id)).forward(logits, targets)[0]
+
+
 def per_head(blocked, h):  # (B, Lq, Lk) -> Sockeye's (B * heads, Lq, Lk)
     return blocked.repeat_interleave(h, dim=0)
 
@@ -183,6 +196,7 @@ adapter = TorchAdapter(
         reasons={"eps": "TransformerProcessBlock builds pt.nn.LayerNorm(num_hidden, eps=1e-06)",
                  "attention_bias": "every attention projection is pt.nn.Linear(..., bias=False)"}),
     positional_encoding=lambda n, d_model: layers.get_positional_embeddings(n, d_model),
+    learning_rate=learning_rate, label_smoothed_loss=label_smoothed_loss,
     multi_head_attention=Component(lambda s: layers.MultiHeadAttention(s.d_model, s.h, s.d_model, 0.0, s.d_model),
                                    attend, names={"W_Q": "ff_q", "W_KV": "ff_kv", "W_O": "ff_out"}),
     feed_forward=Component(lambda s: transformer.TransformerFeedForward(s.d_ff, s.d_model, C.RELU, 0.0)),
