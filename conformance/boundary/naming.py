@@ -19,6 +19,8 @@ BUILTINS = {
     "hf-marian": f"{_IMPLS}.thirdparty.hf_marian:adapter",
     "hf-fsmt": f"{_IMPLS}.thirdparty.hf_fsmt:adapter",
     "opennmt-py": f"{_IMPLS}.thirdparty.onmt_py:adapter",
+    # Sockeye cannot be an extra (it declares torch<1.14, numpy<2): requirements-sockeye.txt, installed --no-deps.
+    "sockeye": f"{_IMPLS}.thirdparty.sockeye:adapter",
 }
 MUTANT_PREFIX = "mutant:"
 
