@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import argparse
 import contextlib
+import importlib
 import io
 import os
 import sys
@@ -253,11 +254,17 @@ def template(args) -> int:
 
 
 def template_from(source: str) -> int:
-    """The adapter draft for an nn.Module class (conformance.adapters.draft); exit 2 with the fix if it cannot."""
-    from conformance.adapters.draft import draft
+    """The adapter draft for an nn.Module class (conformance.adapters.draft) or a Flax NNX class (draft_jax); exit 2
+    with the fix if it cannot."""
+    from conformance.adapters.draft import draft, import_class
 
     try:
-        text = draft(source)
+        module_name, target = import_class(source)
+        flax = "flax" in sys.modules  # imported by the class's module: then it may be a Flax NNX class
+        if flax and (draft_jax := importlib.import_module("conformance.adapters.draft_jax")).is_flax_class(target):
+            text = draft_jax.draft(module_name, target)
+        else:
+            text = draft(source)
     except ImportError as exc:
         print(f"template --from {source}: cannot import it ({exc}). Fix: run from the folder that contains the"
               " module, or give its file: path/to/file.py:Class", file=sys.stderr)

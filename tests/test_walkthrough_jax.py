@@ -44,7 +44,7 @@ def without_todos(draft: str) -> list[str]:
     """The draft's code, its TODO lines (step 3 deletes them) and its header aside."""
     code = draft.split('"""', 2)[2]
     return [line for line in code.splitlines() if "TODO" not in line and line != "# Check these guesses:"
-            and not line.lstrip().startswith("# greedy")]
+            and not line.lstrip().startswith(("# greedy", "# train_step"))]
 
 
 def test_step_2_drafts_the_pages_adapter(folder):

@@ -8,6 +8,10 @@
   class or factory (its construction from the config planned argument by argument, its declarations read off a
   model it builds);
 * ``conformance.adapters.convert``: a KL or summed loss and a LambdaLR schedule in the protocol's terms;
+* ``conformance.adapters.pytrees``: a name map over a flattened parameter tree (path -> array), for frameworks
+  without ``nn.Module``s: (in, out) kernels, per-head kernels, fused projections;
+* ``conformance.adapters.jax`` (imports JAX): ``flatten`` a pytree by dotted path, ``FlaxModel`` and ``JaxAdapter``
+  around any Flax NNX encoder-decoder, and (``draft_jax``) ``template --from`` a Flax NNX class;
 * ``conformance.adapters.torch`` (imports torch): ``TorchAdapter``, a whole adapter declared (its parts as
   functions on tensors and ``Component``s), ``TorchModel``, a whole ``Model`` around any ``nn.Module``
   encoder-decoder, and ``load_component`` for the layer parts.

@@ -1,5 +1,5 @@
 """``transformer-conformance template --from module:Name``: an adapter draft for any ``nn.Module`` class or factory
-(a Flax NNX class: ``draft_jax``).
+(a Flax NNX class: ``draft_jax``, which ``template_from`` picks).
 
 The class (or function) is imported from the current folder, as the adapter will import it; its construction from
 the suite's config is planned parameter by parameter (``conformance.adapters.construct``: config keys by name,
@@ -156,11 +156,6 @@ def _table_reasons(net, config: ModelConfig) -> dict[str, str]:
 def draft(spec: str) -> str:
     """The adapter source for ``spec`` (``module:Name``, a class or a factory function)."""
     module_name, target = import_class(spec)
-    if "flax" in sys.modules:  # imported by the target's module: a Flax NNX class is drafted for JAX
-        from conformance.adapters import draft_jax
-
-        if draft_jax.is_flax_class(target):
-            return draft_jax.draft(module_name, target)
     if inspect.isclass(target) and not is_module_class(target):
         raise ValueError(f"{target.__name__} is no nn.Module class; template --from drafts the adapter"
                          " of a PyTorch model: name its class, or a function that returns one")
