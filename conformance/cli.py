@@ -254,17 +254,20 @@ def template(args) -> int:
 
 
 def template_from(source: str) -> int:
-    """The adapter draft for an nn.Module class (conformance.adapters.draft) or a Flax NNX class (draft_jax); exit 2
-    with the fix if it cannot."""
+    """The adapter draft for an nn.Module class (conformance.adapters.draft), a Flax NNX class (draft_jax) or a Keras
+    class (draft_keras); exit 2 with the fix if it cannot."""
     from conformance.adapters.draft import draft, import_class
 
     try:
         module_name, target = import_class(source)
-        flax = "flax" in sys.modules  # imported by the class's module: then it may be a Flax NNX class
-        if flax and (draft_jax := importlib.import_module("conformance.adapters.draft_jax")).is_flax_class(target):
-            text = draft_jax.draft(module_name, target)
-        else:
-            text = draft(source)
+        text = None
+        # imported by the class's module: a Flax NNX or a Keras class is drafted for its framework
+        for package, helper in (("flax", "draft_jax"), ("keras", "draft_keras")):
+            drafts = importlib.import_module(f"conformance.adapters.{helper}") if package in sys.modules else None
+            if drafts is not None and getattr(drafts, f"is_{package}_class")(target):
+                text = drafts.draft(module_name, target)
+                break
+        text = draft(source) if text is None else text
     except ImportError as exc:
         print(f"template --from {source}: cannot import it ({exc}). Fix: run from the folder that contains the"
               " module, or give its file: path/to/file.py:Class", file=sys.stderr)

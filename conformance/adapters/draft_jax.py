@@ -92,13 +92,28 @@ def merged_heads(shape: tuple[int, ...], leaf: str, config: ModelConfig) -> tupl
 
 
 def limits(module, proposal: Proposal, config: ModelConfig) -> tuple[dict, dict]:
-    """What the built module fixes, as ``supports`` and ``reasons``: read off it."""
+    """What the built Flax module fixes, as ``supports`` and ``reasons``: read off it."""
     nnx = _nnx()
+    epsilons = {float(sub.epsilon) for _, sub in nnx.iter_modules(module) if isinstance(sub, nnx.LayerNorm)}
+    paths = list(flatten_params(module))
+    return declared_limits(epsilons, "nnx.LayerNorm(epsilon={:g})", paths, proposal)
+
+
+def flatten_params(module) -> dict:
+    from conformance.adapters.jax import flatten
+
+    nnx = _nnx()
+    return flatten(nnx.state(module, nnx.Param))
+
+
+def declared_limits(epsilons: set[float], norm: str, paths: list[str], proposal: Proposal) -> tuple[dict, dict]:
+    """``supports`` and ``reasons`` from what a built model showed: its LayerNorms' epsilons (``norm``: how its code
+    writes one), its attention's biases (by the name map over ``paths``), its tables."""
     supports, reasons = {}, {}
-    epsilons = sorted({float(sub.epsilon) for _, sub in nnx.iter_modules(module) if isinstance(sub, nnx.LayerNorm)})
     if len(epsilons) == 1:
-        supports["eps"], reasons["eps"] = (epsilons[0],), f"every LayerNorm is nnx.LayerNorm(epsilon={epsilons[0]:g})"
-    biases = attention_biases(module, proposal, config)
+        (eps,) = epsilons
+        supports["eps"], reasons["eps"] = (eps,), f"every LayerNorm is {norm.format(eps)}"
+    biases = attention_biases(paths, proposal)
     if len(biases) == 1:
         supports["attention_bias"] = (biases[0],)
         reasons["attention_bias"] = f"the attention's projections {'always' if biases[0] else 'never'} carry biases"
@@ -111,13 +126,9 @@ def limits(module, proposal: Proposal, config: ModelConfig) -> tuple[dict, dict]
     return supports, reasons
 
 
-def attention_biases(module, proposal: Proposal, config: ModelConfig) -> list[bool]:
+def attention_biases(paths: list[str], proposal: Proposal) -> list[bool]:
     """Whether each of the first layers' attention projections has a bias beside its kernel (by the name map)."""
-    from conformance.adapters.jax import flatten
-
-    nnx, names = _nnx(), NameMap(proposal.names)
-    paths = list(flatten(nnx.state(module, nnx.Param)))
-    found = set()
+    names, found = NameMap(proposal.names), set()
     for sublayer in ("encoder.0.self_attn", "decoder.0.self_attn", "decoder.0.cross_attn"):
         for x in "QKVO":
             try:
@@ -144,14 +155,22 @@ def draft(module_name: str, target) -> str:
     return render(module_name, target, built, proposal, supports, reasons, failure)
 
 
+# What a draft declares for each framework: the helper it is built on, its module, its Conventions, whether the
+# construction takes the random streams.
+KINDS = {"jax": ("JaxAdapter", "conformance.adapters.jax", 'framework="jax", arrays="jax"', True),
+         "keras": ("KerasAdapter", "conformance.adapters.keras", 'framework="keras"', False)}
+
+
 def render(module_name: str, target, built: Plan, proposal: Proposal, supports: dict, reasons: dict,
-           failure: str) -> str:
+           failure: str, kind: str = "jax") -> str:
+    helper, home, declared, rngs = KINDS[kind]
     before, first = construct(built, failure)
-    if "lambda c:" in first:  # one more argument: the continuation lines move with it
+    if rngs and "lambda c:" in first:  # one more argument: the continuation lines move with it
         head, *rest = first.replace("lambda c:", "lambda c, rngs:", 1).split("\n")
         first = "\n".join([head, *(" " * len(" rngs,") + line for line in rest)])
-    before = [line.replace("def module(c):", "def module(c, rngs):", 1) for line in before]
-    conventions = ['mask="keep", batch_first=True, framework="jax", arrays="jax",']
+    if rngs:
+        before = [line.replace("def module(c):", "def module(c, rngs):", 1) for line in before]
+    conventions = [f'mask="keep", batch_first=True, {declared},']
     if supports:
         conventions += ["supports={" + ", ".join(f"{literal(k)}: {literal(v)}" for k, v in supports.items()) + "},",
                         "reasons={" + ",\n         ".join(f"{literal(k)}: {literal(v)}"
@@ -166,11 +185,11 @@ def render(module_name: str, target, built: Plan, proposal: Proposal, supports: 
     names = proposal.render(attention=False) if not failure else (
         "NAMES = {}  # TODO map the paper's weights to the module's parameters once it builds (see the top)")
     lines = header(module_name, target, built, failure)
-    lines[0] = lines[0].replace('"""Adapter draft', '"""Adapter draft (JAX, Flax NNX)')
+    lines[0] = lines[0].replace('"""Adapter draft', f'"""Adapter draft ({"JAX, Flax NNX" if rngs else "Keras 3"})')
     return "\n".join([
         *lines, "",
         "from conformance import Conventions",
-        "from conformance.adapters.jax import JaxAdapter",
+        f"from {home} import {helper}",
         "",
         f"from {module_name} import {target.__name__}",
         "",
@@ -178,7 +197,7 @@ def render(module_name: str, target, built: Plan, proposal: Proposal, supports: 
         "",
         *(["", *before] if before else []),
         *functions,
-        "adapter = JaxAdapter(",
+        f"adapter = {helper}(",
         first,
         *[f"    {line}" for line in arguments],
         ")",

@@ -176,11 +176,15 @@ def layer_of(path: str) -> tuple[str, int] | None:
 
 
 def _unit(p: Parameter) -> str:
-    """The attention module a projection belongs to: the last path part that says attention, else its parent."""
+    """The attention module a projection belongs to: the last path part that says attention, with its number when one
+    of several (Keras' ``multi_head_attention.1``), else its parent. The projection's own module is one only when no
+    module above it says attention (Keras names an attention's output projection ``attention_output``)."""
     parts = p.module.split(".")
+    says = [any(word in part.lower() for word in ATTENTION_WORDS) for part in parts]
     for i in range(len(parts) - 1, -1, -1):
-        if any(word in parts[i].lower() for word in ATTENTION_WORDS):
-            return ".".join(parts[: i + 1])
+        if says[i] and not (i == len(parts) - 1 and any(says[:i])):
+            numbered = i + 1 < len(parts) and parts[i + 1].isdigit()
+            return ".".join(parts[: i + 2 if numbered else i + 1])
     return p.module if "MultiheadAttention" in p.owner else p.module.rpartition(".")[0]
 
 
