@@ -23,6 +23,10 @@ from conformance.implementations.jax_impl.model import (
     FeedForward,
     MultiHeadAttention,
     Transformer,
+    apply,
+    attention_weights,
+    decode,
+    encode,
     greedy_decode,
     layer_norm,
     load_canonical,
@@ -94,25 +98,23 @@ class JaxModel:
         load_canonical(self.module, weights)
 
     def dump_weights(self) -> dict:
-        return to_boundary({name: p[...] for name, p in parameters(self.module).items()})
+        params = parameters(self.module)
+        return to_boundary({name: params[name][...] for name in model_shapes(self.config)})  # canonical order
 
     def forward(self, src, tgt_in):
-        return to_boundary(self.module(ids(src), ids(tgt_in)))
+        return to_boundary(apply(self.module, ids(src), ids(tgt_in)))
 
     def encode(self, src):
-        return to_boundary(self.module.encode(ids(src)))
+        return to_boundary(encode(self.module, ids(src)))
 
     def decode(self, tgt_in, memory, src):
-        return to_boundary(self.module.decode(ids(tgt_in), floats(memory), ids(src)))
+        return to_boundary(decode(self.module, ids(tgt_in), floats(memory), ids(src)))
 
     def greedy_decode(self, src, max_len: int):
         return to_boundary(greedy_decode(self.module, ids(src), int(max_len)))
 
     def attention_weights(self, src, tgt_in) -> dict:
-        src, tgt_in = ids(src), ids(tgt_in)
-        memory, attention = self.module.encode_with_weights(src)
-        _, cross = self.module.decode_with_weights(tgt_in, memory, src)
-        return to_boundary({**attention, **cross})
+        return to_boundary(attention_weights(self.module, ids(src), ids(tgt_in)))
 
     def unmapped_parameters(self) -> dict[str, int]:
         """Every parameter maps to a canonical name (the modules carry the paper's names)."""
@@ -148,7 +150,7 @@ class JaxAdapter:
     def layer_norm(self, x, gamma, beta, eps: float):
         norm = layer_norm(np.shape(gamma)[0], float(eps), nnx.Rngs(0))
         norm.scale[...], norm.bias[...] = floats(gamma), floats(beta)  # Flax's names for gamma and beta
-        return to_boundary(norm(floats(x)))
+        return to_boundary(apply(norm, floats(x)))
 
     # §3.2.1
     def scaled_dot_product_attention(self, q, k, v, mask):
@@ -158,12 +160,12 @@ class JaxAdapter:
     def multi_head_attention(self, query, key, value, weights: dict, h: int, mask):
         d_model = np.shape(weights["W_Q"])[0]
         mha = with_weights(built(MultiHeadAttention, d_model, int(h), use_bias=uses_bias(weights)), weights)
-        return to_boundary(mha(floats(query), floats(key), floats(value), keep(mask)))
+        return to_boundary(apply(mha, floats(query), floats(key), floats(value), keep(mask)))
 
     # §3.3
     def feed_forward(self, x, weights: dict):
         ffn = with_weights(built(FeedForward, *np.shape(weights["W1"])), weights)
-        return to_boundary(ffn(floats(x)))
+        return to_boundary(apply(ffn, floats(x)))
 
     def _layer(self, cls, weights: dict, h: int, eps: float) -> nnx.Module:
         d_model, d_ff = np.shape(weights["ffn.W1"])
@@ -173,13 +175,13 @@ class JaxAdapter:
 
     # §3.1, encoder
     def encoder_layer(self, x, weights: dict, h: int, eps: float, src_mask):
-        out, _ = self._layer(EncoderLayer, weights, h, eps)(floats(x), key_padding(src_mask))
+        out, _ = apply(self._layer(EncoderLayer, weights, h, eps), floats(x), key_padding(src_mask))
         return to_boundary(out)
 
     # §3.1, decoder; the layer adds the causal mask itself
     def decoder_layer(self, y, memory, weights: dict, h: int, eps: float, tgt_mask, src_mask):
         layer = self._layer(DecoderLayer, weights, h, eps)
-        out, _ = layer(floats(y), floats(memory), key_padding(tgt_mask), key_padding(src_mask))
+        out, _ = apply(layer, floats(y), floats(memory), key_padding(tgt_mask), key_padding(src_mask))
         return to_boundary(out)
 
     def build_model(self, config: dict, seed: int) -> JaxModel:

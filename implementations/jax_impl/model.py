@@ -243,15 +243,45 @@ class Transformer(nnx.Module):
         return self.decode(tgt_in, self.encode(src), src)
 
 
+# --------------------------------------------------------------------------------------------------
+# Evaluation, compiled: one XLA program per module and shapes (run op by op, JAX compiles every operation
+# anew for each new shape, which costs more than compiling the whole call once)
+# --------------------------------------------------------------------------------------------------
+
+
+@nnx.jit
+def apply(module: nnx.Module, *args):
+    """``module(*args)``."""
+    return module(*args)
+
+
+@nnx.jit
+def encode(model: Transformer, src: jax.Array) -> jax.Array:
+    return model.encode(src)
+
+
+@nnx.jit
+def decode(model: Transformer, tgt_in: jax.Array, memory: jax.Array, src: jax.Array) -> jax.Array:
+    return model.decode(tgt_in, memory, src)
+
+
+@nnx.jit
+def attention_weights(model: Transformer, src: jax.Array, tgt_in: jax.Array) -> dict:
+    """Every sublayer's (B, h, Lq, Lk) weights in a forward pass on (src, tgt_in), by canonical prefix."""
+    memory, attention = model.encode_with_weights(src)
+    _, cross = model.decode_with_weights(tgt_in, memory, src)
+    return {**attention, **cross}
+
+
 # The lesson's greedy decoding: encode once, start from <s>, append the argmax, stop at </s>.
 def greedy_decode(model: Transformer, src: jax.Array, max_len: int) -> jax.Array:
     """src (B, S) -> (B, L) ids after <s>, L <= max_len; padding after each row's </s>."""
     cfg = model.config
-    memory = model.encode(src)  # (B, S, d_model): the encoder runs once
+    memory = encode(model, src)  # (B, S, d_model): the encoder runs once
     ys = jnp.full((src.shape[0], 1), cfg.bos_id, dtype=jnp.int32)  # (B, 1)
     finished = jnp.zeros(src.shape[0], dtype=bool)
     for _ in range(max_len):
-        choice = model.decode(ys, memory, src)[:, -1].argmax(-1).astype(jnp.int32)  # (B,): the last position's
+        choice = decode(model, ys, memory, src)[:, -1].argmax(-1).astype(jnp.int32)  # (B,): the last position's
         choice = jnp.where(finished, cfg.pad_id, choice)  # rows already done get padding
         ys = jnp.concatenate([ys, choice[:, None]], axis=1)
         finished = finished | (choice == cfg.eos_id)
