@@ -15,6 +15,8 @@ BUILTINS = {
     "torch-fused-qkv": f"{_IMPLS}.variants.fused_qkv:adapter",
     "torch-nn-transformer": f"{_IMPLS}.torch_nn.adapter:torch_nn_default",
     "torch-nn-transformer-fixed": f"{_IMPLS}.torch_nn.adapter:torch_nn_fixed",
+    # Flax NNX and optax, installed by the jax extra; loading names the extra if absent.
+    "jax": f"{_IMPLS}.jax_impl.adapter:adapter",
     # Third-party code from PyPI, installed by an extra (docs/third-party.md); loading names the extra if absent.
     "hf-marian": f"{_IMPLS}.thirdparty.hf_marian:adapter",
     "hf-fsmt": f"{_IMPLS}.thirdparty.hf_fsmt:adapter",
