@@ -13,11 +13,13 @@ import numpy as np
 import pytest
 from conftest import certify_quietly
 
+from conformance.boundary.candidate import Candidate
 from conformance.boundary.loading import LoadError, import_target
 from conformance.config import toy_config
 from conformance.weights import model_shapes, random_weights
 
 pytest.importorskip("flax")
+import jax  # noqa: E402
 
 PACKAGES = ("jax", "flax", "optax")
 TRAINING_CHECKS = ("rate_used_at_each_step_is_lrate", "reported_loss_is_label_smoothed_cross_entropy",
@@ -63,7 +65,15 @@ def test_the_model_round_trips_canonical_weights_and_computes_in_float32():
     for name, value in weights.items():
         np.testing.assert_array_equal(dumped[name], value, err_msg=name)
     logits = model.forward(np.array([[5, 3, 4, 0]]), np.array([[1, 6, 7, 4]]))  # int64 ids, no warning
-    assert isinstance(logits, np.ndarray) and logits.dtype == np.float32 and logits.shape == (1, 4, 13)
+    assert isinstance(logits, jax.Array) and logits.dtype == np.float32 and logits.shape == (1, 4, 13)
+
+
+def test_it_declares_jax_arrays_and_the_boundary_gives_it_jax_arrays():
+    adapter = import_target("jax")
+    assert adapter.conventions.arrays == "jax"
+    candidate = Candidate(adapter, name="jax")
+    table = candidate.positional_encoding(5, 8)  # a jax.Array back, a NumPy array for the checks
+    assert isinstance(table, np.ndarray) and table.dtype == np.float32 and table[0, 1] == 1.0
 
 
 def test_the_built_in_is_conformant_without_training(tmp_path):

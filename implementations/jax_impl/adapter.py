@@ -2,7 +2,8 @@
 
 Float32, batch first, boolean keep masks. Each part builds the module of ``model.py`` it names, loads the
 canonical weights it is given, and runs it in evaluation mode; the model trains with ``training.py``.
-Arrays come in as NumPy or JAX arrays (``floats``, ``ids``, ``keep``) and go back through ``to_boundary``.
+It declares ``arrays="jax"``: the boundary hands it JAX arrays (cast once more by ``floats``, ``ids``, ``keep``,
+which take NumPy arrays too) and takes the JAX arrays it returns.
 Load it as the built-in ``jax`` (``conformance.implementations.jax_impl.adapter:adapter``).
 """
 
@@ -40,15 +41,6 @@ from conformance.weights import model_shapes
 # --------------------------------------------------------------------------------------------------
 # Crossing the boundary
 # --------------------------------------------------------------------------------------------------
-
-
-def to_boundary(x):
-    """What goes back to the suite: a NumPy array for each array (a dict's values and a pair's alike)."""
-    if isinstance(x, dict):
-        return {name: to_boundary(value) for name, value in x.items()}
-    if isinstance(x, tuple):
-        return tuple(to_boundary(value) for value in x)
-    return np.asarray(x)
 
 
 def floats(x) -> jax.Array:
@@ -99,22 +91,22 @@ class JaxModel:
 
     def dump_weights(self) -> dict:
         params = parameters(self.module)
-        return to_boundary({name: params[name][...] for name in model_shapes(self.config)})  # canonical order
+        return {name: params[name][...] for name in model_shapes(self.config)}  # canonical order
 
     def forward(self, src, tgt_in):
-        return to_boundary(apply(self.module, ids(src), ids(tgt_in)))
+        return apply(self.module, ids(src), ids(tgt_in))
 
     def encode(self, src):
-        return to_boundary(encode(self.module, ids(src)))
+        return encode(self.module, ids(src))
 
     def decode(self, tgt_in, memory, src):
-        return to_boundary(decode(self.module, ids(tgt_in), floats(memory), ids(src)))
+        return decode(self.module, ids(tgt_in), floats(memory), ids(src))
 
     def greedy_decode(self, src, max_len: int):
-        return to_boundary(greedy_decode(self.module, ids(src), int(max_len)))
+        return greedy_decode(self.module, ids(src), int(max_len))
 
     def attention_weights(self, src, tgt_in) -> dict:
-        return to_boundary(attention_weights(self.module, ids(src), ids(tgt_in)))
+        return attention_weights(self.module, ids(src), ids(tgt_in))
 
     def unmapped_parameters(self) -> dict[str, int]:
         """Every parameter maps to a canonical name (the modules carry the paper's names)."""
@@ -139,33 +131,33 @@ def uses_bias(weights: dict, prefix: str = "") -> bool:
 class JaxAdapter:
     """Every part of the protocol, computed by the modules and functions of ``model.py`` and ``training.py``."""
 
-    conventions = Conventions(mask="keep", batch_first=True, dtype="float32", framework="jax")
+    conventions = Conventions(mask="keep", batch_first=True, dtype="float32", framework="jax", arrays="jax")
     model_class = JaxModel
 
     # §3.5
     def positional_encoding(self, n: int, d_model: int):
-        return to_boundary(sinusoids(int(n), int(d_model)))
+        return sinusoids(int(n), int(d_model))
 
     # §3.1
     def layer_norm(self, x, gamma, beta, eps: float):
         norm = layer_norm(np.shape(gamma)[0], float(eps), nnx.Rngs(0))
         norm.scale[...], norm.bias[...] = floats(gamma), floats(beta)  # Flax's names for gamma and beta
-        return to_boundary(apply(norm, floats(x)))
+        return apply(norm, floats(x))
 
     # §3.2.1
     def scaled_dot_product_attention(self, q, k, v, mask):
-        return to_boundary(scaled_dot_product_attention(floats(q), floats(k), floats(v), keep(mask)))
+        return scaled_dot_product_attention(floats(q), floats(k), floats(v), keep(mask))
 
     # §3.2.2
     def multi_head_attention(self, query, key, value, weights: dict, h: int, mask):
         d_model = np.shape(weights["W_Q"])[0]
         mha = with_weights(built(MultiHeadAttention, d_model, int(h), use_bias=uses_bias(weights)), weights)
-        return to_boundary(apply(mha, floats(query), floats(key), floats(value), keep(mask)))
+        return apply(mha, floats(query), floats(key), floats(value), keep(mask))
 
     # §3.3
     def feed_forward(self, x, weights: dict):
         ffn = with_weights(built(FeedForward, *np.shape(weights["W1"])), weights)
-        return to_boundary(apply(ffn, floats(x)))
+        return apply(ffn, floats(x))
 
     def _layer(self, cls, weights: dict, h: int, eps: float) -> nnx.Module:
         d_model, d_ff = np.shape(weights["ffn.W1"])
@@ -176,13 +168,13 @@ class JaxAdapter:
     # §3.1, encoder
     def encoder_layer(self, x, weights: dict, h: int, eps: float, src_mask):
         out, _ = apply(self._layer(EncoderLayer, weights, h, eps), floats(x), key_padding(src_mask))
-        return to_boundary(out)
+        return out
 
     # §3.1, decoder; the layer adds the causal mask itself
     def decoder_layer(self, y, memory, weights: dict, h: int, eps: float, tgt_mask, src_mask):
         layer = self._layer(DecoderLayer, weights, h, eps)
         out, _ = apply(layer, floats(y), floats(memory), key_padding(tgt_mask), key_padding(src_mask))
-        return to_boundary(out)
+        return out
 
     def build_model(self, config: dict, seed: int) -> JaxModel:
         return JaxModel(ModelConfig.from_dict(config), int(seed))
