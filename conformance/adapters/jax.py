@@ -15,7 +15,7 @@ from typing import Any
 import jax
 import numpy as np
 
-from conformance.adapters.pytrees import PytreeNames, as_canonical, from_canonical
+from conformance.adapters.pytrees import DeclaredAdapter, PytreeNames, as_canonical, from_canonical
 from conformance.config import ModelConfig
 from conformance.weights import model_shapes
 
@@ -123,17 +123,7 @@ def parameter_count(build: Callable[[ModelConfig], Any], config: ModelConfig | d
     return sum(int(np.prod(leaf.shape)) for leaf in flatten(nnx.state(abstract, nnx.Param)).values())
 
 
-def _method(name: str) -> Callable:
-    def call(module, *args):
-        found = getattr(module, name, None)
-        if not callable(found):
-            raise NotImplementedError(f"{type(module).__name__} has no {name}(); give JaxAdapter({name}=...)")
-        return found(*args)
-
-    return call
-
-
-class JaxAdapter:
+class JaxAdapter(DeclaredAdapter):
     """A whole adapter around a Flax NNX model, declared: ``build(c, rngs)`` makes the module for a ``ModelConfig``
     (``rngs``: ``nnx.Rngs`` seeded with the suite's seed), ``names`` maps the canonical weights onto its parameters,
     ``encode(module, src)`` and ``decode(module, tgt_in, memory, src)`` (by default the module's own ``encode`` and
@@ -142,17 +132,7 @@ class JaxAdapter:
     counted without allocating them); add the parts your code has as keyword arguments (``positional_encoding=``,
     ``layer_norm=``...: functions of the part's arguments)."""
 
-    def __init__(self, build: Callable, names: dict, *, conventions, encode: Callable | None = None,
-                 decode: Callable | None = None, greedy_decode: Callable | None = None,
-                 train_step: Callable | None = None, **parts: Callable):
-        self.build, self.names, self.conventions = build, PytreeNames(names), conventions
-        self.functions = {"encode": encode or _method("encode"), "decode": decode or _method("decode"),
-                          "greedy_decode": greedy_decode, "train_step": train_step}
-        for part, function in parts.items():
-            setattr(self, part, function)
-        # the model's class says which parts it has: without its own greedy loop or training step, none
-        absent = {name: None for name in ("greedy_decode", "train_step") if self.functions[name] is None}
-        self.model_class = type("FlaxModel", (FlaxModel,), absent) if absent else FlaxModel
+    model_base = FlaxModel
 
     def build_model(self, config, seed):
         from flax import nnx

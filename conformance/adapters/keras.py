@@ -19,7 +19,7 @@ from typing import Any
 import keras
 import numpy as np
 
-from conformance.adapters.pytrees import PytreeNames
+from conformance.adapters.pytrees import DeclaredAdapter, PytreeNames
 from conformance.config import ModelConfig
 from conformance.weights import model_shapes
 
@@ -78,16 +78,6 @@ def numpy(value) -> Any:
     return keras.ops.convert_to_numpy(value) if keras.ops.is_tensor(value) else value
 
 
-def _method(name: str) -> Callable:
-    def call(model, *args):
-        found = getattr(model, name, None)
-        if not callable(found):
-            raise NotImplementedError(f"{type(model).__name__} has no {name}(); give KerasAdapter({name}=...)")
-        return found(*args)
-
-    return call
-
-
 class KerasModel:
     """The protocol's ``Model`` around any Keras encoder-decoder ``model`` (built): weights through the name map over
     ``variables``, ``encode(model, src) -> memory`` and ``decode(model, tgt_in, memory, src) -> logits`` (Keras runs
@@ -140,24 +130,14 @@ def build_weights(model, encode: Callable, decode: Callable, vocab: int) -> None
     decode(model, ids, encode(model, ids), ids)
 
 
-class KerasAdapter:
+class KerasAdapter(DeclaredAdapter):
     """A whole adapter around a Keras 3 model, declared: ``build(c)`` makes the model for a ``ModelConfig`` (Keras'
     global seed set to the suite's first), ``names`` maps the canonical weights onto ``variables``, ``encode`` and
     ``decode`` (by default the model's own methods), optionally ``greedy_decode(model, src, max_len)`` and
     ``train_step(model, src, tgt_in, tgt_out)``; more parts as keyword arguments. Its parts: ``build_model`` (a
     ``KerasModel``) and ``parameter_count`` (the built model's trainable weights)."""
 
-    def __init__(self, build: Callable, names: dict, *, conventions, encode: Callable | None = None,
-                 decode: Callable | None = None, greedy_decode: Callable | None = None,
-                 train_step: Callable | None = None, **parts: Callable):
-        self.build, self.names, self.conventions = build, PytreeNames(names), conventions
-        self.functions = {"encode": encode or _method("encode"), "decode": decode or _method("decode"),
-                          "greedy_decode": greedy_decode, "train_step": train_step}
-        for part, function in parts.items():
-            setattr(self, part, function)
-        # the model's class says which parts it has: without its own greedy loop or training step, none
-        absent = {name: None for name in ("greedy_decode", "train_step") if self.functions[name] is None}
-        self.model_class = type("KerasModel", (KerasModel,), absent) if absent else KerasModel
+    model_base = KerasModel
 
     def _built(self, config: ModelConfig):
         model = self.build(config)

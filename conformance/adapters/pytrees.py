@@ -17,9 +17,12 @@ canonical weights among the tree's dotted paths; how each is stored is read off 
 
 A parameter the map leaves out is set to its identity value by ``write`` when it is a bias, a LayerNorm scale or
 offset (the protocol's rule for an output bias or a final LayerNorm); any other is an error naming it.
+``DeclaredAdapter`` is what the JAX and Keras adapters declared around a model share.
 """
 
 from __future__ import annotations
+
+from collections.abc import Callable
 
 import numpy as np
 
@@ -113,3 +116,44 @@ class PytreeNames:
     def unmapped(self, flat: dict, shapes: dict, slots: dict | None = None) -> list[str]:
         placed = {slot.path for places in (slots or self.slots(flat, shapes)).values() for slot in places}
         return [path for path in flat if path not in placed]
+
+
+# --------------------------------------------------------------------------------------------------
+# A whole adapter declared around a model of such a framework
+# --------------------------------------------------------------------------------------------------
+
+
+def own_method(name: str, helper: str) -> Callable:
+    """``name`` called on the model (its own ``encode``, ``decode``): not implemented when the model has none."""
+
+    def call(model, *args):
+        found = getattr(model, name, None)
+        if not callable(found):
+            raise NotImplementedError(f"{type(model).__name__} has no {name}(); give {helper}({name}=...)")
+        return found(*args)
+
+    return call
+
+
+class DeclaredAdapter:
+    """What ``JaxAdapter`` and ``KerasAdapter`` share: ``build`` makes the model, ``names`` maps the canonical weights,
+    ``encode(model, src)`` and ``decode(model, tgt_in, memory, src)`` (by default the model's own methods), optionally
+    ``greedy_decode(model, src, max_len)`` and ``train_step(model, src, tgt_in, tgt_out)``, more parts as keyword
+    arguments. ``model_class`` is the subclass's ``Model``, without the parts the model has not (none of its own greedy
+    loop or training step: not implemented)."""
+
+    model_base: type
+
+    def __init__(self, build: Callable, names: dict, *, conventions, encode: Callable | None = None,
+                 decode: Callable | None = None, greedy_decode: Callable | None = None,
+                 train_step: Callable | None = None, **parts: Callable):
+        helper = type(self).__name__
+        self.build, self.names, self.conventions = build, PytreeNames(names), conventions
+        self.functions = {"encode": encode or own_method("encode", helper),
+                          "decode": decode or own_method("decode", helper),
+                          "greedy_decode": greedy_decode, "train_step": train_step}
+        for part, function in parts.items():
+            setattr(self, part, function)
+        absent = {name: None for name in ("greedy_decode", "train_step") if self.functions[name] is None}
+        base = self.model_base
+        self.model_class = type(base.__name__, (base,), absent) if absent else base
