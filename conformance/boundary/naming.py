@@ -19,6 +19,8 @@ BUILTINS = {
     "hf-marian": f"{_IMPLS}.thirdparty.hf_marian:adapter",
     "hf-fsmt": f"{_IMPLS}.thirdparty.hf_fsmt:adapter",
     "opennmt-py": f"{_IMPLS}.thirdparty.onmt_py:adapter",
+    # Keras holds one backend per process: certify one of these per process, or with --isolate.
+    "keras-hub-jax": f"{_IMPLS}.thirdparty.keras_hub_jax:adapter",
 }
 MUTANT_PREFIX = "mutant:"
 
