@@ -21,6 +21,7 @@ BUILTINS = {
     "opennmt-py": f"{_IMPLS}.thirdparty.onmt_py:adapter",
     # Keras holds one backend per process: certify one of these per process, or with --isolate.
     "keras-hub-jax": f"{_IMPLS}.thirdparty.keras_hub_jax:adapter",
+    "keras-hub-torch": f"{_IMPLS}.thirdparty.keras_hub_torch:adapter",
 }
 MUTANT_PREFIX = "mutant:"
 

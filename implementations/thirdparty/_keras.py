@@ -142,7 +142,8 @@ class Transformer(keras.Model):
     def build_layers(self) -> None:
         d = self.c.d_model
         for table in self.tables.values():
-            table.build((None, None))
+            if not table.built:  # keras' Embedding builds itself when given its sizes
+                table.build((None, None))
         for layer in self.encoder_layers:
             layer.build((None, None, d))
         for layer in self.decoder_layers:
