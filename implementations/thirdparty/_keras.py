@@ -244,19 +244,21 @@ class KerasHubModel:
         return to_numpy(self.net(src, tgt_in))
 
     def greedy_decode(self, src: np.ndarray, max_len: int) -> np.ndarray:
-        """The argmax of the last position, appended until every row has ``</s>`` or ``max_len`` tokens; rows that
-        ended are padded. keras-hub's samplers drive a cached ``call_with_cache`` its task models define, which
-        this assembly of layers has not: the loop re-runs ``decode`` on the prefix."""
+        """The argmax at each position, written into a target of ``max_len`` + 1 columns (``<s>``, then padding)
+        until every row has ``</s>``; rows that ended are padded. One width for every step, as keras-hub's samplers
+        keep their prompt: the causal mask hides the columns not yet written, and JAX compiles each width once.
+        keras-hub's samplers drive a cached ``call_with_cache`` its task models define, which these layers alone
+        have not: the loop runs ``decode`` on the whole target."""
         memory = self.net.encode(src)
-        ys = np.full((src.shape[0], 1), self.c.bos_id, np.int64)
+        ys = np.full((src.shape[0], max_len + 1), self.c.pad_id, np.int64)
+        ys[:, 0] = self.c.bos_id
         ended = np.zeros(src.shape[0], bool)
-        for _ in range(max_len):
-            token = to_numpy(self.net.decode(ys, memory, src))[:, -1].argmax(-1)
-            token = np.where(ended, self.c.pad_id, token)
-            ys = np.concatenate([ys, token[:, None]], 1)
+        for t in range(max_len):
+            token = to_numpy(self.net.decode(ys, memory, src))[:, t].argmax(-1)
+            ys[:, t + 1] = np.where(ended, self.c.pad_id, token)
             ended |= token == self.c.eos_id
             if ended.all():
-                break
+                return ys[:, 1 : t + 2]
         return ys[:, 1:]
 
     def attention_weights(self, src: np.ndarray, tgt_in: np.ndarray) -> dict[str, np.ndarray]:
