@@ -2,8 +2,8 @@
 the canonical names mapped onto Keras variable paths, and the parts.
 
 keras-hub has the layers (``TransformerEncoder``, ``TransformerDecoder``, ``SinePositionEncoding``,
-``ReversibleEmbedding``) but no encoder-decoder built from them; the model here assembles them as keras-hub's own
-examples do, with the embedding multiplied by sqrt(d_model) (§3.4). Import this module after setting
+``ReversibleEmbedding``) but no encoder-decoder built from them; the model here assembles them, and multiplies the
+embedding by sqrt(d_model) (§3.4) itself. Import this module after setting
 ``KERAS_BACKEND``: Keras reads it once, when first imported.
 """
 
