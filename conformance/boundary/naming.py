@@ -23,6 +23,9 @@ BUILTINS = {
     "opennmt-py": f"{_IMPLS}.thirdparty.onmt_py:adapter",
     # Sockeye cannot be an extra (it declares torch<1.14, numpy<2): requirements-sockeye.txt, installed --no-deps.
     "sockeye": f"{_IMPLS}.thirdparty.sockeye:adapter",
+    # Keras holds one backend per process: certify one of these per process, or with --isolate.
+    "keras-hub-jax": f"{_IMPLS}.thirdparty.keras_hub_jax:adapter",
+    "keras-hub-torch": f"{_IMPLS}.thirdparty.keras_hub_torch:adapter",
 }
 MUTANT_PREFIX = "mutant:"
 
