@@ -105,10 +105,9 @@ def certify_quietly(folder: Path, impl: str, *args: str) -> dict:
 _SHARED_RUNS: dict[tuple[str, ...], dict] = {}
 
 
-def shared_run(tmp_path_factory, impl: str, *args: str) -> Run:
-    """certify IMPL ARGS (output discarded, ``--progress off``) run once per session; every caller gets its own
-    copy of the result. For runs whose report several tests read, in whichever worker they land."""
-    key = (impl, *args, "--progress", "off")
+def shared_once(tmp_path_factory, key: tuple, produce) -> dict:
+    """``produce()`` (plain data) computed once per test session for ``key``, whichever xdist worker asks first: the
+    result lies in the workers' common temporary folder, behind a lock (pytest-xdist's recipe for session fixtures)."""
     if key not in _SHARED_RUNS:
         root = tmp_path_factory.getbasetemp()
         root = root.parent if os.environ.get("PYTEST_XDIST_WORKER") else root
@@ -119,17 +118,26 @@ def shared_run(tmp_path_factory, impl: str, *args: str) -> Run:
             if not done.exists():
                 folder = root / name
                 folder.mkdir(exist_ok=True)
-                out, err = io.StringIO(), io.StringIO()
-                with contextlib.redirect_stdout(out), contextlib.redirect_stderr(err):
-                    code = main(["certify", key[0], "--json", str(folder / "report.json"), *key[1:]])
-                report = json.loads((folder / "report.json").read_text()) if (folder / "report.json").exists() \
-                    else None
                 partial = done.with_suffix(".partial")
-                partial.write_text(json.dumps({"code": code, "out": out.getvalue(), "err": err.getvalue(),
-                                               "report": report}))
+                partial.write_text(json.dumps(produce(folder)))
                 partial.replace(done)
             _SHARED_RUNS[key] = json.loads(done.read_text())
-    run = copy.deepcopy(_SHARED_RUNS[key])
+    return copy.deepcopy(_SHARED_RUNS[key])
+
+
+def shared_run(tmp_path_factory, impl: str, *args: str) -> Run:
+    """certify IMPL ARGS (output discarded, ``--progress off``) run once per session; every caller gets its own
+    copy of the result. For runs whose report several tests read, in whichever worker they land."""
+    key = (impl, *args, "--progress", "off")
+
+    def certify(folder: Path) -> dict:
+        out, err = io.StringIO(), io.StringIO()
+        with contextlib.redirect_stdout(out), contextlib.redirect_stderr(err):
+            code = main(["certify", key[0], "--json", str(folder / "report.json"), *key[1:]])
+        report = json.loads((folder / "report.json").read_text()) if (folder / "report.json").exists() else None
+        return {"code": code, "out": out.getvalue(), "err": err.getvalue(), "report": report}
+
+    run = shared_once(tmp_path_factory, key, certify)
     return Run(run["code"], run["out"], run["err"], run["report"])
 
 

@@ -8,15 +8,15 @@ default test run); ``.ci/run`` installs it after that run.
 
 from __future__ import annotations
 
-import fcntl
 import importlib.util
 import json
-import os
 import subprocess
 import sys
 import textwrap
+from pathlib import Path
 
 import pytest
+from conftest import shared_once
 
 if importlib.util.find_spec("keras_hub") is None:  # importorskip would import keras, and with it a backend
     pytest.skip("keras-hub is not installed: pip install 'transformer-conformance[keras]' and"
@@ -87,19 +87,16 @@ def reports(tmp_path_factory):
 
 
 def shared_report(tmp_path_factory, name: str) -> dict:
-    """One certify run per session for a built-in, whichever xdist worker asks first (its report in the workers'
-    common temporary folder, behind a lock: conftest.shared_run's recipe, in a process of its own for the backend)."""
-    root = tmp_path_factory.getbasetemp()
-    root = root.parent if os.environ.get("PYTEST_XDIST_WORKER") else root
-    path = root / f"keras-hub-{BACKENDS[name]}.json"
-    with open(root / f"keras-hub-{BACKENDS[name]}.lock", "w") as lock:
-        fcntl.flock(lock, fcntl.LOCK_EX)  # released when the file closes
-        if not path.exists():
-            partial = path.with_suffix(".partial")
-            subprocess.run([sys.executable, "-m", "conformance", "certify", name, "--no-training", "--workers", "1",
-                            "--progress", "off", "--json", str(partial)], capture_output=True, timeout=3600)
-            partial.replace(path)
-    return json.loads(path.read_text())
+    """One certify run per session for a built-in, whichever xdist worker asks first, in a process of its own for
+    its backend (``conftest.shared_once``)."""
+
+    def certify(folder: Path) -> dict:
+        path = folder / "report.json"
+        subprocess.run([sys.executable, "-m", "conformance", "certify", name, "--no-training", "--workers", "1",
+                        "--progress", "off", "--json", str(path)], capture_output=True, timeout=3600)
+        return json.loads(path.read_text())
+
+    return shared_once(tmp_path_factory, ("keras-hub", name), certify)
 
 
 @pytest.mark.slow
