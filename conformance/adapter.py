@@ -36,8 +36,14 @@ class Conventions:
     boolean attn_mask). ``"additive"``: float, 0 where allowed and ``-inf`` where blocked (the
     ``M`` of the "Vanilla Transformer" formula).
     batch_first: False when activations and token ids are ``(seq, batch, ...)`` (``torch.nn`` default).
-    dtype: the floating dtype the implementation computes in, ``"float32"`` or ``"float64"``; the
-    suite picks tolerances from it.
+    dtype: the floating dtype the implementation computes in, ``"float32"`` or ``"float64"`` (``"float16"`` or
+    ``"bfloat16"`` for an adapter built for half precision); the suite picks tolerances from it.
+    dtypes: the half-precision dtypes it can also compute in, and how: ``{"float16": "native", "bfloat16":
+    "autocast"}`` (``"native"``: weights and activations in that dtype; ``"autocast"``: float32 weights, the matmuls
+    in that dtype). A run with ``--dtype float16`` asks the adapter for ``with_dtype("float16")`` (an adapter whose
+    ``conventions.dtype`` is that dtype); an adapter that does not declare it is *not implemented* in that run.
+    float16 values cross as ``numpy.float16``; bfloat16 values, which NumPy lacks, as float32 arrays holding
+    bfloat16 values (cast them exactly); results may come back in any floating dtype.
     framework: a free-text name shown in reports (``"torch"``, ``"numpy"``, ``"jax"``).
     supports: the configurations the implementation can build, when it cannot build them all: feature ->
     the values it supports (``conformance.problems.supports.FEATURES``; ``max_len``: the most positions, one
@@ -58,7 +64,8 @@ class Conventions:
 
     mask: MaskKind = "keep"
     batch_first: bool = True
-    dtype: Literal["float32", "float64"] = "float32"
+    dtype: Literal["float32", "float64", "float16", "bfloat16"] = "float32"
+    dtypes: dict[str, str] = field(default_factory=dict)
     framework: str = "unknown"
     supports: dict[str, tuple | int] = field(default_factory=dict)
     reasons: dict[str, str] = field(default_factory=dict)
@@ -120,6 +127,10 @@ class Adapter(Protocol):
     # Optional: the class ``build_model`` returns, so the suite knows which Model parts exist without
     # building one (a class without ``train_step`` makes the training checks not implemented).
     model_class: type
+
+    def with_dtype(self, dtype: str) -> Adapter:
+        """Optional: this adapter computing in ``dtype``, one of ``conventions.dtypes`` (its ``conventions.dtype``
+        then says so). Asked once, where the adapter lives, by a run with ``--dtype``."""
 
     def positional_encoding(self, n: int, d_model: int) -> np.ndarray:
         """§3.5: PE for positions 0..n-1 -> (n, d_model); sine in even columns, cosine in odd."""

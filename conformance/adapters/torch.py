@@ -71,8 +71,10 @@ def mask(x) -> Tensor | None:
 
 
 def numpy(t: Tensor, dtype: torch.dtype = torch.float32) -> np.ndarray:
-    """A tensor back across the boundary: detached, on the CPU, in ``dtype``, a copy."""
-    return t.detach().cpu().to(dtype).numpy().copy()
+    """A tensor back across the boundary: detached, on the CPU, in ``dtype``, a copy (bfloat16, which NumPy lacks,
+    as float32 holding its values)."""
+    t = t.detach().cpu().to(dtype)
+    return (t.float() if dtype == torch.bfloat16 else t).numpy().copy()
 
 
 @contextlib.contextmanager
@@ -343,6 +345,8 @@ class PaperRecipe:
     d_model, warmup)``: your own schedule. A subclass may replace ``loss`` (the batch's loss from the batch) and
     ``dropout_seed``; the reference's trainer does (``implementations/reference/training.py``)."""
 
+    autocast: torch.dtype | None = None  # the forward pass and the loss under torch.autocast in this dtype (CPU)
+
     def __init__(self, module: nn.Module, config: ModelConfig, *, forward: Callable, seed: int = 0,
                  loss: Callable | None = None, rate: Callable = lrate, report: Callable | None = None):
         recipe = config.recipe
@@ -373,13 +377,19 @@ class PaperRecipe:
             # dropout masks of this update, on the CPU generator that fork_rng restores (torch.manual_seed would
             # also queue a lazy CUDA seeding, with its stack trace, at every update)
             torch.random.default_generator.manual_seed(self.dropout_seed())
-            loss = self.loss(src, tgt_in, tgt_out)
+            with autocast(self.autocast):
+                loss = self.loss(src, tgt_in, tgt_out)
             self.optimizer.zero_grad(set_to_none=True)
             loss.backward()
         self.optimizer.step()
         self.schedule.step()
         self.steps_done += 1
         return {"loss": float(self.report(float(loss.item()), tgt_out)), "lr": float(lr)}
+
+
+def autocast(dtype: torch.dtype | None):
+    """``torch.autocast`` on the CPU in ``dtype`` (the matmuls in it, the weights as they are); nothing for None."""
+    return contextlib.nullcontext() if dtype is None else torch.autocast("cpu", dtype=dtype)
 
 
 # --------------------------------------------------------------------------------------------------
@@ -431,7 +441,8 @@ class TorchModel:
     object with ``train_step(src, tgt_in, tgt_out)`` on tensors: your own training step.
     attention: a name map from the reported sublayers (``"*.{l}.self_attn"``, ``"decoder.{l}.cross_attn"``) to
     module paths, read by ``read_attention`` (or ``read=``). batch_first: False for (L, B) token ids. dtype: the
-    torch dtype the module computes in. seed: the dropout masks' seed.
+    torch dtype the module computes in. autocast: a half dtype every pass runs under ``torch.autocast`` in (the
+    module's weights stay in ``dtype``, float32: mixed precision). seed: the dropout masks' seed.
 
     supplied: the parts the suite supplies because your code has none, each named on purpose and reported as the
     suite's: ``"greedy_decode"`` (the lesson's loop, batched, over decode's last position, or over
@@ -445,12 +456,14 @@ class TorchModel:
                  generate_step: Callable | None = None, attention: dict | None = None,
                  read: Callable = read_attention, trainer: Callable | None = None, batch_first: bool = True,
                  dtype: torch.dtype = torch.float32, seed: int = 0, rate: Callable = lrate,
-                 greedy_decode: Callable | None = None, supplied: tuple[str, ...] = ()):
+                 greedy_decode: Callable | None = None, supplied: tuple[str, ...] = (),
+                 autocast: torch.dtype | None = None):
         self.supplied = check_supplied(supplied, {"greedy_decode": greedy_decode, "train_step": trainer})
         self.module = module
         self.config = config if isinstance(config, ModelConfig) else ModelConfig.from_dict(config)
         self.names, self.attention = NameMap(names), (None if attention is None else NameMap(attention))
         self.read, self.batch_first, self.dtype, self.seed = read, batch_first, dtype, seed
+        self.autocast = autocast
         self._encode = encode or (lambda m, src: m.encode(src))
         self._decode = decode or (lambda m, tgt_in, memory, src: m.decode(tgt_in, memory, src))
         self._forward = forward or (lambda m, src, tgt_in: self._decode(m, tgt_in, self._encode(m, src), src))
@@ -507,16 +520,19 @@ class TorchModel:
     # -- evaluation ---------------------------------------------------------------------------------
     @torch.no_grad()
     def forward(self, src, tgt_in) -> np.ndarray:
-        return numpy(self._forward(self.module.eval(), ids(src), ids(tgt_in)), self.dtype)
+        with autocast(self.autocast):
+            return numpy(self._forward(self.module.eval(), ids(src), ids(tgt_in)), self.dtype)
 
     @torch.no_grad()
     def encode(self, src) -> np.ndarray:
-        return numpy(self._encode(self.module.eval(), ids(src)), self.dtype)
+        with autocast(self.autocast):
+            return numpy(self._encode(self.module.eval(), ids(src)), self.dtype)
 
     @torch.no_grad()
     def decode(self, tgt_in, memory, src) -> np.ndarray:
-        return numpy(self._decode(self.module.eval(), ids(tgt_in), floats(memory, self.dtype), ids(src)),
-                     self.dtype)
+        with autocast(self.autocast):
+            return numpy(self._decode(self.module.eval(), ids(tgt_in), floats(memory, self.dtype), ids(src)),
+                         self.dtype)
 
     def _layout(self, ys: Tensor) -> Tensor:
         """(B, L) ids -> the module's layout."""
@@ -529,11 +545,12 @@ class TorchModel:
     @torch.no_grad()
     def greedy_decode(self, src, max_len: int) -> np.ndarray:
         """Your translator (``greedy_decode=``), or, when supplied, the lesson's loop."""
-        if self._translate is not None:
-            return numpy_ids(self._translate(self.module.eval(), ids(src), int(max_len)))
-        if "greedy_decode" not in self.supplied:
-            raise NotImplementedError(NOT_GIVEN["greedy_decode"])
-        return self._greedy_loop(src, max_len)
+        with autocast(self.autocast):
+            if self._translate is not None:
+                return numpy_ids(self._translate(self.module.eval(), ids(src), int(max_len)))
+            if "greedy_decode" not in self.supplied:
+                raise NotImplementedError(NOT_GIVEN["greedy_decode"])
+            return self._greedy_loop(src, max_len)
 
     def _greedy_loop(self, src, max_len: int) -> np.ndarray:
         """The lesson's loop, batched: encode once, start from <s>, append each row's argmax; a row that
@@ -566,7 +583,8 @@ class TorchModel:
                                                                             with_kwargs=True)
                  for name, places in found.items()]
         try:
-            self._forward(module, ids(src), ids(tgt_in))
+            with autocast(self.autocast):
+                self._forward(module, ids(src), ids(tgt_in))
         finally:
             for hook in hooks:
                 hook.remove()
@@ -583,14 +601,18 @@ class TorchModel:
             raise NotImplementedError(NOT_GIVEN["train_step"])
         if self._trainer is None:
             self._trainer = self._make_trainer(self.module)
-        return self._trainer.train_step(ids(src), ids(tgt_in), ids(tgt_out))
+        if isinstance(self._trainer, PaperRecipe):  # the forward pass and loss under autocast, the update outside
+            self._trainer.autocast = self.autocast
+            return self._trainer.train_step(ids(src), ids(tgt_in), ids(tgt_out))
+        with autocast(self.autocast):  # your trainer: all of its step
+            return self._trainer.train_step(ids(src), ids(tgt_in), ids(tgt_out))
 
 
 # --------------------------------------------------------------------------------------------------
 # A whole adapter, declared: the parts as data and plain functions on tensors
 # --------------------------------------------------------------------------------------------------
 
-DTYPES = {"float32": torch.float32, "float64": torch.float64}
+DTYPES = {"float32": torch.float32, "float64": torch.float64, "float16": torch.float16, "bfloat16": torch.bfloat16}
 
 
 def on_tensors(fn: Callable, dtype: torch.dtype = torch.float32) -> Callable:

@@ -151,9 +151,11 @@ def arrays_by_name(value, part: str, expect) -> dict[str, np.ndarray]:
 class Candidate:
     """An implementation under test, in the suite's conventions."""
 
-    def __init__(self, adapter: Any, *, name: str, timeout_s: float | None = DEFAULT_TIMEOUT_S):
+    def __init__(self, adapter: Any, *, name: str, timeout_s: float | None = DEFAULT_TIMEOUT_S,
+                 dtype: str | None = None):
         self.adapter = adapter
         self.name = name
+        self.dtype_asked = dtype  # the run's --dtype; None: whatever the adapter declares
         self.timeout_s = timeout_s
         self.hung_parts: set[str] = set()  # a part that hung once fails fast afterwards (no re-waiting)
         self.ledger = Ledger()  # whose code answered the calls of the check running now (the plugin resets it)
@@ -172,6 +174,16 @@ class Candidate:
     def conventions(self) -> Conventions:
         """What the adapter declares; read when needed (an isolated adapter's worker may still be importing)."""
         return self.adapter.conventions
+
+    @property
+    def dtype_refusal(self) -> str | None:
+        """Why this candidate cannot run in the dtype the run asks for (it does not declare it); None when it can."""
+        asked = self.dtype_asked
+        if asked is None or self.conventions.dtype == asked:
+            return None
+        declared = ", ".join([self.conventions.dtype, *self.conventions.dtypes]) or "none"
+        return (f"computes in {declared} only; --dtype {asked} needs Conventions(dtypes={{{asked!r}: 'native' or"
+                " 'autocast'}) and with_dtype(dtype)")
 
     # -- discovery ----------------------------------------------------------------------------
     def provides(self, part: str) -> bool:
@@ -198,6 +210,9 @@ class Candidate:
         method = getattr(target, part.removeprefix("model."), None)
         if not callable(method):
             raise PartNotImplemented(f"{self.name} does not provide {part}", part=part)
+        refusal = self.dtype_refusal if self.dtype_asked is not None else None
+        if refusal:
+            raise PartNotImplemented(f"{self.name} {refusal}", part=part, reason=refusal)
         if part in self.hung_parts:
             message = f"{part} hung earlier in this run; not called again"
             self.ledger.no_answer(message)
@@ -270,7 +285,7 @@ class Candidate:
         if self.conventions.mask == "blocked":
             return ~keep
         if self.conventions.mask == "additive":
-            return np.where(keep, 0.0, -np.inf).astype(self.conventions.dtype)
+            return self.cast(np.where(keep, 0.0, -np.inf))
         return keep
 
     def to_layout(self, x: np.ndarray) -> np.ndarray:
@@ -283,7 +298,8 @@ class Candidate:
         return np.swapaxes(x, 0, 1)
 
     def cast(self, x: np.ndarray) -> np.ndarray:
-        return np.asarray(x, dtype=self.conventions.dtype)
+        """Floats in the dtype the adapter computes in (bfloat16 values in float32: NumPy has no bfloat16)."""
+        return frameworks.cast(x, self.conventions.dtype)
 
     def cast_weights(self, weights: dict[str, np.ndarray]) -> dict[str, np.ndarray]:
         return {name: self.cast(value) for name, value in weights.items()}

@@ -9,6 +9,7 @@ from __future__ import annotations
 import difflib
 
 from conformance.adapter import ADAPTER_PARTS, Conventions
+from conformance.boundary.isolation.frameworks import DTYPES, HALF, HOW
 from conformance.errors import LoadError
 from conformance.problems import supports
 
@@ -25,6 +26,15 @@ def check_declarations(conventions: Conventions | None, public: list[str], spec:
     if conventions.arrays not in ("numpy", "jax"):
         raise LoadError(f"{spec}: Conventions(arrays={conventions.arrays!r}) is not an array type the boundary"
                         ' converts. Fix: arrays="numpy" (the default: convert in the adapter) or arrays="jax"')
+    if conventions.dtype not in DTYPES or not isinstance(conventions.dtypes, dict) or any(
+            dtype not in HALF or how not in HOW for dtype, how in conventions.dtypes.items()):
+        raise LoadError(f"{spec}: Conventions(dtype={conventions.dtype!r}, dtypes={conventions.dtypes!r}) is not"
+                        f" usable. Fix: dtype one of {', '.join(DTYPES)}; dtypes maps {' or '.join(HALF)} to"
+                        f" {' or '.join(map(repr, HOW))}, and the adapter defines with_dtype(dtype)")
+    if conventions.dtypes and "with_dtype" not in public:
+        raise LoadError(f"{spec}: Conventions(dtypes={conventions.dtypes!r}) declares half precision, but the adapter"
+                        " has no with_dtype(dtype). Fix: define it (return the adapter computing in dtype), or drop"
+                        " dtypes; docs/adapter-protocol.md")
     problems = supports.validate(conventions.supports)
     if problems:
         raise LoadError(f"{spec}: Conventions(supports=...) is not usable: {'; '.join(problems)}. Fix the"

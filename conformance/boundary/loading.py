@@ -12,7 +12,7 @@ from typing import Any
 from conformance.adapter import Conventions
 from conformance.boundary.candidate import Candidate
 from conformance.boundary.declarations import check_declarations
-from conformance.boundary.isolation import importing
+from conformance.boundary.isolation import frameworks, importing
 from conformance.boundary.naming import BUILTINS, MUTANT_PREFIX, builtin_names, resolve  # noqa: F401 - loading's names too
 from conformance.errors import LoadError
 
@@ -57,17 +57,21 @@ def should_isolate(spec: str, isolate: bool | None) -> bool:
 
 
 def load(spec: str, *, timeout_s: float | None = None, isolate: bool | None = None, limits=None,
-         threads: int = 1, wait: bool = True, warm=None) -> Candidate:
+         threads: int = 1, wait: bool = True, warm=None, dtype: str | None = None) -> Candidate:
     """Load and validate an implementation; the result is what every check receives. Isolated (see
     ``should_isolate``), the adapter lives in a worker process behind ``isolation.proxy.ProxyAdapter``."""
     if should_isolate(spec, isolate):
         from conformance.boundary.isolation.proxy import load_isolated
 
         return load_isolated(spec, timeout_s=timeout_s, limits=limits, threads=threads, builtin=is_builtin(spec),
-                             wait=wait, warm=warm)
+                             wait=wait, warm=warm, dtype=dtype)
     target = import_target(spec)
     adapter = target() if inspect.isclass(target) else target
     warnings = validate(adapter, spec)
-    candidate = Candidate(adapter, name=spec, **({"timeout_s": timeout_s} if timeout_s else {}))
+    try:
+        adapter = frameworks.switch_dtype(adapter, dtype)
+    except Exception as exc:
+        raise LoadError(f"{spec}: with_dtype({dtype!r}) raised {type(exc).__name__}: {exc}") from exc
+    candidate = Candidate(adapter, name=spec, dtype=dtype, **({"timeout_s": timeout_s} if timeout_s else {}))
     candidate.load_warnings = warnings
     return candidate

@@ -94,6 +94,15 @@ class Check:
                             expected="finite values where every query sees a key",
                             actual="NaN/inf with no row fully masked") from None
 
+    def _dtype(self) -> str:
+        """The dtype the candidate computes in (a published number is rounded to it, on top of its printing)."""
+        return self.candidate.conventions.dtype if self.candidate is not None else "float32"
+
+    def printed(self, fact_id: str) -> Tolerance:
+        """A published number's tolerance: half a unit of its last printed digit, plus the candidate's dtype's
+        rounding."""
+        return published.tolerance(fact_id, computed_in=self._dtype())
+
     def published_values(self, pairs, *, what: str, floor: Tolerance | None = None) -> None:
         """``pairs``: (fact_id, got) or (fact_id, got, floor), each compared with the published value at half a
         unit of its last printed digit (or ``floor``, when the value is read back through inexact arithmetic
@@ -103,7 +112,7 @@ class Check:
         for fact_id, got, *own_floor in pairs:
             try:
                 self.close(np.asarray(got, dtype=np.float64), np.asarray(self.published(fact_id), dtype=np.float64),
-                           _looser(fact_id, own_floor[0] if own_floor else floor),
+                           _looser(fact_id, own_floor[0] if own_floor else floor, self._dtype()),
                            what=f"{what} [{fact_id}, {published.cite(fact_id)}]")
             except AssertionError as exc:
                 failures.append(str(exc).splitlines()[0] + f" (got {fmt_values(got)},"
@@ -161,8 +170,8 @@ class Check:
                 self.record("lookup", evidence)
 
 
-def _looser(fact_id: str, floor: Tolerance | None) -> Tolerance:
-    printed_tol = published.tolerance(fact_id)
+def _looser(fact_id: str, floor: Tolerance | None, dtype: str = "float32") -> Tolerance:
+    printed_tol = published.tolerance(fact_id, computed_in=dtype)
     if floor is None or (printed_tol.rtol >= floor.rtol and printed_tol.atol >= floor.atol):
         return printed_tol
     return Tolerance(max(printed_tol.rtol, floor.rtol), max(printed_tol.atol, floor.atol),

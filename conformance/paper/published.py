@@ -13,7 +13,7 @@ from pathlib import Path
 
 import numpy as np
 
-from conformance.tolerances import Tolerance, printed, printed_significant
+from conformance.tolerances import FLOAT_RTOL, Tolerance, printed, printed_significant
 
 
 def default_path() -> Path:
@@ -61,8 +61,9 @@ def tolerance(fact_id: str, *, computed_in: str = "float32") -> Tolerance:
     if "significant" in entry:
         magnitude = max(abs(v) for v in np.ravel(entry["value"]))
         return printed_significant(entry["significant"], magnitude, computed_in=computed_in)
-    if isinstance(entry["value"], float):  # printed exactly, but a float: its float32 representation
-        return Tolerance(1e-6, 0.0, "exact value, compared at float32 precision")
+    if isinstance(entry["value"], float):  # printed exactly, but a float: its float32 representation (or the dtype's)
+        rtol = max(1e-6, FLOAT_RTOL.get(computed_in, 0.0))
+        return Tolerance(rtol, 0.0, f"exact value, compared at {'float32' if rtol == 1e-6 else computed_in} precision")
     return Tolerance(0.0, 0.0, "exact")
 
 

@@ -61,6 +61,10 @@ class Options:
                                pytest="--no-training")
     no_diagnosis: bool = option(False, "verdicts only: do not look for the known bug behind each failure (faster)",
                                 cli=("--no-diagnosis",), pytest="--conformance-no-diagnosis")
+    dtype: str | None = option(
+        None, "compute in this dtype: float16 or bfloat16 (half precision: what the adapter declares in"
+              " Conventions.dtypes), float32 or float64 (default: the dtype the adapter declares)", cli=("--dtype",),
+        pytest="--conformance-dtype", choices=("float16", "bfloat16", "float32", "float64"))
     timeout: float = option(60.0, "seconds one adapter call may take", cli=("--timeout",), pytest="--check-timeout",
                             metavar="TIMEOUT")
     threads: int = option(
@@ -161,7 +165,7 @@ TABLE: tuple[Declared, ...] = tuple(Declared(name=f.name, default=f.default, **v
                                     for f in dataclasses.fields(Options))
 REPEATED = tuple(o.name for o in TABLE if isinstance(o.default, tuple))
 BY_NAME = {o.name: o for o in TABLE}
-CERTIFY = ("json", "workers", "seed", "select", "profile", "no_training", "no_diagnosis", "timeout", "threads",
+CERTIFY = ("json", "workers", "seed", "select", "profile", "dtype", "no_training", "no_diagnosis", "timeout", "threads",
            "strict", "deviations", "verbose", "progress", "no_cache")
 ISOLATION = ("isolate", "worker_memory", "worker_total_timeout", "pass_env", "allow_read")
 

@@ -603,6 +603,7 @@ class ResultCollector:
             "selection": options.select,
             "declared_deviations": deviations.summary(self.results, declared) if declared else [],
             "seed": options.seed,
+            "dtype": options.dtype,  # the dtype the run asked for (--dtype); None: each implementation's own
             "hypothesis_profile": options.profile,
             "torch_threads": options.threads,
             "diagnosis": not options.no_diagnosis,

@@ -41,7 +41,7 @@ class Run:
         if self.limits is None:  # built when first needed: a run with nothing to load imports no isolation
             self.limits = limits(self.options)
         return {"timeout_s": self.options.timeout, "isolate": self.options.isolate, "limits": self.limits,
-                "threads": self.options.threads, "warm": self.warm}
+                "threads": self.options.threads, "warm": self.warm, "dtype": self.options.dtype}
 
     def publish(self, config) -> None:
         """Set pytest's options to the run's, so that what a check reads (``request.config.getoption``) is the run's."""

@@ -7,16 +7,23 @@ Load it as ``conformance.implementations.reference.adapter:adapter``.
 
 ``ReferenceAdapter(dtype="float64")`` runs the same modules in torch.float64 and declares it, so the
 suite holds it to the float64 tolerances (built-in ``reference-float64``, ``adapter_float64`` here).
+In half precision (``--dtype``, ``with_dtype``): float16 natively (weights and activations in float16; training
+is not implemented: float16 training needs loss scaling), bfloat16 through ``torch.autocast`` (float32 weights,
+the matmuls in bfloat16; training too). The formulas keep what half precision cannot: LayerNorm's statistics and
+the loss in float32 at least, the positional table in float64, the scale on the queries before the matmul.
 """
 
 from __future__ import annotations
+
+import copy
+import functools
 
 import numpy as np
 import torch
 from torch import Tensor
 
 from conformance.adapter import Conventions
-from conformance.adapters.torch import TorchModel, floats, ids, mask, numpy
+from conformance.adapters.torch import TorchModel, autocast, floats, ids, mask, numpy
 from conformance.config import ModelConfig
 from conformance.implementations.reference.model import (
     REFERENCE,
@@ -36,7 +43,10 @@ from conformance.implementations.reference.training import Trainer
 # --------------------------------------------------------------------------------------------------
 
 
-DTYPES = {"float32": torch.float32, "float64": torch.float64}
+# The torch dtype of the weights for each dtype the adapter computes in, and the autocast dtype where it has one.
+DTYPES = {"float32": torch.float32, "float64": torch.float64, "float16": torch.float16, "bfloat16": torch.float32}
+AUTOCAST = {"bfloat16": torch.bfloat16}
+HALF = {"float16": "native", "bfloat16": "autocast"}
 _floats, _ids, _keep, _numpy = floats, ids, mask, numpy
 
 
@@ -66,17 +76,33 @@ NAMES = {"E": "E", "E_src": "E_src", "E_tgt": "E_tgt", "W_out": "W_out", "*.{l}.
 ATTENTION = {"*.{l}.*_attn": "*.{l}.*_attn"}
 
 
+def _no_float16_training(module, seed: int):
+    raise NotImplementedError("the reference trains in float32, float64 or bfloat16 (autocast); float16 training"
+                              " needs loss scaling, which the paper's recipe does not have")
+
+
+def _in_precision(method):
+    """A part run under the adapter's autocast, if it has one (bfloat16)."""
+    @functools.wraps(method)
+    def run(self, *args, **kwargs):
+        with autocast(self.autocast):
+            return method(self, *args, **kwargs)
+    return run
+
+
 class ReferenceModel(TorchModel):
     """A ``conformance.adapter.Model``: the reference ``Transformer`` behind a numpy boundary, trained by its
     own ``Trainer``, decoding greedily with its formulas' loop (a mutant may swap either)."""
 
     def __init__(
-        self, config: ModelConfig, seed: int, formulas: Formulas = REFERENCE, dtype: torch.dtype = torch.float32
+        self, config: ModelConfig, seed: int, formulas: Formulas = REFERENCE, dtype: torch.dtype = torch.float32,
+        autocast: torch.dtype | None = None,
     ):
         # Initialised in float32 whatever the dtype, so that a seed gives the same weights in both.
+        trainer = Trainer if dtype != torch.float16 else _no_float16_training
         super().__init__(Transformer(config, formulas, seed=seed).to(dtype), config, names=NAMES,
                          forward=lambda module, src, tgt_in: module(src, tgt_in), attention=ATTENTION,
-                         trainer=lambda module: Trainer(module, seed=seed), dtype=dtype, seed=seed)
+                         trainer=lambda module: trainer(module, seed=seed), dtype=dtype, seed=seed, autocast=autocast)
 
     def unmapped_parameters(self) -> dict[str, int]:
         """Every parameter of the reference has a canonical name (its module path is the name)."""
@@ -98,16 +124,26 @@ class ReferenceModel(TorchModel):
 class ReferenceAdapter:
     """Every part of the protocol, computed by the reference formulas (or a mutant's)."""
 
-    conventions = Conventions(mask="keep", batch_first=True, dtype="float32", framework="torch")
+    conventions = Conventions(mask="keep", batch_first=True, dtype="float32", framework="torch", dtypes=HALF)
     model_class = ReferenceModel  # what build_model returns: the suite reads the model parts off it
+    autocast: torch.dtype | None = None
 
     def __init__(self, formulas: Formulas = REFERENCE, name: str = "reference", dtype: str = "float32"):
+        self.formulas, self.name = formulas, name
+        self._set_dtype(dtype)
+
+    def _set_dtype(self, dtype: str) -> None:
         if dtype not in DTYPES:
             raise ValueError(f"dtype must be one of {sorted(DTYPES)}, not {dtype!r}")
-        self.formulas, self.name, self.dtype = formulas, name, dtype
-        self.torch_dtype = DTYPES[dtype]
+        self.dtype, self.torch_dtype, self.autocast = dtype, DTYPES[dtype], AUTOCAST.get(dtype)
         if dtype != "float32":  # the class attribute declares the default
             self.conventions = Conventions(mask="keep", batch_first=True, dtype=dtype, framework="torch")
+
+    def with_dtype(self, dtype: str) -> ReferenceAdapter:
+        """This adapter (a mutant's too) computing in ``dtype``."""
+        switched = copy.copy(self)
+        switched._set_dtype(dtype)
+        return switched
 
     def __repr__(self) -> str:
         dtype = "" if self.dtype == "float32" else f", dtype={self.dtype!r}"
@@ -125,12 +161,14 @@ class ReferenceAdapter:
 
     # §3.1
     @torch.no_grad()
+    @_in_precision
     def layer_norm(self, x, gamma, beta, eps: float) -> np.ndarray:
         f = self._floats
         return self._numpy(self.formulas.layer_norm(f(x), f(gamma), f(beta), float(eps)))
 
     # §3.2.1
     @torch.no_grad()
+    @_in_precision
     def scaled_dot_product_attention(self, q, k, v, mask) -> tuple[np.ndarray, np.ndarray]:
         f = self._floats
         out, weights = self.formulas.attention(f(q), f(k), f(v), _keep(mask))
@@ -138,6 +176,7 @@ class ReferenceAdapter:
 
     # §3.2.2
     @torch.no_grad()
+    @_in_precision
     def multi_head_attention(self, query, key, value, weights: dict, h: int, mask) -> tuple[np.ndarray, np.ndarray]:
         d_model, f = np.shape(weights["W_Q"])[0], self._floats
         mha = MultiHeadAttention(d_model, int(h), _attention_bias(weights), self.formulas)
@@ -146,6 +185,7 @@ class ReferenceAdapter:
 
     # §3.3
     @torch.no_grad()
+    @_in_precision
     def feed_forward(self, x, weights: dict) -> np.ndarray:
         d_model, d_ff = np.shape(weights["W1"])
         ffn = _with_weights(FeedForward(d_model, d_ff, self.formulas), weights, self.torch_dtype)
@@ -159,19 +199,21 @@ class ReferenceAdapter:
 
     # §3.1, encoder
     @torch.no_grad()
+    @_in_precision
     def encoder_layer(self, x, weights: dict, h: int, eps: float, src_mask) -> np.ndarray:
         layer = self._layer(EncoderLayer, weights, h, eps)
         return self._numpy(layer(self._floats(x), _key_padding(src_mask)))
 
     # §3.1, decoder; the layer adds the causal mask itself
     @torch.no_grad()
+    @_in_precision
     def decoder_layer(self, y, memory, weights: dict, h: int, eps: float, tgt_mask, src_mask) -> np.ndarray:
         layer = self._layer(DecoderLayer, weights, h, eps)
         f = self._floats
         return self._numpy(layer(f(y), f(memory), _key_padding(tgt_mask), _key_padding(src_mask)))
 
     def build_model(self, config: dict, seed: int) -> ReferenceModel:
-        return ReferenceModel(ModelConfig.from_dict(config), int(seed), self.formulas, self.torch_dtype)
+        return ReferenceModel(ModelConfig.from_dict(config), int(seed), self.formulas, self.torch_dtype, self.autocast)
 
     # §5.3
     def learning_rate(self, step: int, d_model: int, warmup: int) -> float:
@@ -179,6 +221,7 @@ class ReferenceAdapter:
 
     # §5.4
     @torch.no_grad()
+    @_in_precision
     def label_smoothed_loss(self, logits, targets, epsilon: float, pad_id: int) -> float:
         loss = self.formulas.smoothed_loss(self._floats(logits), _ids(targets), float(epsilon), int(pad_id))
         return float(loss.item())

@@ -36,6 +36,11 @@ from conformance.config import ModelConfig
 # --------------------------------------------------------------------------------------------------
 
 
+def wide(dtype: torch.dtype) -> torch.dtype:
+    """float32 for a half dtype, the dtype itself otherwise: where statistics and the loss are computed."""
+    return torch.promote_types(dtype, torch.float32)
+
+
 # §3.5, lesson Step 2: PE(pos, 2i) = sin(pos / 10000^(2i/d_model)), PE(pos, 2i+1) = cos(same).
 def sinusoidal_positional_encoding(n: int, d_model: int) -> Tensor:
     """Positions 0..n-1 -> (n, d_model) float64: sine in the even columns, cosine in the odd ones (interleaved)."""
@@ -52,10 +57,13 @@ def sinusoidal_positional_encoding(n: int, d_model: int) -> Tensor:
 
 # §3.1 (Ba et al. 2016), lesson Step 3: gamma * (x - mu) / sqrt(sigma^2 + eps) + beta.
 def layer_norm(x: Tensor, gamma: Tensor, beta: Tensor, eps: float) -> Tensor:
-    """Normalise the last axis; the variance divides by d (biased), eps sits inside the square root."""
-    mu = x.mean(-1, keepdim=True)
-    var = ((x - mu) ** 2).mean(-1, keepdim=True)
-    return gamma * (x - mu) / torch.sqrt(var + eps) + beta
+    """Normalise the last axis; the variance divides by d (biased), eps sits inside the square root.
+    In float32 at least, as torch's own layer_norm: half precision would lose a small eps (1e-12 is 0 in float16)
+    and the variance of rows far from zero; the result comes back in x's dtype."""
+    xs = x.to(wide(x.dtype))
+    mu = xs.mean(-1, keepdim=True)
+    var = ((xs - mu) ** 2).mean(-1, keepdim=True)
+    return (gamma * (xs - mu) / torch.sqrt(var + eps) + beta).to(x.dtype)
 
 
 # §3.2.1: Attention(Q, K, V) = softmax(Q K^T / sqrt(d_k) + M) V, M = -inf where a key is hidden.
@@ -68,7 +76,9 @@ def scaled_dot_product_attention(
     A query row with no visible key gets weights 0 and output 0 (instead of softmax's NaN).
     """
     d_k = q.shape[-1]
-    scores = q @ k.transpose(-2, -1) / math.sqrt(d_k)  # (..., Lq, Lk)
+    # scaled before the matmul (the same number: 1/sqrt(d_k) distributes), so that in float16 a dot product
+    # larger than 65504 whose scaled score is not still gives that score
+    scores = (q / math.sqrt(d_k)) @ k.transpose(-2, -1)  # (..., Lq, Lk)
     if keep_mask is None:
         weights = torch.softmax(scores, dim=-1)
         return weights @ v, weights
@@ -134,7 +144,7 @@ def label_smoothed_loss(logits: Tensor, targets: Tensor, epsilon: float, pad_id:
     """logits (N, V), targets (N,) -> mean over the non-padding targets; equals
     ``nn.CrossEntropyLoss(ignore_index=pad_id, label_smoothing=epsilon)`` (NaN if every target is padding)."""
     V = logits.shape[-1]
-    log_p = torch.log_softmax(logits, dim=-1)  # (N, V)
+    log_p = torch.log_softmax(logits.to(wide(logits.dtype)), dim=-1)  # (N, V), in float32 at least
     q = torch.full_like(log_p, epsilon / V)
     q.scatter_add_(-1, targets.unsqueeze(-1), torch.full_like(log_p[:, :1], 1.0 - epsilon))
     per_token = -(q * log_p).sum(-1)  # (N,)

@@ -13,6 +13,13 @@ of tracing, lowering and XLA's compile, ``jax.monitoring``), so a time limit wai
 what the call spent compiling (``Allowance``), up to ``MAX_CREDIT_S`` a call. The same rule holds in process
 (``candidate.time_limit``) and in an isolated worker, which tells the grader as each compilation starts and ends.
 
+Half precision (a run's ``--dtype float16|bfloat16``): an adapter that declares the dtype (``Conventions.dtypes``) is
+switched to it where it lives (``switch_dtype``: ``adapter.with_dtype(dtype)``, in process or in its worker).
+float16 crosses as ``numpy.float16``; bfloat16, which NumPy lacks, crosses as float32 arrays holding bfloat16 values
+(``cast`` rounds to nearest even), which a bfloat16 computation casts exactly; what comes back in ml_dtypes' bfloat16
+(``numpy.asarray`` of a JAX bfloat16 array) is widened to float32, exactly. JAX adapters get ``jax.Array``s in the
+dtype itself.
+
 This module is loaded in the isolated worker too (``app.frameworks``): the standard library and NumPy only; JAX is
 looked up in ``sys.modules`` (an adapter that declares JAX arrays has imported it).
 """
@@ -48,7 +55,54 @@ def declared_arrays(conventions) -> str:
 
 def declared_dtype(conventions) -> str:
     value = conventions.get("dtype") if isinstance(conventions, dict) else getattr(conventions, "dtype", "float32")
-    return value if value in ("float32", "float64") else "float32"
+    return value if value in DTYPES else "float32"
+
+
+# -- precision: the dtype a run asks for ------------------------------------------------------------------------
+HALF = ("float16", "bfloat16")
+DTYPES = ("float32", "float64", *HALF)
+HOW = ("native", "autocast")  # how an adapter serves a half dtype (Conventions.dtypes): weights in it, or float32
+
+
+def declared_dtypes(conventions) -> dict:
+    """{dtype: "native" | "autocast"}: the dtypes besides its own that an adapter declares it can compute in."""
+    value = conventions.get("dtypes") if isinstance(conventions, dict) else getattr(conventions, "dtypes", None)
+    return dict(value) if isinstance(value, dict) else {}
+
+
+def switch_dtype(adapter, dtype: str | None):
+    """The adapter in ``dtype``: itself when it already computes in it (or no dtype is asked), ``with_dtype(dtype)``
+    when it declares the dtype; otherwise itself, and the grader refuses every part (``candidate.dtype_refusal``)."""
+    conventions = getattr(adapter, "conventions", None)
+    if dtype is None or declared_dtype(conventions) == dtype or dtype not in declared_dtypes(conventions):
+        return adapter
+    return adapter.with_dtype(dtype)
+
+
+def round_to_bfloat16(x) -> np.ndarray:
+    """float32 values rounded to the nearest bfloat16 (ties to even), still float32: the top 16 bits of each."""
+    bits = np.ascontiguousarray(x, dtype=np.float32).view(np.uint32)
+    rounded = bits + np.uint32(0x7FFF) + ((bits >> np.uint32(16)) & np.uint32(1))
+    out = np.where(np.isnan(x), bits, rounded & np.uint32(0xFFFF0000)).astype(np.uint32)
+    return out.view(np.float32)
+
+
+def cast(x, dtype: str) -> np.ndarray:
+    """``x`` as the boundary hands it to an adapter computing in ``dtype``: bfloat16 values in float32 for bfloat16."""
+    if dtype == "bfloat16":
+        return round_to_bfloat16(np.asarray(x, dtype=np.float32))
+    return np.asarray(x, dtype=dtype)
+
+
+def widen(value, depth: int = 0):
+    """A result with every ml_dtypes bfloat16 array (NumPy has no bfloat16 of its own) as float32, exactly."""
+    if isinstance(value, np.ndarray) and value.dtype.name == "bfloat16":
+        return value.astype(np.float32)
+    if isinstance(value, dict) and depth < 32:
+        return {key: widen(item, depth + 1) for key, item in value.items()}
+    if isinstance(value, list | tuple) and depth < 32:
+        return type(value)(widen(item, depth + 1) for item in value)
+    return value
 
 
 # -- in: NumPy -> the adapter's arrays ---------------------------------------------------------------------------
@@ -78,6 +132,8 @@ def _jax_dtype(array: np.ndarray, floating: str, x64: bool) -> np.ndarray:
     """The array in the dtype JAX will hold without a warning: floats in the declared dtype, integers in int32
     unless 64-bit mode is on (JAX would truncate int64 to int32 and warn)."""
     if array.dtype.kind == "f":
+        if floating == "bfloat16":  # float32 holding bfloat16 values: exact in JAX's own bfloat16
+            return _jax().numpy.asarray(array, dtype=_jax().numpy.bfloat16)
         return array.astype(floating, copy=False)
     if array.dtype.kind in "iu" and not x64:
         return array.astype(np.int32, copy=False)
@@ -95,10 +151,9 @@ def _jax():
 def from_framework(value, conventions):
     """A call's result with every ``jax.Array`` as a NumPy array (a copy on the host); ``BoundaryValueError`` for
     a value that cannot come back. Unchanged for a NumPy adapter (a tensor it returns is the boundary's to refuse)."""
-    if declared_arrays(conventions) != "jax":
-        return value
-    jax = sys.modules.get("jax")
-    return value if jax is None else _convert_out(value, jax, 0)
+    if declared_arrays(conventions) == "jax" and (jax := sys.modules.get("jax")) is not None:
+        value = _convert_out(value, jax, 0)
+    return widen(value) if declared_dtype(conventions) == "bfloat16" else value
 
 
 def _convert_out(value, jax, depth: int):

@@ -79,7 +79,7 @@ SIGNAL_CAUSES = {
 }
 
 
-def start_message(spec: str, limits: Limits, *, builtin: bool, threads: int) -> dict:
+def start_message(spec: str, limits: Limits, *, builtin: bool, threads: int, dtype: str | None = None) -> dict:
     """What the worker is told first: the implementation, its limits, what it may read (``reads.py``: of the
     suite, the adapter protocol only for a graded submission), the parts to look for."""
     own = own_folder_of(spec, limits, builtin=builtin)
@@ -88,7 +88,7 @@ def start_message(spec: str, limits: Limits, *, builtin: bool, threads: int) -> 
     path = reads.worker_path(allowed)  # first: it may make the suite's folder listable
     return {"spec": spec, "limits": limits.as_dict(), "reads": allowed.as_dict(), "path": path,
             "landlock": limits.landlock, "threads": threads, "parts": list(ADAPTER_PARTS),
-            "model_parts": list(MODEL_PARTS)}
+            "model_parts": list(MODEL_PARTS), "dtype": dtype}
 
 
 def own_folder_of(spec: str, limits: Limits, *, builtin: bool) -> Path | None:
@@ -123,9 +123,9 @@ class ProxyAdapter:
     converts_in_worker = True  # framework arrays (``frameworks``) are made and read in the worker, never here
 
     def __init__(self, spec: str, *, limits: Limits, timeout_s: float | None, threads: int = 1, builtin: bool,
-                 wait: bool = True, warm=None):
+                 wait: bool = True, warm=None, dtype: str | None = None):
         self.spec, self.limits, self.timeout_s, self.threads = spec, limits, timeout_s, threads
-        self._start = start_message(spec, limits, builtin=builtin, threads=threads)
+        self._start = start_message(spec, limits, builtin=builtin, threads=threads, dtype=dtype)
         self._own_folder = own_folder_of(spec, limits, builtin=builtin)
         # every worker of this implementation forks from the run's warm process (warm.py), unless it ships its own
         # numpy or torch, which only a cold worker imports
@@ -562,14 +562,14 @@ def fmt_output(output: dict, lines: int = 6) -> str:
 
 
 def load_isolated(spec: str, *, timeout_s: float | None, limits: Limits | None = None, threads: int = 1,
-                  builtin: bool = False, wait: bool = True, warm=None):
+                  builtin: bool = False, wait: bool = True, warm=None, dtype: str | None = None):
     """A ``Candidate`` whose adapter runs in a worker process (``LoadError`` if it cannot load). With
     ``wait=False`` the worker imports the implementation while the caller goes on (pytest's start-up and
     collection); the first use waits, and ``ProxyAdapter.load_error`` says if it failed. ``warm``: the run's
     ``warm.WarmWorkers``, which its workers fork from (None: each starts a new interpreter)."""
     proxy = ProxyAdapter(worker_spec(spec), limits=limits or Limits(), timeout_s=timeout_s, threads=threads,
-                         builtin=builtin, wait=wait, warm=warm)
-    return IsolatedCandidate(proxy, name=spec, **({"timeout_s": timeout_s} if timeout_s else {}))
+                         builtin=builtin, wait=wait, warm=warm, dtype=dtype)
+    return IsolatedCandidate(proxy, name=spec, dtype=dtype, **({"timeout_s": timeout_s} if timeout_s else {}))
 
 
 class IsolatedCandidate(Candidate):

@@ -79,7 +79,7 @@ def load(start: dict, namespace: str, refused: Refusals):
     if landlock:  # what the sandbox refuses, as far as Python's own opens and listings show it
         refused.watch(sandbox.read_rules(reads, private_proc), writable)
     target = importing.import_target(start["spec"])
-    adapter = target() if inspect.isclass(target) else target
+    adapter = frameworks.switch_dtype(target() if inspect.isclass(target) else target, start.get("dtype"))
     limit_threads(start.get("threads", 1))
     hello = describe_adapter(adapter, start["parts"], start["model_parts"])
     hello.update(landlock=landlock, namespace=namespace, private_proc=private_proc)

@@ -14,6 +14,7 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
+from conformance.boundary.isolation.frameworks import cast
 from conformance.diagnosis import PROBE_SEED, Question
 from conformance.paper import claims, formulas
 from conformance.problems.scenarios import keep_masks, seeds
@@ -30,7 +31,7 @@ sizes = st.fixed_dictionaries(
 
 def qkv(B, Lq, Lk, d_k, d_v, seed, dtype, scale=1.5):
     rng = np.random.default_rng(seed)
-    q, k, v = (rng.normal(0, scale, s).astype(dtype) for s in ((B, Lq, d_k), (B, Lk, d_k), (B, Lk, d_v)))
+    q, k, v = (cast(rng.normal(0, scale, s), dtype) for s in ((B, Lq, d_k), (B, Lk, d_k), (B, Lk, d_v)))
     return q, k, v, rng
 
 

@@ -23,7 +23,7 @@ from conformance.judging import training
 from conformance.paper import claims
 from conformance.problems import oracle
 from conformance.problems.scenarios import LOADED_MODEL, loaded_model
-from conformance.tolerances import MODEL, Tolerance, for_candidate
+from conformance.tolerances import HALF, MODEL, Tolerance, for_candidate
 
 SECTION = "§3 Model architecture: the trained toy checkpoint"
 EXACT = Tolerance(0, 0, "token ids are exact")
@@ -38,6 +38,38 @@ def checkpoint() -> dict[str, np.ndarray]:
 @functools.cache
 def outputs() -> dict[str, np.ndarray]:
     return golden.load("toy_outputs")
+
+
+def held_checkpoint(candidate) -> dict[str, np.ndarray]:
+    """The trained weights as the candidate holds them: in half precision rounded to its dtype, which moves the
+    trained model's logits by more than the dtype's own tolerance (0.06 in float16, 0.37 in bfloat16)."""
+    if candidate.conventions.dtype not in HALF:
+        return checkpoint()
+    return {name: candidate.cast(value).astype(np.float64) for name, value in checkpoint().items()}
+
+
+def expected_outputs(candidate) -> dict[str, np.ndarray]:
+    """The stored outputs; in half precision the float64 reference's on the weights as the candidate holds them
+    (the stored ones are the float32 checkpoint's, which equals the reference's: fixtures/verify_trained.py)."""
+    stored = outputs()
+    if candidate.conventions.dtype not in HALF:
+        return stored
+    model = oracle.OracleModel(CONFIG, held_checkpoint(candidate))
+    found = dict(stored)
+    for name in ("example", "batch"):
+        src, tgt_in = stored[f"{name}_src"], stored[f"{name}_tgt_in"]
+        found[f"{name}_memory"], found[f"{name}_logits"] = model.encode(src), model.forward(src, tgt_in)
+    return found
+
+
+def judged_positions(candidate, logits, expected, tgt_in):
+    """The logits judged: all of them, but in half precision only at real target positions. The trained model
+    amplifies rounding at padded query positions, which it never learned from (float32 against float64: 3.7e-5
+    there, 2e-6 at real positions; float16: 0.38 against 0.0025), and the paper makes no claim about them."""
+    if candidate.conventions.dtype not in HALF:
+        return logits, expected
+    real = np.asarray(tgt_in) != CONFIG.pad_id
+    return np.asarray(logits)[real], np.asarray(expected)[real]
 
 
 def golden_tolerance(candidate) -> Tolerance:
@@ -87,13 +119,14 @@ def close_trained(check, candidate, got, expected, tol, *, what: str, problem, m
 def test_trained_checkpoint_outputs_match_golden(candidate, check):
     """With the trained weights loaded, memory and logits of "c a b e d" and of a padded batch equal the
     reference's stored outputs (trained gamma and beta: an extra final LayerNorm shows here)."""
-    model, stored = trained_model(candidate), outputs()
+    model, stored = trained_model(candidate), expected_outputs(candidate)
     for name, label in (("example", '"c a b e d"'), ("batch", f"a padded batch {stored['batch_src'].shape}")):
         src, tgt_in = stored[f"{name}_src"], stored[f"{name}_tgt_in"]
         close_trained(check, candidate, model.encode(src), stored[f"{name}_memory"], golden_tolerance(candidate),
                       what=f"memory of {label}", problem=(src, tgt_in), memory=True)
-        close_trained(check, candidate, model.forward(src, tgt_in), stored[f"{name}_logits"],
-                      golden_tolerance(candidate), what=f"logits of {label}, teacher-forced", problem=(src, tgt_in))
+        got, expected = judged_positions(candidate, model.forward(src, tgt_in), stored[f"{name}_logits"], tgt_in)
+        close_trained(check, candidate, got, expected, golden_tolerance(candidate),
+                      what=f"logits of {label}, teacher-forced", problem=(src, tgt_in))
 
 
 @claims.TRAINED_EXAMPLE
@@ -103,9 +136,9 @@ def test_trained_checkpoint_matches_reference_on_fresh_inputs(candidate, check, 
     reference's with the same trained weights."""
     seed = int(rng.integers(2**31))
     batch = fresh_batch(seed)
-    expected = oracle.OracleModel(CONFIG, checkpoint()).forward(batch.src, batch.tgt_in)
-    close_trained(check, candidate, trained_logits(candidate, seed), expected,
-                  for_candidate(MODEL, candidate),
+    expected = oracle.OracleModel(CONFIG, held_checkpoint(candidate)).forward(batch.src, batch.tgt_in)
+    got, expected = judged_positions(candidate, trained_logits(candidate, seed), expected, batch.tgt_in)
+    close_trained(check, candidate, got, expected, for_candidate(MODEL, candidate),
                   what=f"logits of a fresh padded batch {batch.src.shape}, teacher-forced", problem=seed)
 
 

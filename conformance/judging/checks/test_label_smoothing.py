@@ -12,6 +12,7 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
+from conformance.boundary.isolation.frameworks import cast
 from conformance.diagnosis import PROBE_SEED, Question
 from conformance.paper import claims, formulas, published
 from conformance.problems.scenarios import SmoothedLossProblem, no_padding, seeds
@@ -37,7 +38,7 @@ def random_problem(N: int, V: int, eps: float, seed: int, scale: float, dtype: s
     targets = rng.integers(0, V, N)
     targets[rng.random(N) < 0.3] = pad_id
     targets[0] = (pad_id + 1) % V
-    return SmoothedLossProblem(rng.normal(0, scale, (N, V)).astype(dtype), targets, eps, pad_id)
+    return SmoothedLossProblem(cast(rng.normal(0, scale, (N, V)), dtype), targets, eps, pad_id)
 
 
 # A second problem to confirm a match: a dozen tokens over 9, some padded, eps 0.1.
@@ -61,7 +62,7 @@ def test_smoothed_loss_matches_published_floor_and_sure_model(candidate, check):
     sure[0, RIGHT] = 20.0
     for logits, fact_id in ((np.log(q), "ls.best_loss"), (sure, "ls.sure_loss")):
         problem = listing_problem(logits)
-        check.close(loss(candidate, problem), check.published(fact_id), published.tolerance(fact_id),
+        check.close(loss(candidate, problem), check.published(fact_id), check.printed(fact_id),
                     what=f"smoothed loss [{fact_id}]", ask=loss_question(problem))
 
 
@@ -78,7 +79,7 @@ def test_smoothed_target_matches_published_values(candidate, check):
     for token, fact_id in ((RIGHT, "ls.right.4dp"), (0, "ls.other.4dp")):
         logits = np.zeros((1, V))
         logits[0, token] = 1.0
-        check.close(implied_target(candidate, token, V, EPS), check.published(fact_id), published.tolerance(fact_id),
+        check.close(implied_target(candidate, token, V, EPS), check.published(fact_id), check.printed(fact_id),
                     what=f"q({'right' if token == RIGHT else 'other'}) implied by the loss [{fact_id}]",
                     ask=loss_question(listing_problem(logits)))
 

@@ -34,7 +34,7 @@ from conformance.problems.scenarios import (
     layer_weights,
     trailing_keep,
 )
-from conformance.tolerances import ELEMENTWISE, LAYER, for_candidate
+from conformance.tolerances import ELEMENTWISE, LAYER, for_candidate, visible
 from conformance.weights import attention_shapes, random_weights
 
 SECTION = "§3.2.3 Masks"
@@ -48,7 +48,7 @@ def reached(candidate, before, afters) -> np.ndarray:
 
     before (..., d), afters [(..., d), ...] -> (...)."""
     before = np.asarray(before, np.float64)
-    allowed = for_candidate(LAYER, candidate).allowed(np.abs(before))
+    allowed = visible(LAYER, candidate).allowed(np.abs(before))
     return np.max([(np.abs(np.asarray(a, np.float64) - before) / allowed).max(-1) for a in afters], axis=0)
 
 

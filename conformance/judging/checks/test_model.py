@@ -33,7 +33,7 @@ from conformance.problems.scenarios import (
     token_ids,
     trailing_keep,
 )
-from conformance.tolerances import MODEL, Tolerance, for_candidate
+from conformance.tolerances import MODEL, Tolerance, for_candidate, visible
 
 SECTION = "§3.4 Embeddings and softmax"
 
@@ -116,7 +116,7 @@ def test_changing_an_unused_embedding_row_changes_only_its_logit(candidate, chec
                 what=f"logits of the other tokens after changing row {v} of E (no output bias, no normalisation"
                      " over the vocabulary before the logits)", ask=ask)
     # y . delta is 0 only by accident at a position; tied output moves the logit at (nearly) all of them
-    allowed = for_candidate(MODEL, candidate).allowed(np.abs(before[..., v]))
+    allowed = visible(MODEL, candidate).allowed(np.abs(before[..., v]))
     moved = np.abs(after[..., v].astype(np.float64) - before[..., v]) / allowed
     check.claim(bool((moved > 10).mean() >= 0.5),
                 f"the logit of token {v} did not change at {int((moved <= 10).sum())} of {moved.size} positions"

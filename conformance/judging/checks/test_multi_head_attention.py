@@ -16,7 +16,7 @@ from conformance.diagnosis import Question
 from conformance.paper import claims
 from conformance.problems import oracle, questions
 from conformance.problems.scenarios import LayerSizes, activations, fast_failure, layer_sizes
-from conformance.tolerances import LAYER, for_candidate
+from conformance.tolerances import LAYER, for_candidate, visible
 from conformance.weights import attention_shapes, random_weights
 
 SECTION = "§3.2.2 Multi-head attention"
@@ -89,7 +89,7 @@ def test_head_i_reads_only_its_own_columns_of_W_Q_and_W_K(candidate, check, size
                 what=f"weights of heads 2..{sizes.h} after changing head 1's columns [0:{sizes.d_k}] of W_Q, W_K",
                 ask=ask)
     moved = float(np.abs(after[:, 0].astype(np.float64) - before[:, 0]).max())
-    check.claim(moved > 10 * for_candidate(LAYER, candidate).atol,
+    check.claim(moved > 10 * visible(LAYER, candidate).atol,
                 f"head 1's weights did not change (max change {moved:.3g}) when its columns of W_Q and W_K did:"
                 " head i must read columns [i*d_k:(i+1)*d_k] of x W_Q and x W_K (orientation x @ W)",
                 ask=ask, tol=for_candidate(LAYER, candidate),
