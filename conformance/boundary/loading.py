@@ -69,9 +69,11 @@ def load(spec: str, *, timeout_s: float | None = None, isolate: bool | None = No
     adapter = target() if inspect.isclass(target) else target
     warnings = validate(adapter, spec)
     try:
-        adapter = frameworks.switch_dtype(adapter, dtype)
+        switched = frameworks.switch_dtype(adapter, dtype)
     except Exception as exc:
         raise LoadError(f"{spec}: with_dtype({dtype!r}) raised {type(exc).__name__}: {exc}") from exc
-    candidate = Candidate(adapter, name=spec, dtype=dtype, **({"timeout_s": timeout_s} if timeout_s else {}))
+    if switched is not adapter:  # what with_dtype returned is what the run calls: validated too, as in a worker
+        warnings = validate(switched, spec)
+    candidate = Candidate(switched, name=spec, dtype=dtype, **({"timeout_s": timeout_s} if timeout_s else {}))
     candidate.load_warnings = warnings
     return candidate

@@ -349,6 +349,10 @@ def pytest_runtest_setup(item):
         for part in marker.args:
             if not candidate.provides(part):
                 raise PartNotImplemented(f"{candidate.name} does not provide {part}", part=part)
+            # a --dtype it does not declare: not implemented here, never blocked by a prerequisite refused alike
+            refusal = candidate.dtype_refusal if candidate.dtype_asked is not None and candidate.loaded else None
+            if refusal:
+                raise PartNotImplemented(f"{candidate.name} {refusal}", part=part, reason=refusal)
     outcomes = item.config.stash.setdefault(_outcomes_key, {})
     for marker in item.iter_markers("depends_on"):
         for prerequisite in marker.args:

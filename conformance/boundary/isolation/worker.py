@@ -79,7 +79,13 @@ def load(start: dict, namespace: str, refused: Refusals):
     if landlock:  # what the sandbox refuses, as far as Python's own opens and listings show it
         refused.watch(sandbox.read_rules(reads, private_proc), writable)
     target = importing.import_target(start["spec"])
-    adapter = frameworks.switch_dtype(target() if inspect.isclass(target) else target, start.get("dtype"))
+    adapter, dtype = target() if inspect.isclass(target) else target, start.get("dtype")
+    if callable(getattr(adapter, "with_dtype", None)):  # without it, the grader refuses what the hello declares
+        try:
+            adapter = frameworks.switch_dtype(adapter, dtype)
+        except Exception as exc:  # as in process (loading.load): the adapter's with_dtype, not its import, failed
+            raise importing.ImportFailed(f"{start['spec']}: with_dtype({dtype!r}) raised {type(exc).__name__}:"
+                                         f" {exc}") from exc
     limit_threads(start.get("threads", 1))
     hello = describe_adapter(adapter, start["parts"], start["model_parts"])
     hello.update(landlock=landlock, namespace=namespace, private_proc=private_proc)
