@@ -6,6 +6,8 @@
   ``caught_by`` names, errors on exactly those in ``errored``, is advised on exactly those in ``advisory``
   (the suite's conventions, docs/claims.md), and its failure messages contain what ``messages`` pins (the
   likely cause, the diagnosis, the first divergence); all of it declared in ``implementations/mutants/expected.toml``;
+* each half-precision mutant, certified ``--dtype float16`` and ``bfloat16``, does exactly what its ``[name.float16]``
+  and ``[name.bfloat16]`` tables declare (slow), and the reference passes every check in both dtypes (slow);
 * the NumPy mutants import without torch.
 
 The declarations and the bugs are read without importing the mutants, so collection needs no torch.
@@ -62,7 +64,7 @@ def test_every_mutant_has_one_table_and_declares_its_bug_in_its_docstring():
     assert sorted(MUTANTS) == mutants_package.names(), "a mutant without a table, or a table without a mutant"
     for name, declared in MUTANTS.items():
         # a mutant of a suite's convention only (a -1e9 fill, a 1,024-row table) is advised on, never failed
-        assert declared.caught_by or declared.errored or declared.advisory, f"{name} is caught by no check"
+        assert declared.caught_in_some_dtype, f"{name} is caught by no check, in no dtype"
         doc = ast.get_docstring(ast.parse(source(name))) or ""
         assert "§" in doc, f"{name}: the docstring names no paper section"
         assert mutants_package.bug(name) == doc.splitlines()[0]
@@ -96,6 +98,47 @@ def test_reference_passes_every_check_and_each_check_fails_on_some_mutant(certif
     assert {cid: s for cid, s in statuses.items() if s != "passed"} == {}, run.out
     caught = set().union(*(declared.caught for declared in MUTANTS.values()))
     assert set(statuses) <= caught, f"checks no mutant fails: {sorted(set(statuses) - caught)}"
+
+
+# Half precision: the mutants with a table for a half dtype, certified in it ([name.float16], [name.bfloat16]).
+HALF_TABLES = sorted((name, dtype) for name, e in MUTANTS.items() for dtype in e.dtypes)
+HALF_SAMPLE = {("half_softmax_without_max_subtraction", "float16"): "an overflow, named by where its NaN lie",
+               ("half_positional_table_in_dtype", "bfloat16"): "a precision hazard bfloat16 shows at position 257"}
+
+
+def test_every_half_precision_check_fails_on_some_mutant_in_some_dtype():
+    from conformance.judging.checks import test_half_precision as hazards
+
+    checks = {name.removeprefix("test_") for name in dir(hazards) if name.startswith("test_")}
+    caught = set().union(*(table.caught for e in MUTANTS.values() for table in e.dtypes.values()))
+    assert checks and checks <= caught, f"hazard checks no mutant fails: {sorted(checks - caught)}"
+    assert {dtype for _, dtype in HALF_TABLES} == {"float16", "bfloat16"}
+
+
+@pytest.mark.usefixtures("one_torch_thread")
+@pytest.mark.parametrize(("name", "dtype"), sorted(HALF_SAMPLE))
+def test_sampled_half_precision_mutant_fails_exactly_the_checks_it_declares_among_them(certify, name, dtype):
+    declared = MUTANTS[name].dtypes[dtype]
+    assert_exactly_as_declared(certify(f"mutant:{name}", "--no-training", "--dtype", dtype,
+                                       *declared_checks(declared)), declared)
+
+
+@pytest.mark.slow
+@pytest.mark.usefixtures("one_torch_thread")
+@pytest.mark.parametrize(("name", "dtype"), HALF_TABLES)
+def test_half_precision_mutant_fails_exactly_the_checks_it_declares(certify, name, dtype):
+    assert_exactly_as_declared(certify(f"mutant:{name}", "--no-training", "--dtype", dtype),
+                               MUTANTS[name].dtypes[dtype])
+
+
+@pytest.mark.slow
+@pytest.mark.usefixtures("one_torch_thread")
+@pytest.mark.parametrize("dtype", ["float16", "bfloat16"])
+def test_reference_passes_every_check_in_half_precision(certify, dtype):
+    run = certify("reference", "--no-training", "--dtype", dtype)
+    assert run.report is not None, run.err
+    assert run.report["dtype"] == dtype
+    assert {cid: s for cid, s in run.statuses().items() if s != "passed"} == {}, run.out
 
 
 # Every run certifies one mutant of each kind on the checks its table names; every forward mutant over

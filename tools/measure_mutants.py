@@ -4,6 +4,7 @@
     python tools/measure_mutants.py pre_norm --write      # rewrite pre_norm's table
     python tools/measure_mutants.py --jobs 2 --write      # after adding a check: every mutant
     python tools/measure_mutants.py --checks 'new_check' --write   # only that check, on every mutant (faster)
+    python tools/measure_mutants.py --dtype float16 --write # the half-precision tables ([name.float16])
 
 Certifies each mutant as tests/test_mutant_catalogue.py does (``--no-training``; with training for a
 mutant whose table says ``training = true``) and compares the failed, errored and advisory check ids with
@@ -30,11 +31,12 @@ from conformance.implementations import mutants
 from conformance.implementations.mutants import OUTCOMES, Expected
 
 
-def certify(name: str, training: bool, select: str | None = None) -> list[dict]:
-    """The checks of the JSON report of ``certify mutant:<name>`` (``-k select`` when given)."""
+def certify(name: str, training: bool, select: str | None = None, dtype: str | None = None) -> list[dict]:
+    """The checks of the JSON report of ``certify mutant:<name>`` (``-k select``, ``--dtype dtype`` when given)."""
     with tempfile.TemporaryDirectory() as tmp:
         path = Path(tmp) / "report.json"
-        args = ([] if training else ["--no-training"]) + (["-k", select] if select else [])
+        args = ([] if training else ["--no-training"]) + (["-k", select] if select else []) \
+            + (["--dtype", dtype] if dtype else [])
         done = subprocess.run(
             ["transformer-conformance", "certify", f"mutant:{name}", "--json", str(path), "--progress", "off", *args],
             capture_output=True, text=True, env={**os.environ, "OMP_NUM_THREADS": "1"})
@@ -67,9 +69,14 @@ def differences(declared: Expected, got: Expected, checks: list[dict]) -> list[s
     return lines
 
 
-def measure(name: str, declared: Expected | None, select: str | None = None) -> tuple[str, Expected]:
-    """(the report lines for ``name``, its table as measured)."""
-    declared = declared or Expected()
+def measure(name: str, declared: Expected | None, select: str | None = None,
+            dtype: str | None = None) -> tuple[str, Expected]:
+    """(the report lines for ``name``, its table as measured); with ``dtype``, its table for that half dtype."""
+    whole = declared or Expected()
+    if dtype is not None:
+        report, got = measure_dtype(name, whole.dtypes.get(dtype), select, dtype)
+        return report, dataclasses.replace(whole, dtypes={**whole.dtypes, dtype: got})
+    declared = whole
     checks = certify(name, declared.training, select)
     got = measured(declared, checks, only_these=bool(select))
     lines = differences(declared, got, checks)
@@ -80,12 +87,23 @@ def measure(name: str, declared: Expected | None, select: str | None = None) -> 
     return f"{name}: {status}\n" + "".join(line + "\n" for line in lines), got
 
 
+def measure_dtype(name: str, declared: Expected | None, select: str | None, dtype: str) -> tuple[str, Expected]:
+    declared = declared or Expected()
+    checks = certify(name, False, select, dtype)
+    got = measured(declared, checks, only_these=bool(select))
+    lines = differences(declared, got, checks)
+    status = "new" if declared == Expected() else "differs" if lines else "as declared"
+    return f"{name} ({dtype}): {status}\n" + "".join(line + "\n" for line in lines), got
+
+
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("names", nargs="*", help="mutants to measure (default: all)")
     parser.add_argument("--write", action="store_true", help="rewrite the tables that differ")
     parser.add_argument("--jobs", type=int, default=1, help="mutants certified in parallel processes")
     parser.add_argument("--checks", metavar="EXPR", help="measure only the checks -k EXPR selects; the others stay")
+    parser.add_argument("--dtype", choices=mutants.HALF_DTYPES,
+                        help="measure the tables for this half dtype (default names: the mutants that have one)")
     args = parser.parse_args(argv)
     tables = mutants.expected()
     unknown = sorted(set(args.names) - set(mutants.names()))
@@ -94,9 +112,10 @@ def main(argv: list[str] | None = None) -> int:
     orphans = sorted(set(tables) - set(mutants.names()))
     if orphans:
         print(f"tables without a mutant (removed by --write): {', '.join(orphans)}")
-    names = args.names or mutants.names()
+    names = args.names or ([n for n in mutants.names() if args.dtype in tables.get(n, Expected()).dtypes]
+                           if args.dtype else mutants.names())
     with ThreadPoolExecutor(args.jobs) as pool:
-        results = pool.map(lambda n: measure(n, tables.get(n), args.checks), names)
+        results = pool.map(lambda n: measure(n, tables.get(n), args.checks, args.dtype), names)
         for name, (report, got) in zip(names, results, strict=True):
             print(report, end="", flush=True)
             tables[name] = got

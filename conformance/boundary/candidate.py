@@ -10,6 +10,7 @@ cause. This class is also the seam where running the adapter in another process 
 from __future__ import annotations
 
 import contextlib
+import contextvars
 import signal
 import sys
 import threading
@@ -61,6 +62,20 @@ def time_limit(seconds: float | None, part: str, clock: frameworks.CompileClock 
         signal.signal(signal.SIGALRM, previous)
 
 
+_NON_FINITE_ALLOWED = contextvars.ContextVar("non_finite_allowed", default=False)
+
+
+@contextlib.contextmanager
+def non_finite_allowed():
+    """Within it, arrays may come back with NaN and inf: a question about where they appear (half precision's
+    overflows). Outside, they are a ``BadOutput``."""
+    token = _NON_FINITE_ALLOWED.set(True)
+    try:
+        yield
+    finally:
+        _NON_FINITE_ALLOWED.reset(token)
+
+
 def describe(value: Any) -> str:
     """A short description of what came back, for messages: type, shape, dtype."""
     if isinstance(value, np.ndarray):
@@ -96,7 +111,7 @@ def expect_array(value: Any, shape: tuple[int, ...], *, part: str, name: str = "
             actual=str(value.shape),
             **({"likely_cause": cause} if cause else {}),
         )
-    if value.dtype.kind == "f" and not np.isfinite(value).all():
+    if value.dtype.kind == "f" and not _NON_FINITE_ALLOWED.get() and not np.isfinite(value).all():
         bad = np.argwhere(~np.isfinite(value))[0]
         raise BadOutput(
             f"{part} returned non-finite values in its {name} ({int((~np.isfinite(value)).sum())} of"

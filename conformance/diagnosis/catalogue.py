@@ -25,8 +25,11 @@ class KnownBug:
 
 
 @functools.cache
-def _loaded() -> tuple[KnownBug, ...]:
+def _loaded(dtype: str | None = None) -> tuple[KnownBug, ...]:
+    """Every mutant as a candidate; in a half dtype, each switched to it (``with_dtype``): a half-precision bug
+    shows only there, and a mutant that cannot compute in it answers nothing (not implemented)."""
     from conformance.boundary.candidate import Candidate
+    from conformance.boundary.isolation.frameworks import switch_dtype
     from conformance.implementations import mutants
 
     loaded = []
@@ -36,9 +39,19 @@ def _loaded() -> tuple[KnownBug, ...]:
         except ImportError:  # a torch-based mutant without torch
             continue
         bug = (module.__doc__ or name).strip().splitlines()[0]
-        loaded.append(KnownBug(name, bug, named(Candidate(module.adapter, name=f"mutant:{name}", timeout_s=None),
-                                                f"mutant:{name}")))
+        adapter = module.adapter if dtype is None else switch_dtype(module.adapter, dtype)
+        member = f"mutant:{name}" if dtype is None else f"mutant:{name}@{dtype}"  # its answers kept apart on disk
+        loaded.append(KnownBug(name, bug, named(Candidate(adapter, name=f"mutant:{name}", timeout_s=None,
+                                                          dtype=dtype), member)))
     return tuple(loaded)
+
+
+def catalogue_dtype(candidate) -> str | None:
+    """The dtype the catalogue answers a candidate in: its half dtype, or None (each mutant's own)."""
+    from conformance.tolerances import HALF
+
+    dtype = getattr(getattr(candidate, "conventions", None), "dtype", None)
+    return dtype if dtype in HALF else None
 
 
 # A member's name keys its answers on disk (``answer_cache``), and travels on the member itself. Only the
@@ -65,16 +78,17 @@ def excluded() -> set[str]:
     return {name for name in os.environ.get(EXCLUDE_ENV, "").split(",") if name}
 
 
-def every_known_bug() -> tuple[KnownBug, ...]:
+def every_known_bug(dtype: str | None = None) -> tuple[KnownBug, ...]:
     """The whole catalogue, the mutants a leave-one-out measurement leaves out included (a combination is
     built from any of them; ``known_bugs`` says which the diagnosis asks)."""
-    return _loaded()
+    return _loaded(dtype)
 
 
-def known_bugs() -> list[KnownBug]:
-    """The catalogue, less the mutants left out for a leave-one-out measurement."""
+def known_bugs(dtype: str | None = None) -> list[KnownBug]:
+    """The catalogue (in ``dtype``: ``catalogue_dtype``), less the mutants left out for a leave-one-out
+    measurement."""
     skip = excluded()
-    return [known for known in _loaded() if known.name not in skip]
+    return [known for known in _loaded(dtype) if known.name not in skip]
 
 
 @functools.cache

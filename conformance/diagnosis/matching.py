@@ -10,7 +10,7 @@ import numpy as np
 
 from conformance.compare import measure
 from conformance.diagnosis import answer_cache
-from conformance.diagnosis.catalogue import catalogue_name, known_bugs, numpy_paper, paper
+from conformance.diagnosis.catalogue import catalogue_dtype, catalogue_name, known_bugs, numpy_paper, paper
 from conformance.diagnosis.degenerate import degenerate
 from conformance.diagnosis.question import Question
 from conformance.tolerances import Tolerance
@@ -129,7 +129,7 @@ def confirmed_matches(candidate, question: Question, tol: Tolerance, *, actual=N
     second = _Second(candidate, question, same, disk_cache)
     if not second.ready():
         return []  # right on the second problem: neither a single bug nor a combination can be confirmed
-    known = known_bugs()
+    known = known_bugs(catalogue_dtype(candidate))
     if _costlier(problem, second.problem):  # a base-size question: ask it only of the mutants the probe keeps
         confirmed, asked = _confirm_probe_first(second, problem, mine, known)
     else:
@@ -155,13 +155,14 @@ def offered(candidate, question: Question, tol: Tolerance, matches: list[dict], 
     if len(matches) < 2:
         return matches
     same = _same(question, tol)
-    cause = _catalogue_member(matches[0])
+    dtype = catalogue_dtype(candidate)
+    cause = _catalogue_member(matches[0], dtype)
     problems = [candidate.fit(problem) for problem in _problems_of(question)]
     if cause is None or not problems:
         return matches
 
     def shows_a_difference(match: dict) -> bool:
-        other = _catalogue_member(match)
+        other = _catalogue_member(match, dtype)
         return other is None or any(not same(known_answer(question, cause.candidate, problem, disk_cache=disk_cache),
                                              known_answer(question, other.candidate, problem, disk_cache=disk_cache))
                                     for problem in problems)
@@ -177,13 +178,13 @@ def _problems_of(question: Question) -> list:
     return [problem for problem in (question.problem, second, probe_of(second)) if problem is not None]
 
 
-def _catalogue_member(match: dict):
+def _catalogue_member(match: dict, dtype: str | None = None):
     """The known bug (or combination of known bugs) a diagnosis match names; None when it is gone."""
     from conformance.diagnosis.combine import combination
 
     if match.get("mutants"):
         return combination(tuple(sorted(match["mutants"])))
-    return next((bug for bug in known_bugs() if bug.name == match["mutant"]), None)
+    return next((bug for bug in known_bugs(dtype) if bug.name == match["mutant"]), None)
 
 
 class _Second:

@@ -69,12 +69,17 @@ class MutantRow:
         return self.caught - self.expected
 
 
-def catalogue() -> list[MutantRow]:
-    """One row per mutant: its bug (the first docstring line) and its declared catches (expected.toml)."""
+def catalogue(dtype: str | None = None) -> list[MutantRow]:
+    """One row per mutant: its bug (the first docstring line) and its declared catches (expected.toml); with a half
+    ``dtype``, the mutants that have a table for it (``[name.float16]``), with that table's catches."""
     declared = mutants.expected()
-    return [MutantRow(name, mutants.bug(name), set(declared[name].caught), declared[name].training,
-                      convention_only=not (declared[name].caught_by or declared[name].errored))
-            for name in mutants.names()]
+    # a half-precision bug that float32 does not show (no catch there) is a row of its dtype's matrix alone
+    tables = {name: declared[name] for name in mutants.names()
+              if declared[name].caught or not declared[name].dtypes} if dtype is None else \
+        {name: declared[name].dtypes[dtype] for name in mutants.names() if dtype in declared[name].dtypes}
+    return [MutantRow(name, mutants.bug(name), set(table.caught), table.training,
+                      convention_only=not (table.caught_by or table.errored))
+            for name, table in tables.items()]
 
 
 def tabulate(rows: list[MutantRow], results) -> list[MutantRow]:
@@ -141,14 +146,15 @@ def run(args) -> bool:
     from pathlib import Path
 
     started = time.perf_counter()
-    rows = catalogue()
+    dtype = getattr(args, "dtype", None)
+    rows = catalogue(dtype)
     results = []
     if getattr(args, "scheduler", None):
         results += on_cluster(args, rows)
     elif args.training:
         results += session(args, [row.name for row in rows], [])
     else:
-        results += session(args, [row.name for row in rows if not row.training], [], no_training=True)
+        results += session(args, [row.name for row in rows if not row.training], [], no_training=True, dtype=dtype)
         training = [row.name for row in rows if row.training]
         if training:
             results += session(args, training, ["-k", WITHOUT_CONVERGENCE])
@@ -165,7 +171,7 @@ def run(args) -> bool:
     return all((row.killed or row.advised) and not row.missed for row in rows)
 
 
-def session(args, names: list[str], extra: list[str], *, no_training: bool = False) -> list:
+def session(args, names: list[str], extra: list[str], *, no_training: bool = False, dtype: str | None = None) -> list:
     """The results of one pytest session that certifies every mutant of ``names``; ``extra``: pytest's options."""
     import contextlib
     import io
@@ -178,7 +184,7 @@ def session(args, names: list[str], extra: list[str], *, no_training: bool = Fal
     from conformance.run.session import pytest_argv, workers_args
 
     # The matrix reads statuses alone: no failure is matched against the catalogue (a third of a failing run).
-    run = Run([f"mutant:{name}" for name in names], Options(no_diagnosis=True, no_training=no_training))
+    run = Run([f"mutant:{name}" for name in names], Options(no_diagnosis=True, no_training=no_training, dtype=dtype))
     argv = pytest_argv("-q", "--tb=no", "--no-header", *extra)
     if args.workers > 1:
         # Without the convergence run no module needs to stay on one worker: idle workers take pending checks
@@ -195,16 +201,18 @@ def session(args, names: list[str], extra: list[str], *, no_training: bool = Fal
 TASK_TIMEOUT_S = 4 * 3600  # one mutant's certify on a worker; with --training the convergence run is minutes
 
 
-def certify_arguments(row: MutantRow, training: bool) -> list[str]:
+def certify_arguments(row: MutantRow, training: bool, dtype: str | None = None) -> list[str]:
     """One mutant's ``certify`` on a cluster's worker, with the checks ``run`` gives it in a local session."""
     checks = [] if training else ["-k", WITHOUT_CONVERGENCE] if row.training else ["--no-training"]
-    return ["certify", f"mutant:{row.name}", "--no-diagnosis", "--progress", "off", *checks]
+    return ["certify", f"mutant:{row.name}", "--no-diagnosis", "--progress", "off", *checks,
+            *(["--dtype", dtype] if dtype else [])]
 
 
 def on_cluster(args, rows: list[MutantRow]) -> list:
     """Every mutant certified by one task on the Dask cluster ``args.scheduler``; the results, the mutants
     without training first (as ``run`` orders its local sessions)."""
-    tasks = {row.name: (certify_arguments(row, args.training), TASK_TIMEOUT_S, os.getcwd()) for row in rows}
+    dtype = getattr(args, "dtype", None)
+    tasks = {row.name: (certify_arguments(row, args.training, dtype), TASK_TIMEOUT_S, os.getcwd()) for row in rows}
     found: dict[str, list] = {}
     for name, result in as_they_finish(args.scheduler, run_conformance, tasks):
         if isinstance(result, BaseException):

@@ -27,6 +27,7 @@ from conformance.judging import deviations
 from conformance.paper import claims
 from conformance.results import FAILING, CheckResult, plain
 from conformance.run.runs import Run
+from conformance.tolerances import HALF
 
 RESULTS_KEY = "conformance"
 RUN_KEY = "conformance_run"  # the run, in what pytest-xdist sends each worker
@@ -49,6 +50,7 @@ def pytest_configure(config):
         "superseded_by(*parts): a check of a coarse part (attention_sublayer) that runs only where the candidate"
         " lacks these finer parts (multi_head_attention), whose own checks already judge it",
         "training: a training-convergence check (slow); deselect with --no-training",
+        "half_precision: a hazard of float16 and bfloat16; runs only with --dtype float16 or bfloat16",
         "claim(source, where, text): what the verdict rests on (conformance.paper.claims): the paper, a lesson, or a"
         " convention of the suite (advisory unless --conformance-strict)",
     ):
@@ -291,6 +293,8 @@ def pytest_collection_modifyitems(config, items):
     run = the_run(config)
     if run.options.no_training:
         items[:] = [item for item in items if not item.get_closest_marker("training")]
+    if run.options.dtype not in HALF:  # a float32 or float64 run is the run it was before half precision
+        items[:] = [item for item in items if not item.get_closest_marker("half_precision")]
     deselect_superseded(config, items)
     expression = run.options.select
     if expression:
@@ -423,7 +427,8 @@ def _classify(item, call, candidate) -> CheckResult:
         status="passed",
         duration_s=round(call.duration, 6),
         reproduction=f"transformer-conformance certify {candidate.name} -k '{check_id(item)}' --seed {seed}"
-                     + ("" if profile == "ci" else f" --profile {profile}"),
+                     + ("" if profile == "ci" else f" --profile {profile}")
+                     + ("" if run.options.dtype is None else f" --dtype {run.options.dtype}"),
     )
     result.claim = claims.of(item)
     recorder = item.stash.get(_recorder_key, None)

@@ -29,6 +29,7 @@ from pathlib import Path
 from conformance.implementations.mutants._compose import compose as compose  # how mutants combine
 
 EXPECTED_PATH = Path(__file__).with_name("expected.toml")
+HALF_DTYPES = ("float16", "bfloat16")  # a mutant's table for a half-precision run (--dtype), where it has one
 # The sets of check ids, by key of expected.toml and the report status each one counts.
 OUTCOMES = {"caught_by": "failed", "errored": "error", "advisory": "advisory"}
 
@@ -76,21 +77,37 @@ class Expected:
     caught_by_training: frozenset[str] | None = None
     described: tuple[str, ...] = ()
     consequences: tuple[str, ...] = ()
+    dtypes: dict[str, Expected] = field(default_factory=dict)  # {"float16": what certifying it --dtype float16 gives}
 
     @property
     def caught(self) -> frozenset[str]:
         return self.caught_by | self.errored | self.advisory
 
+    @property
+    def caught_in_some_dtype(self) -> bool:
+        return bool(self.caught) or any(e.caught for e in self.dtypes.values())
+
     @classmethod
     def from_table(cls, table: dict) -> Expected:
-        unknown = set(table) - {*OUTCOMES, "messages", "training", "caught_by_training", "described", "consequences"}
+        unknown = set(table) - {*OUTCOMES, "messages", "training", "caught_by_training", "described", "consequences",
+                                *HALF_DTYPES}
         if unknown:
             raise ValueError(f"unknown keys {sorted(unknown)}")
         sets = {key: frozenset(table.get(key, ())) for key in OUTCOMES}
         training_set = table.get("caught_by_training")
+        dtypes = {dtype: cls.from_dtype_table(table[dtype]) for dtype in HALF_DTYPES if dtype in table}
         return cls(**sets, messages=dict(table.get("messages", {})), training=bool(table.get("training", False)),
                    caught_by_training=None if training_set is None else frozenset(training_set),
-                   described=tuple(table.get("described", ())), consequences=tuple(table.get("consequences", ())))
+                   described=tuple(table.get("described", ())), consequences=tuple(table.get("consequences", ())),
+                   dtypes=dtypes)
+
+    @classmethod
+    def from_dtype_table(cls, table: dict) -> Expected:
+        """A half dtype's table: the sets and the pinned messages of ``certify --dtype`` (``--no-training``)."""
+        unknown = set(table) - {*OUTCOMES, "messages"}
+        if unknown:
+            raise ValueError(f"unknown keys {sorted(unknown)} in a dtype's table")
+        return cls(**{key: frozenset(table.get(key, ())) for key in OUTCOMES}, messages=dict(table.get("messages", {})))
 
 
 def expected(path: Path = EXPECTED_PATH) -> dict[str, Expected]:
@@ -116,6 +133,8 @@ HEADER = """\
 #   messages            {check id: a text its failure message must contain}
 #   described           the words a correct description must contain, every one, with the mutant left out of the
 #                       catalogue (benchmarks/diagnosis_accuracy.py); consequences: phrases of other true ones
+#   [name.float16]      for a half-precision bug: its caught_by, errored, advisory (and messages) certified
+#                       --dtype float16 --no-training; [name.bfloat16] likewise
 #
 # Measured, then reviewed: `python tools/measure_mutants.py [names] [--jobs 2]` prints each difference from this
 # file, `--write` rewrites it (the whole file, in this layout: a mutant's story belongs in its docstring).
@@ -152,5 +171,12 @@ def render(tables: dict[str, Expected]) -> str:
             text += f"\n[{name}.messages]\n" + "".join(
                 f"{_key(k)} = {json.dumps(v, ensure_ascii=False)}\n"
                 for k, v in sorted(e.messages.items()))
+        for dtype, d in sorted(e.dtypes.items()):
+            text += f"\n[{name}.{dtype}]\n" + _strings("caught_by", d.caught_by) + _strings("errored", d.errored)
+            if d.advisory:
+                text += _strings("advisory", d.advisory)
+            if d.messages:
+                text += f"\n[{name}.{dtype}.messages]\n" + "".join(
+                    f"{_key(k)} = {json.dumps(v, ensure_ascii=False)}\n" for k, v in sorted(d.messages.items()))
         parts.append(text)
     return "".join(parts)

@@ -62,6 +62,12 @@ def attention(q: Tensor, k: Tensor, v: Tensor, keep: Tensor | None, *, fill: flo
     return weights @ v, weights
 
 
+def low(x: Tensor) -> Tensor:
+    """``x`` in the dtype a mixed-precision model computes in: autocast's while autocast is on (the half-precision
+    mutants' step down from float32), ``x``'s own otherwise."""
+    return x.to(torch.get_autocast_dtype("cpu")) if torch.is_autocast_enabled("cpu") else x
+
+
 class LayerSwap(ReferenceAdapter):
     """The reference with ``encoder_cls`` / ``decoder_cls`` in place of its layers."""
 
