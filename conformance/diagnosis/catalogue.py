@@ -92,13 +92,16 @@ def known_bugs(dtype: str | None = None) -> list[KnownBug]:
 
 
 @functools.cache
-def paper():
-    """The candidate that computes the paper's model: the reference, or the NumPy implementation without torch."""
+def paper(dtype: str | None = None):
+    """The candidate that computes the paper's model: the reference, or the NumPy implementation without torch; in
+    a half ``dtype`` (``catalogue_dtype``), the reference in it. A known bug that answers as the paper does in the
+    candidate's dtype says nothing: in bfloat16 every mutant whose bug does not touch the question gives the
+    half-precision reference's answer, not float32's."""
     from conformance.boundary.loading import load
 
     for name in ("reference", "numpy"):
         try:
-            return named(load(name), f"paper:{name}")
+            return named(load(name, dtype=dtype), f"paper:{name}" if dtype is None else f"paper:{name}@{dtype}")
         except Exception:  # noqa: BLE001 - the reference needs torch
             continue
     return None

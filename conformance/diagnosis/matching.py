@@ -199,7 +199,7 @@ class _Second:
         """False when there is no second problem, or the candidate is right on it: nothing can be confirmed."""
         if not self._asked:
             self._asked = True
-            second, reference = self.question.second(), paper()
+            second, reference = self.question.second(), paper(catalogue_dtype(self.candidate))
             if second is not None and reference is not None:
                 self.problem = self.candidate.fit(second)
                 self.mine = _answer(self.question, self.candidate, self.problem)
@@ -305,11 +305,11 @@ def _alignment(a, b) -> float:
     return float(a @ b) / norms if norms > 0 else 0.0
 
 
-def _papers(question: Question, problem, disk_cache: bool) -> list:
-    """The paper's answers on ``problem``: the reference's, and the NumPy implementation's (float64), which
-    the NumPy mutants are built on: a mutant that gives either one says nothing."""
+def _papers(question: Question, problem, disk_cache: bool, dtype: str | None = None) -> list:
+    """The paper's answers on ``problem``: the reference's (in ``dtype``, the candidate's half dtype), and the NumPy
+    implementation's (float64), which the NumPy mutants are built on: a mutant that gives either one says nothing."""
     answers = [known_answer(question, reference, problem, disk_cache=disk_cache)
-               for reference in (paper(), numpy_paper()) if reference]
+               for reference in (paper(dtype), numpy_paper()) if reference]
     return [answer for answer in answers if answer is not None]
 
 
@@ -317,7 +317,7 @@ def combined_matches(second: _Second, problem, mine, answers) -> list[dict]:
     """Combinations of known bugs (``combine``) whose answer equals the candidate's on the failing problem
     and on the second one, where they differ from the paper's; the first stage that confirms one ends the
     search. Never more than MAX_RERUNS questions asked of composed candidates."""
-    papers = _papers(second.question, problem, second.disk_cache)
+    papers = _papers(second.question, problem, second.disk_cache, catalogue_dtype(second.candidate))
     if not papers:
         return []
     ranked = [known.name for known in closest_singles(mine, papers, second.same, answers)]

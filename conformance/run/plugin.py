@@ -51,6 +51,7 @@ def pytest_configure(config):
         " lacks these finer parts (multi_head_attention), whose own checks already judge it",
         "training: a training-convergence check (slow); deselect with --no-training",
         "half_precision: a hazard of float16 and bfloat16; runs only with --dtype float16 or bfloat16",
+        "full_precision: judges differences below half precision's own noise; not run with --dtype float16|bfloat16",
         "claim(source, where, text): what the verdict rests on (conformance.paper.claims): the paper, a lesson, or a"
         " convention of the suite (advisory unless --conformance-strict)",
     ):
@@ -295,6 +296,8 @@ def pytest_collection_modifyitems(config, items):
         items[:] = [item for item in items if not item.get_closest_marker("training")]
     if run.options.dtype not in HALF:  # a float32 or float64 run is the run it was before half precision
         items[:] = [item for item in items if not item.get_closest_marker("half_precision")]
+    else:
+        items[:] = [item for item in items if not item.get_closest_marker("full_precision")]
     deselect_superseded(config, items)
     expression = run.options.select
     if expression:

@@ -50,9 +50,9 @@ class Asked:
     @classmethod
     def of(cls, candidate, question: Question, tol, *, disk_cache: bool = True) -> Asked | None:
         """The question's answers, or None when they are no evidence of anything."""
-        from conformance.diagnosis.catalogue import paper
+        from conformance.diagnosis.catalogue import catalogue_dtype, paper
 
-        reference = paper()
+        reference = paper(catalogue_dtype(candidate))
         second = question.second()
         if reference is None or second is None:
             return None
