@@ -201,8 +201,8 @@ def same_update(a: np.ndarray, b: np.ndarray) -> bool:
     return float(np.linalg.norm(a - b)) <= UPDATE_TOL.atol * max(float(np.linalg.norm(b)), 1e-30)
 
 
-# Not in half precision (full_precision): the reference itself, trained under bfloat16 autocast, lands 0.108 away from its
-# float32 updates, ten times the distance of the nearest wrong recipe; a half-precision run judges training by learning.
+# Not in half precision (full_precision): the reference itself, trained under bfloat16 autocast, lands 0.108 away from
+# its float32 updates, ten times the nearest wrong recipe's distance; a half-precision run judges training by learning.
 @claims.ADAM
 @pytest.mark.full_precision
 @pytest.mark.requires(*TRAINS, "model.load_weights", "model.dump_weights")
