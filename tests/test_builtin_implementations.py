@@ -247,3 +247,30 @@ def test_reference_float64_is_the_reference_in_float64(reference):
     pos, two_i = np.arange(50)[:, None], np.arange(0, 64, 2)[None, :]
     assert np.abs(pe[:, 0::2] - np.sin(pos / 10000.0 ** (two_i / 64))).max() < 1e-12
     assert reference.positional_encoding(50, 64).dtype == np.float32
+
+
+def test_numpy_in_float16_computes_in_float16_close_to_float64():
+    """--dtype float16 (declared "native"): the model's weights, outputs and attention weights in float16, close to
+    float64 (a mask in float16 too, or the scores would widen); LayerNorm's statistics wider, so that a row's squared
+    deviations above 256 do not overflow float16. The adapter asked is left as it was, stateless (mutants compose)."""
+    numpy = load("numpy")
+    half = numpy.with_dtype("float16")
+    assert numpy.conventions.dtypes == {"float16": "native"} and vars(numpy) == {}
+    assert (half.conventions.dtype, half.conventions.dtypes, numpy.conventions.dtype) == ("float16", {}, "float64")
+    cfg = CONFIGS["toy"]
+    rng = np.random.default_rng(2017)
+    weights = random_weights(model_shapes(cfg), rng)
+    src = padded_batch(rng, [7, 4, 5], cfg.src_vocab)
+    tgt_in = padded_batch(rng, [6, 3, 8], cfg.tgt_vocab, first=BOS)
+    model, exact = built(half, cfg, weights), built(numpy, cfg, weights)
+    assert {value.dtype for value in model.dump_weights().values()} == {np.dtype(np.float16)}
+    logits, want = model.forward(src, tgt_in), exact.forward(src, tgt_in)
+    assert logits.dtype == np.float16
+    assert np.abs(logits - want).max() <= 0.02 * np.abs(want).max()
+    assert {value.dtype for value in model.attention_weights(src, tgt_in).values()} == {np.dtype(np.float16)}
+
+    x = np.array([[400.0, -400.0, 3.0, -1.0]], dtype=np.float16)  # squared deviations overflow float16's 65504
+    gamma, beta = np.ones(4, np.float16), np.zeros(4, np.float16)
+    normed = half.layer_norm(x, gamma, beta, 1e-6)
+    assert normed.dtype == np.float16
+    np.testing.assert_allclose(normed, numpy.layer_norm(x.astype(np.float64), 1.0, 0.0, 1e-6), atol=2e-3)

@@ -77,6 +77,42 @@ def test_certify_without_the_package_exits_2_with_the_fix(name, certify, monkeyp
     assert run.code == 2 and fix in run.err + run.out, run.err
 
 
+@pytest.mark.parametrize("dtype", ["float16", "bfloat16"])
+@pytest.mark.parametrize("name", MODULES)
+def test_half_precision_runs_the_modules_and_their_masks_in_that_dtype(name, dtype):
+    """--dtype (declared "native"): the model's module cast to the half dtype and its passes in it; a layer built
+    alone gets its additive mask in its own dtype (a float32 mask would widen the scores, or fail the matmul)."""
+    import numpy as np
+    import torch
+
+    from conformance.config import toy_config
+    from conformance.weights import model_shapes, random_weights, sub_weights
+
+    pytest.importorskip(PACKAGES[name][0])
+    adapter = import_target(name)
+    want = getattr(torch, dtype)
+    half = adapter.with_dtype(dtype)
+    assert adapter.conventions.dtypes == {"float16": "native", "bfloat16": "native"}
+    assert (half.conventions.dtype, adapter.conventions.dtype) == (dtype, "float32")
+    cfg = toy_config(dropout=0.0, eps=adapter.conventions.supports.get("eps", (1e-6,))[0])
+    weights = random_weights(model_shapes(cfg), np.random.default_rng(0))
+    model = half.build_model(cfg.as_dict(), 0)
+    model.load_weights(weights)
+    assert {p.dtype for p in model.module.parameters()} == {want}
+    src, tgt_in = np.array([[5, 3, 4, 6, 2], [5, 3, 2, 0, 0]]), np.array([[1, 6, 7, 4], [1, 6, 0, 0]])
+    logits, single = model.forward(src, tgt_in), adapter.build_model(cfg.as_dict(), 0)
+    single.load_weights(weights)
+    assert np.isfinite(logits).all()
+    assert np.abs(logits - single.forward(src, tgt_in)).max() <= 0.3 * np.abs(logits).max()
+    to_half = (lambda a: np.asarray(a, np.float16)) if dtype == "float16" else (  # noqa: E731
+        lambda a: torch.from_numpy(np.asarray(a, np.float32)).to(want).float().numpy())
+    x = to_half(np.random.default_rng(1).normal(size=(2, 5, cfg.d_model)))
+    keep = np.array([[1, 1, 1, 1, 1], [1, 1, 1, 0, 0]], dtype=bool)
+    layer = {k: to_half(v) for k, v in sub_weights(weights, "encoder.0.").items()}
+    out = half.encoder_layer(x, layer, cfg.h, cfg.eps, keep)
+    assert np.isfinite(out).all() and out.dtype == (np.float16 if dtype == "float16" else np.float32)
+
+
 # --------------------------------------------------------------------------------------------------
 # With the package: the certify runs (slow) and each deviation
 # --------------------------------------------------------------------------------------------------

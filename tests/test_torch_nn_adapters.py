@@ -9,6 +9,9 @@ canonical name.
 
 from __future__ import annotations
 
+import copy
+import dataclasses
+
 import numpy as np
 import pytest
 import torch
@@ -124,6 +127,64 @@ def test_dump_weights_round_trips_and_leaves_out_the_final_norms(adapter):
         np.testing.assert_array_equal(dumped[name], value, err_msg=name)
     twin = built(adapter, cfg, dumped)  # same build seed: the default's final norms are the same too
     np.testing.assert_array_equal(twin.forward(src, tgt_in), model.forward(src, tgt_in))
+
+
+HALF = {"float16": (torch.float16, np.float16, 0.05), "bfloat16": (torch.bfloat16, np.float32, 0.3)}
+
+
+def in_dtype(x: np.ndarray, dtype: torch.dtype) -> bool:
+    """Whether every value of ``x`` is one of ``dtype``'s (bfloat16 comes back as float32 holding its values)."""
+    return np.array_equal(torch.from_numpy(np.asarray(x, np.float32)).to(dtype).float().numpy(), x)
+
+
+@pytest.mark.parametrize("dtype", HALF)
+@pytest.mark.parametrize("adapter", [torch_nn_default, torch_nn_fixed], ids=["default", "fixed"])
+def test_with_dtype_builds_and_runs_everything_in_the_half_dtype(adapter, dtype):
+    """--dtype (declared "native"): the model's module, its passes, the components and the function parts in the half
+    dtype, close to float32; the adapter asked is left as it was (float32, its own build_model)."""
+    want, crosses, tolerance = HALF[dtype]
+    half = adapter.with_dtype(dtype)
+    assert adapter.conventions.dtypes == {"float16": "native", "bfloat16": "native"}
+    assert (half.conventions.dtype, half.conventions.dtypes, adapter.conventions.dtype) == (dtype, {}, "float32")
+    cfg, weights, src, tgt_in = problem("toy")
+    model, single = built(half, cfg, weights), built(adapter, cfg, weights)
+    assert {p.dtype for p in model.module.parameters()} == {want}
+    assert {p.dtype for p in single.module.parameters()} == {torch.float32}
+    logits = model.forward(src, tgt_in)
+    assert logits.dtype == crosses and in_dtype(logits, want)
+    assert np.abs(logits - single.forward(src, tgt_in)).max() <= tolerance * np.abs(logits).max()
+    for value in model.attention_weights(src, tgt_in).values():
+        assert value.dtype == crosses and in_dtype(value, want)
+
+    _, x, _, src_keep, _, enc, _ = layer_inputs(cfg, seed=3)
+    cast = (lambda a: np.asarray(a, crosses)) if dtype == "float16" else (  # noqa: E731
+        lambda a: torch.from_numpy(np.asarray(a, np.float32)).to(want).float().numpy())
+    enc = {k: cast(v) for k, v in enc.items()}
+    out, probs = half.multi_head_attention(cast(x), cast(x), cast(x), sub_weights(enc, "self_attn."), cfg.h, None)
+    layer = half.encoder_layer(cast(x), enc, cfg.h, cfg.eps, ~src_keep)
+    assert all(a.dtype == crosses and in_dtype(a, want) for a in (out, probs, layer))
+    gamma, beta = np.full(cfg.d_model, 1.5), np.full(cfg.d_model, 0.25)
+    normed = half.layer_norm(cast(x), cast(gamma), cast(beta), 1e-6)
+    assert normed.dtype == crosses and in_dtype(normed, want)
+    assert half.positional_encoding(8, cfg.d_model).dtype == crosses
+
+
+def test_with_dtype_declared_autocast_keeps_float32_weights_and_runs_under_autocast():
+    """TorchAdapter.with_dtype of a dtype declared "autocast": the weights and what crosses in float32, the passes and
+    the parts under torch.autocast (their matmuls' results bfloat16 values)."""
+    declared = copy.copy(torch_nn_fixed)
+    declared.conventions = dataclasses.replace(torch_nn_fixed.conventions, dtypes={"bfloat16": "autocast"})
+    mixed = declared.with_dtype("bfloat16")
+    assert mixed.conventions.dtype == "bfloat16" and mixed.dtype == torch.float32
+    cfg, weights, src, tgt_in = problem("toy")
+    model = built(mixed, cfg, weights)
+    assert {p.dtype for p in model.module.parameters()} == {torch.float32} and model.autocast == torch.bfloat16
+    logits = model.forward(src, tgt_in)
+    assert logits.dtype == np.float32 and in_dtype(logits, torch.bfloat16)
+    assert not in_dtype(built(torch_nn_fixed, cfg, weights).forward(src, tgt_in), torch.bfloat16)
+    _, x, _, _, _, enc, _ = layer_inputs(cfg, seed=3)
+    out, _ = mixed.multi_head_attention(x, x, x, sub_weights(enc, "self_attn."), cfg.h, None)
+    assert out.dtype == np.float32 and in_dtype(out, torch.bfloat16)
 
 
 def test_layer_parts_equal_the_reference_with_blocked_masks():

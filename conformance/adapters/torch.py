@@ -31,6 +31,7 @@ map under that layer or sublayer; docs/adapter-protocol.md, "An adapter of PyTor
 from __future__ import annotations
 
 import contextlib
+import copy
 import dataclasses
 import difflib
 import inspect
@@ -652,6 +653,17 @@ def evaluation_mode():
             module.training = training
 
 
+def _under_autocast(part: Callable, dtype: torch.dtype) -> Callable:
+    """``part`` run under ``torch.autocast`` in ``dtype`` (CPU)."""
+    def run(*args):
+        with autocast(dtype):
+            return part(*args)
+
+    run.__name__ = run.__qualname__ = getattr(part, "__name__", "part")
+    run.__doc__ = part.__doc__
+    return copy_mark(part, run)
+
+
 def _in(a, dtype: torch.dtype):
     if isinstance(a, np.generic):
         return a.item()
@@ -800,7 +812,8 @@ class TorchAdapter:
             raise TypeError(f"TorchAdapter: no part named {', '.join(sorted(unknown))} (parts: "
                             f"{', '.join(self.FUNCTIONS + self.COMPONENTS)})")
         self.conventions, self.names, self.name, self.model_class = conventions, dict(names), name, model_class
-        self.dtype = DTYPES[conventions.dtype]
+        self.dtype = self._built_in = DTYPES[conventions.dtype]  # what it computes in; what its module is built in
+        self.autocast: torch.dtype | None = None  # with_dtype of a dtype declared "autocast"
         self._module, self._init, self._make_model, self._count_on = module, init, make_model, count_on
         self.model_options = {"attention": attention_modules(names) or None, **(model or {})}
         if supplied:
@@ -812,14 +825,36 @@ class TorchAdapter:
             self.model_class = model_class_with(TorchModel, [p for p in own if own[p] is None
                                                              and p not in self._supplied])
         self._functions = {part: fn for part, fn in parts.items() if part in self.FUNCTIONS and fn is not None}
-        for part, fn in parts.items():
-            if fn is not None:
-                made = self._component(part, fn) if part in self.COMPONENTS else on_tensors(fn, self.dtype)
-                setattr(self, part, made)
+        self._parts = {part: fn for part, fn in parts.items() if fn is not None}
+        self._make_parts()
         if module is not None or make_model is not None:
             self.build_model = self._build_model
         if parameter_count is not None or module is not None:
             self.parameter_count = parameter_count or self._parameter_count
+
+    def _make_parts(self) -> None:
+        """Each part given, crossing the boundary in ``self.dtype`` and run under ``self.autocast``."""
+        for part, fn in self._parts.items():
+            made = self._component(part, fn) if part in self.COMPONENTS else on_tensors(fn, self.dtype)
+            setattr(self, part, made if self.autocast is None else _under_autocast(made, self.autocast))
+
+    def with_dtype(self, dtype: str) -> TorchAdapter:
+        """This adapter computing in ``dtype`` (a run's ``--dtype``, one of ``conventions.dtypes``): a shallow copy
+        whose parts, components and models are built and run in it. Declared ``"native"`` (or not declared): weights
+        and activations in ``dtype``, each model's module cast to it once initialised (a seed gives the same weights,
+        rounded); ``"autocast"``: weights and what crosses in float32, every part and pass under ``torch.autocast``."""
+        if dtype not in DTYPES:
+            raise ValueError(f"dtype must be one of {', '.join(DTYPES)}, not {dtype!r}")
+        switched = copy.copy(self)
+        for attribute, value in vars(self).items():  # build_model, parameter_count: bound to the copy
+            if inspect.ismethod(value) and isinstance(value.__self__, TorchAdapter):
+                setattr(switched, attribute, getattr(switched, value.__func__.__name__))
+        switched.conventions = dataclasses.replace(self.conventions, dtype=dtype, dtypes={})
+        autocasts = self.conventions.dtypes.get(dtype) == "autocast"
+        switched.dtype = self._built_in if autocasts else DTYPES[dtype]
+        switched.autocast = DTYPES[dtype] if autocasts else None
+        switched._make_parts()
+        return switched
 
     def __repr__(self) -> str:
         return f"TorchAdapter({self.name!r})" if self.name else super().__repr__()
@@ -836,7 +871,7 @@ class TorchAdapter:
     def _build_model(self, config: dict, seed: int):
         config, seed = ModelConfig.from_dict(config), int(seed)
         if self._make_model is not None:
-            return self._make_model(config, seed)
+            return self._in_dtype(self._make_model(config, seed))
         with seeded(seed):
             net = self._module(config)
         options = dict(self.model_options)
@@ -846,6 +881,13 @@ class TorchAdapter:
                            dtype=self.dtype, seed=seed, **options)
         if self._init is not None:
             self._init(model, seed)
+        return self._in_dtype(model)
+
+    def _in_dtype(self, model):
+        """A model built as declared, switched to what ``with_dtype`` asked: its module cast, its passes in it."""
+        if isinstance(model, TorchModel) and (self.dtype != self._built_in or self.autocast is not None):
+            model.module.to(self.dtype)
+            model.dtype, model.autocast = self.dtype, self.autocast
         return model
 
     def _parameter_count(self, config: dict) -> int:

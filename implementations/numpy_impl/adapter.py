@@ -6,10 +6,18 @@ checks accept any correct implementation, not one particular way of writing it.
 
 The model (``build_model``) is forward-only: it has no ``train_step``, so the training checks report
 it as not implemented. Its layers are this adapter's own ``encoder_layer`` and ``decoder_layer``.
+
+In half precision (``--dtype float16``, ``with_dtype``): float16 natively, weights, activations and masks in
+``numpy.float16`` (NumPy's matmul accumulates float16 products in float32). Kept wider, as the reference keeps them:
+the positional table (computed in float64, then rounded: an angle pos x omega_i in float16 is off by radians),
+LayerNorm's statistics and the loss (in float32: a squared deviation above 256 overflows float16's 65504, and the
+mean of a row rounded to float16 cancels what it is subtracted from). bfloat16: NumPy has none, so not declared.
 """
 
 from __future__ import annotations
 
+import copy
+import dataclasses
 import math
 
 import numpy as np
@@ -19,19 +27,25 @@ from conformance.config import ModelConfig
 from conformance.weights import model_shapes
 
 
+def _wide(x):
+    """A float16 array as float32 (what a half computation keeps wider); anything else as it is."""
+    x = np.asarray(x)
+    return x.astype(np.float32) if x.dtype == np.float16 else x
+
+
 def _softmax(scores):
     scores = scores - scores.max(-1, keepdims=True)
     e = np.exp(scores)
     return e / e.sum(-1, keepdims=True)
 
 
-def _additive_padding(ids, pad_id):
+def _additive_padding(ids, pad_id, dtype=np.float64):
     """ids (B, L) -> (B, L) additive key-padding mask: 0 for a real token, -inf for padding."""
-    return np.where(ids == pad_id, -np.inf, 0.0)
+    return np.where(ids == pad_id, -np.inf, 0.0).astype(dtype, copy=False)
 
 
 class NumpyModel:
-    """The encoder-decoder of §3 on canonical weights, float64, evaluation only (no dropout)."""
+    """The encoder-decoder of §3 on canonical weights, float64 (the adapter's dtype), evaluation only (no dropout)."""
 
     def __init__(self, adapter, config: ModelConfig, seed: int):
         self.adapter, self.config = adapter, config
@@ -42,7 +56,8 @@ class NumpyModel:
     def params(self) -> dict:
         """The weights: the initial ones (``_initial``, drawn from the seed on first read) or the loaded ones."""
         if self._params is None:
-            self._params = self._initial(np.random.default_rng(self.seed))
+            initial = self._initial(np.random.default_rng(self.seed))  # float64 draws, then in the adapter's dtype
+            self._params = {name: np.asarray(value, dtype=self.adapter.dtype) for name, value in initial.items()}
         return self._params
 
     def _initial(self, rng):
@@ -69,7 +84,7 @@ class NumpyModel:
             raise KeyError(f"canonical weights do not match: missing {missing}, unexpected {unexpected}")
         loaded = {}
         for name, shape in self.shapes.items():
-            value = np.array(weights[name], dtype=np.float64)  # a copy: the caller's arrays stay theirs
+            value = np.array(weights[name], dtype=self.adapter.dtype)  # a copy: the caller's arrays stay theirs
             if value.shape != shape:
                 self.params.update(loaded)  # the names before this one are loaded, the rest as they were
                 raise ValueError(f"{name}: shape {value.shape}, expected {shape}")
@@ -92,7 +107,7 @@ class NumpyModel:
     def _embed(self, ids, side):
         """ids (B, L) -> sqrt(d_model) * E[ids] + PE(0..L-1): (B, L, d_model)."""
         d_model = self.config.d_model
-        pe = self.adapter.sinusoids(ids.shape[1], d_model)
+        pe = np.asarray(self.adapter.sinusoids(ids.shape[1], d_model), dtype=self.adapter.dtype)
         return self._table(side)[ids] * math.sqrt(d_model) + pe[None]
 
     def _logits(self, y):
@@ -106,7 +121,7 @@ class NumpyModel:
     def encode(self, src, *, attention=None):
         cfg = self.config
         src = np.asarray(src, dtype=np.int64)
-        src_mask = _additive_padding(src, cfg.pad_id)
+        src_mask = _additive_padding(src, cfg.pad_id, self.adapter.dtype)
         x = self._embed(src, "src")
         for layer in range(cfg.N):
             record = {}
@@ -120,8 +135,9 @@ class NumpyModel:
     def decode(self, tgt_in, memory, src, *, attention=None):
         cfg = self.config
         tgt_in, src = np.asarray(tgt_in, dtype=np.int64), np.asarray(src, dtype=np.int64)
-        memory = np.asarray(memory, dtype=np.float64)
-        tgt_mask, src_mask = _additive_padding(tgt_in, cfg.pad_id), _additive_padding(src, cfg.pad_id)
+        dtype = self.adapter.dtype
+        memory = np.asarray(memory, dtype=dtype)
+        tgt_mask, src_mask = _additive_padding(tgt_in, cfg.pad_id, dtype), _additive_padding(src, cfg.pad_id, dtype)
         y = self._embed(tgt_in, "tgt")
         for layer in range(cfg.N):
             weights, record = self._layer_weights(f"decoder.{layer}."), {}
@@ -171,8 +187,19 @@ class NumpyAdapter:
       ``decoder_layer_parameters``, ``embedding_parameters``, ``output_parameters``.
     """
 
-    conventions = Conventions(mask="additive", batch_first=True, dtype="float64", framework="numpy")
+    conventions = Conventions(mask="additive", batch_first=True, dtype="float64", framework="numpy",
+                              dtypes={"float16": "native"})
     model_class = NumpyModel  # forward-only: no train_step
+    dtype = np.float64  # what it computes in; an instance attribute only on a with_dtype copy (mutants compose)
+
+    def with_dtype(self, dtype):
+        """This adapter (a mutant's too) computing in ``dtype``: float16 (declared), or float32, float64."""
+        if dtype not in ("float16", "float32", "float64"):
+            raise ValueError(f"the NumPy implementation computes in float16, float32 or float64, not {dtype!r}")
+        switched = copy.copy(self)
+        switched.dtype = np.dtype(dtype).type
+        switched.conventions = dataclasses.replace(self.conventions, dtype=dtype, dtypes={})
+        return switched
 
     # -- §3.5 positional encoding --------------------------------------------------------------
     def pe_positions(self, n):
@@ -191,7 +218,7 @@ class NumpyAdapter:
         return self.pe_interleave(np.einsum("p,f->pf", self.pe_positions(n), self.pe_frequencies(d_model)))
 
     def positional_encoding(self, n, d_model):
-        return self.sinusoids(n, d_model)
+        return np.asarray(self.sinusoids(n, d_model), dtype=self.dtype)  # float64 as written, rounded to the dtype
 
     # -- §3.1 LayerNorm ------------------------------------------------------------------------
     def layer_norm_variance(self, centred):
@@ -201,8 +228,11 @@ class NumpyAdapter:
         return np.sqrt(variance + eps)
 
     def layer_norm(self, x, gamma, beta, eps):
+        """float16 in float32: the statistics of a float16 row would overflow or cancel; the result in float16."""
+        half, x = np.asarray(x).dtype == np.float16, _wide(x)
         centred = x - x.mean(-1, keepdims=True)
-        return gamma * centred / self.layer_norm_denominator(self.layer_norm_variance(centred), eps) + beta
+        normed = gamma * centred / self.layer_norm_denominator(self.layer_norm_variance(centred), eps) + beta
+        return normed.astype(np.float16) if half else normed
 
     # -- §3.2.1 scaled dot-product attention, §3.2.3 masks ---------------------------------------
     def scale_scores(self, scores, d_k, h):
@@ -272,7 +302,7 @@ class NumpyAdapter:
         """``record``, if a dict, receives the attention weights under "self_attn" and "cross_attn"."""
         record = {} if record is None else record
         T, S = y.shape[1], memory.shape[1]
-        future = np.triu(np.full((T, T), -np.inf), k=1)
+        future = np.triu(np.full((T, T), -np.inf, dtype=self.dtype), k=1)
         self_mask = future[None] + tgt_mask[:, None, :]
         attn, record["self_attn"] = self.multi_head_attention(y, y, y, self._part(weights, "self_attn."), h, self_mask)
         y = self._sublayer(y, attn, weights, "norm1", eps)
@@ -305,6 +335,7 @@ class NumpyAdapter:
         return float(per_token[real].mean())
 
     def label_smoothed_loss(self, logits, targets, epsilon, pad_id):
+        logits = _wide(logits)  # float16 in float32: a float16 loss would be off by its own rounding, 2^-11
         shifted = logits - logits.max(-1, keepdims=True)
         log_p = shifted - np.log(np.exp(shifted).sum(-1, keepdims=True))
         q = self.smoothed_target(targets, logits.shape[-1], epsilon, pad_id)

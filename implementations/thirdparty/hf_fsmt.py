@@ -47,8 +47,8 @@ def config_of(d_model, h, d_ff, N=1, src_vocab=8, tgt_vocab=8, dropout=0.0, pad_
         eos_token_id=eos_id, decoder_start_token_id=bos_id, forced_eos_token_id=eos_id, tie_word_embeddings=tied)
 
 
-def causal(T):  # FSMT's own decoder_causal_mask: the dtype's minimum strictly above the diagonal
-    return additive(torch.ones(T, T, dtype=torch.bool).tril())
+def causal(T, dtype=torch.float32):  # FSMT's own decoder_causal_mask: the dtype's minimum strictly above the diagonal
+    return additive(torch.ones(T, T, dtype=torch.bool).tril(), dtype)
 
 
 def encode(m, src):
@@ -58,8 +58,9 @@ def encode(m, src):
 
 def decode(m, tgt_in, memory, src):
     pad = m.config.pad_token_id
-    return m.model.decoder(tgt_in, memory, src != pad, tgt_in == pad, decoder_causal_mask=causal(tgt_in.shape[1]),
-                           use_cache=False, output_attentions=True).last_hidden_state  # the logits
+    return m.model.decoder(tgt_in, memory, src != pad, tgt_in == pad,
+                           decoder_causal_mask=causal(tgt_in.shape[1], memory.dtype), use_cache=False,
+                           output_attentions=True).last_hidden_state  # the logits
 
 
 def build(c):
@@ -78,7 +79,7 @@ def seq_first(t):  # (B, L, ...) <-> FSMT's (L, B, ...)
 
 
 def attend(attn, query, key, value, keep):  # the mask (B, 1, Lq, Lk) is added to the scores
-    blocked = None if keep is None else additive(keep)[:, None]
+    blocked = None if keep is None else additive(keep, query.dtype)[:, None]
     out, weights = attn(seq_first(query), seq_first(key), attn_mask=blocked, output_attentions=True)
     return seq_first(out), weights
 
@@ -88,6 +89,7 @@ adapter = TorchAdapter(
     supplied=("train_step",),  # HF trains with a Trainer outside the model: the suite's recipe
     conventions=Conventions(
         mask="keep", batch_first=True, framework="torch (transformers FSMTForConditionalGeneration)",
+        dtypes={"float16": "native", "bfloat16": "native"},  # the modules .to(dtype), its masks in the same dtype
         supports={"eps": (1e-05,), "attention_bias": (True,)},
         reasons={"eps": "EncoderLayer/DecoderLayer build LayerNorm(d_model): eps fixed at 1e-5",
                  "attention_bias": "Attention is always built with bias=True"}),
@@ -99,6 +101,6 @@ adapter = TorchAdapter(
                             lambda layer, x, keep: seq_first(layer(seq_first(x), ~keep)[0])),
     decoder_layer=Component(lambda s: fsmt.DecoderLayer(config_of(s.d_model, s.h, s.d_ff)),
                             lambda layer, y, memory, tgt, src: seq_first(layer(
-                                seq_first(y), seq_first(memory), encoder_attn_mask=~src, causal_mask=causal(y.shape[1]),
-                                decoder_padding_mask=~tgt)[0])),
+                                seq_first(y), seq_first(memory), encoder_attn_mask=~src,
+                                causal_mask=causal(y.shape[1], y.dtype), decoder_padding_mask=~tgt)[0])),
 )

@@ -40,8 +40,8 @@ def config_of(d_model, h, d_ff, N=1, vocab=8, dropout=0.0, pad_id=0, bos_id=1, e
         attn_implementation="eager")
 
 
-def key_padding(keep):  # (B, L) keep -> HF's additive (B, 1, 1, L)
-    return additive(keep[:, None, None])
+def key_padding(keep, dtype=torch.float32):  # (B, L) keep -> HF's additive (B, 1, 1, L), in the scores' dtype
+    return additive(keep[:, None, None], dtype)
 
 
 def encode(m, src):
@@ -62,6 +62,7 @@ adapter = TorchAdapter(
     supplied=("train_step",),  # HF trains with a Trainer outside the model: the suite's recipe
     conventions=Conventions(
         mask="keep", batch_first=True, framework="torch (transformers MarianMTModel)",
+        dtypes={"float16": "native", "bfloat16": "native"},  # the modules .to(dtype); HF's masks follow its dtype
         supports={"eps": (1e-05,), "attention_bias": (True,), "share_embeddings": (True,), "tie_output": (True,)},
         reasons={"eps": "MarianEncoderLayer/MarianDecoderLayer build nn.LayerNorm(d_model): eps fixed at 1e-5",
                  "attention_bias": "MarianAttention is always built with bias=True",
@@ -71,12 +72,12 @@ adapter = TorchAdapter(
     multi_head_attention=Component(
         lambda s: marian.MarianAttention(s.d_model, s.h, config=config_of(s.d_model, s.h, 4 * s.d_model)),
         lambda attn, q, k, v, keep: attn(q, key_value_states=k, attention_mask=None if keep is None
-                                         else additive(keep)[:, None])),
+                                         else additive(keep, q.dtype)[:, None])),
     encoder_layer=Component(lambda s: marian.MarianEncoderLayer(config_of(s.d_model, s.h, s.d_ff)),
-                            lambda layer, x, keep: layer(x, key_padding(keep))),
+                            lambda layer, x, keep: layer(x, key_padding(keep, x.dtype))),
     decoder_layer=Component(  # the causal mask: (B, 1, T, T)
         lambda s: marian.MarianDecoderLayer(config_of(s.d_model, s.h, s.d_ff), layer_idx=0),
         lambda layer, y, memory, tgt, src: layer(
-            y, additive(tgt[:, None, None] & torch.ones(y.shape[1], y.shape[1], dtype=torch.bool).tril()), memory,
-            encoder_attention_mask=key_padding(src), use_cache=False)),
+            y, additive(tgt[:, None, None] & torch.ones(y.shape[1], y.shape[1], dtype=torch.bool).tril(), y.dtype),
+            memory, encoder_attention_mask=key_padding(src, y.dtype), use_cache=False)),
 )

@@ -92,7 +92,8 @@ adapter = TorchAdapter(
     count_on="cpu",  # build_base_model moves the model, which the meta device cannot
     supplied=("greedy_decode", "train_step"),  # OpenNMT-py's translator and trainer need its data pipeline: the suite's
     conventions=Conventions(mask="keep", batch_first=True, framework="torch (OpenNMT-py)", supports={"eps": (1e-06,)},
-                            reasons={"eps": "every LayerNorm is nn.LayerNorm(d_model, eps=1e-6)"}),
+                            reasons={"eps": "every LayerNorm is nn.LayerNorm(d_model, eps=1e-6)"},
+                            dtypes={"float16": "native", "bfloat16": "native"}),  # the modules .to(dtype)
     positional_encoding=lambda n, d_model: PositionalEncoding(d_model, "SinusoidalInterleaved", max_len=n).pe[:, 0],
     encoder_layer=Component(lambda s: TransformerEncoderLayer(s.d_model, s.h, s.d_ff, 0.0, 0.0, add_qkvbias=s.bias),
                             lambda layer, x, keep: layer(x, ~keep[:, None, None])),

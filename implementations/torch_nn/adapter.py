@@ -89,7 +89,8 @@ def torch_nn(*, final_norms: bool, nested_tensor: bool, name: str) -> TorchAdapt
     """Every part, computed by torch.nn's modules; ``final_norms``/``nested_tensor`` pick the configuration."""
     return TorchAdapter(
         lambda config: TorchNNSeq2Seq(config, final_norms=final_norms, nested_tensor=nested_tensor), names=NAMES,
-        conventions=Conventions(mask="blocked", batch_first=True, dtype="float32", framework="torch"), name=name,
+        conventions=Conventions(mask="blocked", batch_first=True, dtype="float32", framework="torch",
+                                dtypes={"float16": "native", "bfloat16": "native"}), name=name,
         init=lambda model, seed: model.module.initialise(seed), model={"forward": lambda m, src, tgt: m(src, tgt)},
         supplied=("greedy_decode", "train_step"),  # nn.Transformer has no decoding loop and no trainer: the suite's
         positional_encoding=sinusoids, layer_norm=torch_layer_norm,
