@@ -372,6 +372,12 @@ class PaperRecipe:
 
     def train_step(self, src: Tensor, tgt_in: Tensor, tgt_out: Tensor) -> dict:
         """One update; the loss of this batch before it, and the rate it used."""
+        half = sorted({str(p.dtype) for p in self.module.parameters() if p.dtype in (torch.float16, torch.bfloat16)})
+        if half:  # mixed precision keeps float32 weights; the paper's recipe on half weights is another algorithm
+            raise NotImplementedError(
+                f"the paper's recipe on {', '.join(half)} weights: Adam's eps 1e-9 is 0 in float16, and updates of"
+                " 1e-7 x the rate vanish against half-precision weights; train under autocast (float32 weights):"
+                " declare the dtype 'autocast'")
         self.module.train()
         lr = self.optimizer.param_groups[0]["lr"]  # read before the schedule moves on
         with torch.random.fork_rng(devices=[]):
@@ -691,7 +697,10 @@ def torch_layer_norm(x: Tensor, gamma: Tensor, beta: Tensor, eps: float) -> Tens
 @marked("conformance.adapters.torch.torch_smoothed_loss",
         "nn.CrossEntropyLoss(ignore_index=pad_id, label_smoothing=eps)")
 def torch_smoothed_loss(logits: Tensor, targets: Tensor, epsilon: float, pad_id: int) -> Tensor:
-    """§5.4 as ``nn.CrossEntropyLoss(ignore_index=pad_id, label_smoothing=epsilon)`` computes it."""
+    """§5.4 as ``nn.CrossEntropyLoss(ignore_index=pad_id, label_smoothing=epsilon)`` computes it, on half-precision
+    logits widened to float32 first (as autocast does, and every library: a loss summed in float16 is off by far
+    more than its printed digits)."""
+    logits = logits.to(torch.promote_types(logits.dtype, torch.float32))
     return nn.CrossEntropyLoss(ignore_index=int(pad_id), label_smoothing=float(epsilon))(logits, targets)
 
 
@@ -702,7 +711,7 @@ def torch_scaled_dot_product_attention(q: Tensor, k: Tensor, v: Tensor, blocked:
     output from ``F.scaled_dot_product_attention``, the weights written out (it returns none) with the softmax its
     math kernel uses (a row of -inf gets 0, not NaN)."""
     out = torch.nn.functional.scaled_dot_product_attention(q, k, v, attn_mask=None if blocked is None else ~blocked)
-    scores = q @ k.transpose(-2, -1) / math.sqrt(q.shape[-1])
+    scores = (q / math.sqrt(q.shape[-1])) @ k.transpose(-2, -1)  # scaled first, as its kernel does: finite in float16
     return out, _safe_softmax(scores if blocked is None else scores.masked_fill(blocked, float("-inf")))
 
 

@@ -19,7 +19,7 @@ from conformance.compare import Measurement, assert_close
 from conformance.errors import BadOutput, CheckFailure, ConformanceOutcome
 from conformance.paper import published
 from conformance.results import plain
-from conformance.tolerances import MODEL, Tolerance, for_dtype
+from conformance.tolerances import HALF, MODEL, UNIT_ROUNDOFF, Tolerance, for_dtype
 
 
 def reporting() -> bool:
@@ -98,10 +98,15 @@ class Check:
         """The dtype the candidate computes in (a published number is rounded to it, on top of its printing)."""
         return self.candidate.conventions.dtype if self.candidate is not None else "float32"
 
-    def printed(self, fact_id: str) -> Tolerance:
+    def printed(self, fact_id: str, *, magnitude: float | None = None) -> Tolerance:
         """A published number's tolerance: half a unit of its last printed digit, plus the candidate's dtype's
-        rounding."""
-        return published.tolerance(fact_id, computed_in=self._dtype())
+        rounding; ``magnitude``: the size of the quantities the value is computed from (a component of a unit
+        pair: 1), whose rounding in half precision (2u of it) a small value inherits."""
+        tol, dtype = published.tolerance(fact_id, computed_in=self._dtype()), self._dtype()
+        if magnitude is None or dtype not in HALF:
+            return tol
+        return Tolerance(tol.rtol, tol.atol + 2 * UNIT_ROUNDOFF[dtype] * magnitude,
+                         f"{tol.reason}; computed from values of magnitude {magnitude:g}, each off by 2u of it")
 
     def published_values(self, pairs, *, what: str, floor: Tolerance | None = None) -> None:
         """``pairs``: (fact_id, got) or (fact_id, got, floor), each compared with the published value at half a

@@ -252,11 +252,12 @@ class NumpyAdapter:
             return np.nan_to_num(self.softmax(self.mask_scores(scores, additive)), nan=0.0)
 
     def scaled_dot_product_attention(self, q, k, v, mask):
-        scores = self.scale_scores(np.einsum("bqd,bkd->bqk", q, k), d_k=q.shape[-1], h=1)
+        # float16 scores in float32: a dot product beyond 65504 whose scaled score is not stays finite
+        scores = self.scale_scores(np.einsum("bqd,bkd->bqk", _wide(q), _wide(k)), d_k=q.shape[-1], h=1)
         return self._attend(scores, v, mask)
 
     def _attend(self, scores, v, additive):
-        weights = self.attention_weights(scores, additive)
+        weights = self.attention_weights(scores, additive).astype(np.asarray(v).dtype, copy=False)
         return np.einsum("...qk,...kd->...qd", weights, v), weights
 
     # -- §3.2.2 multi-head attention -------------------------------------------------------------
@@ -269,7 +270,7 @@ class NumpyAdapter:
             return y.reshape(*x.shape[:2], h, -1).transpose(0, 2, 1, 3)  # (B, h, L, d_k)
 
         q, k, v = heads(query, "Q"), heads(key, "K"), heads(value, "V")
-        scores = self.scale_scores(np.einsum("bhqd,bhkd->bhqk", q, k), d_k=q.shape[-1], h=h)
+        scores = self.scale_scores(np.einsum("bhqd,bhkd->bhqk", _wide(q), _wide(k)), d_k=q.shape[-1], h=h)
         out, attn = self._attend(scores, v, None if mask is None else mask[:, None])
         merged = out.transpose(0, 2, 1, 3).reshape(query.shape)
         return self.project(merged, weights["W_O"], weights.get("b_O", 0.0)), attn

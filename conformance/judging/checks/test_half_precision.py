@@ -63,15 +63,21 @@ def finite(check, answer, candidate, problem, *, what: str, ask: Question) -> np
 
 
 def attention_problem(seed: int, *, magnitude: float, d_k: int = 64, scaled: bool = True):
-    """Q, K, V (2, 5, d_k), (2, 7, d_k), (2, 7, 16) and a keep mask; the scores (scaled by 1/sqrt(d_k) unless
-    ``scaled`` is False) reach ``magnitude`` at their largest."""
+    """Q, K, V (2, 5, d_k), (2, 7, d_k), (2, 7, 16) and a keep mask; the first batch element's scores (scaled by
+    1/sqrt(d_k) unless ``scaled`` is False) reach ``magnitude`` at their largest, the second's 4 (scaled): where
+    the dtype holds every score, a scale missing or wrong shows, so that an overflow is not taken for it."""
     rng = np.random.default_rng(seed)
     q, k = rng.normal(size=(2, 5, d_k)), rng.normal(size=(2, 7, d_k))
     v = rng.normal(size=(2, 7, 16))
-    raw = np.abs(q @ np.swapaxes(k, -1, -2)).max() / (np.sqrt(d_k) if scaled else 1.0)
-    gain = np.sqrt(magnitude / raw)
     keep = keep_masks(rng, (2, 5, 7), p_keep=0.5)
-    return q * gain, k * gain, v, keep
+    for b, (top, is_scaled) in enumerate(((magnitude, scaled), (4.0, True))):
+        dots = q[b] @ k[b].T
+        i, j = np.unravel_index(np.abs(dots).argmax(), dots.shape)
+        gain = np.sqrt(top / np.abs(dots[i, j]) * (np.sqrt(d_k) if is_scaled else 1.0))
+        # the largest score positive and visible: where e^s and an overflowing Q K^T do their harm
+        q[b], k[b] = q[b] * gain, k[b] * gain * np.sign(dots[i, j])
+        keep[b, i, j] = True
+    return q, k, v, keep
 
 
 def attention_weights(candidate, problem):

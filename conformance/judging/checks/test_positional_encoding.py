@@ -15,13 +15,18 @@ from conformance.diagnosis import Question
 from conformance.errors import AdapterError, BadOutput
 from conformance.paper import claims, formulas, published
 from conformance.problems.scenarios import LOADED_MODEL, loaded_model, model_weights, token_ids
-from conformance.tolerances import ELEMENTWISE, Tolerance, for_candidate, half
+from conformance.tolerances import ELEMENTWISE, HALF, UNIT_ROUNDOFF, Tolerance, for_candidate, half
 
 SECTION = "§3.5 Positional encoding"
 TABLE = pytest.mark.requires("positional_encoding")  # every check but the long source's, which needs the model only
 
-# omega read back from float32 sin/cos of a slow pair (omega ~ 1e-4) keeps ~5 significant digits
-READ_BACK = Tolerance(1e-3, 0.0, "wavelength read back from float sin/cos values")
+# omega read back from float32 sin/cos of a slow pair (omega ~ 1e-4) keeps ~5 significant digits. In half precision
+# sin omega and cos omega are each off by u relative, and so is omega = atan2(sin, cos): 2u, and 4u to spare (a
+# wrong exponent moves the slowest wavelengths by 33 %).
+READ_BACK = {"float32": Tolerance(1e-3, 0.0, "wavelength read back from float sin/cos values"),
+             "float64": Tolerance(1e-3, 0.0, "wavelength read back from float sin/cos values"),
+             **{dtype: Tolerance(4 * UNIT_ROUNDOFF[dtype], 0.0, f"wavelength read back from {dtype} sin/cos values:"
+                                 f" 4u (u = 2^{int(np.log2(UNIT_ROUNDOFF[dtype]))})") for dtype in HALF}}
 even_d_model = st.integers(1, 64).map(lambda half: 2 * half)
 
 
@@ -127,7 +132,8 @@ def test_pe_wavelengths_are_geometric_for_any_d_model(candidate, check, d_model)
     expected = 2 * np.pi / formulas.frequencies(d_model)
     got = wavelengths(pe, range(d_model // 2))
     # omega is read back from float sin/cos: relative error ~ float eps / omega for the slow pairs
-    check.close(got, expected, READ_BACK, what=f"wavelengths (d_model={d_model})", ask=pe_question(2, d_model))
+    check.close(got, expected, for_candidate(READ_BACK, candidate), what=f"wavelengths (d_model={d_model})",
+                ask=pe_question(2, d_model))
 
 
 PUBLISHED_ROTATION = ((0, "rotation.pos0.turned", "rotation.pos0.shifted"),
@@ -144,9 +150,10 @@ def test_pe_shift_is_published_rotation(candidate, check):
     k, i = 3, 5
     turn = formulas.rotation(formulas.frequencies(64)[i] * k)
     for pos, turned, shifted in PUBLISHED_ROTATION:
-        check.close(turn @ pe[pos, 2 * i: 2 * i + 2], check.published(turned), check.printed(turned),
+        # components of a unit pair: in half precision each is off by up to 2u of the pair, not of itself
+        check.close(turn @ pe[pos, 2 * i: 2 * i + 2], check.published(turned), check.printed(turned, magnitude=1.0),
                     what=f"R(omega_5 * 3) @ PE[{pos}, 10:12] [{turned}]", ask=pe_question(50, 64))
-        check.close(pe[pos + k, 2 * i: 2 * i + 2], check.published(shifted), check.printed(shifted),
+        check.close(pe[pos + k, 2 * i: 2 * i + 2], check.published(shifted), check.printed(shifted, magnitude=1.0),
                     what=f"PE[{pos + 3}, 10:12] [{shifted}]", ask=pe_question(50, 64))
 
 
@@ -245,7 +252,16 @@ def test_published_rotation_pairs(candidate, check):
         pos = published.fact(fact_id)["value"][0]
         shifted, turned = (rotation_pair(candidate, pos, which, k, i, d) for which in ("shifted", "turned"))
         pairs.append((fact_id, [pos, *shifted, *turned]))
-    check.published_values(pairs, what="rotated PE pair")
+    check.published_values(pairs, what="rotated PE pair", floor=unit_pair(candidate))
+
+
+def unit_pair(candidate) -> Tolerance | None:
+    """In half precision, a component of a (sin, cos) pair is off by up to 2u of the pair's length 1, however small
+    the component (the published values are rounded relative to themselves); None in float32 and float64."""
+    dtype = candidate.conventions.dtype
+    if dtype not in HALF:
+        return None
+    return Tolerance(0.0, 2 * UNIT_ROUNDOFF[dtype], f"components of a unit pair in {dtype}: 2u of 1")
 
 
 def rotation_pair(candidate, pos: int, which: str, k: int, i: int, d: int) -> np.ndarray:
