@@ -23,11 +23,15 @@ WALKTHROUGH = str(Path(__file__).parents[1] / "docs" / "walkthrough" / "my_adapt
 
 @pytest.fixture(scope="module")
 def checks():
-    collector = Items()
-    pytest.main([str(checks_dir()), "--impl", "reference", "--impl", WALKTHROUGH, "--collect-only", "-q",
-                 "-p", "no:cacheprovider", "--import-mode=importlib", "-o", "addopts=",
-                 "-c", str(checks_dir() / "pytest.ini"), "--rootdir", str(checks_dir())], plugins=[collector])
-    return collector.items
+    """Every check: a float32 run's and a half-precision run's (its hazard checks run only there)."""
+    items = []
+    for dtype in ([], ["--conformance-dtype", "float16"]):
+        collector = Items()
+        pytest.main([str(checks_dir()), "--impl", "reference", "--impl", WALKTHROUGH, "--collect-only", "-q",
+                     "-p", "no:cacheprovider", "--import-mode=importlib", "-o", "addopts=", *dtype,
+                     "-c", str(checks_dir() / "pytest.ini"), "--rootdir", str(checks_dir())], plugins=[collector])
+        items += collector.items
+    return items
 
 
 def test_every_check_declares_its_claim(checks):

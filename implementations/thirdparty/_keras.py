@@ -9,6 +9,8 @@ embedding by sqrt(d_model) (§3.4) itself. Import this module after setting
 
 from __future__ import annotations
 
+import copy
+import dataclasses
 import importlib
 import math
 import os
@@ -277,6 +279,9 @@ def layer_weights_into(layer, stack: str, weights: dict[str, np.ndarray]) -> Non
     assign(variables_by_path(layer, strip=1), {name: layer_path(stack, name) for name in weights}, weights)
 
 
+POLICIES = {"float16": "mixed_float16", "bfloat16": "mixed_bfloat16"}  # Keras' mixed precision: float32 variables
+
+
 class KerasHubAdapter:
     """keras-hub's layers, each built from the weights' sizes and loaded with the canonical weights."""
 
@@ -285,9 +290,18 @@ class KerasHubAdapter:
     def __init__(self, framework: str):
         self.conventions = Conventions(
             mask="keep", batch_first=True, dtype="float32", framework=framework,
+            dtypes=dict.fromkeys(POLICIES, "autocast"),
             supports={"attention_bias": (True,)},
             reasons={"attention_bias": "TransformerEncoder and TransformerDecoder build keras.layers.MultiHeadAttention"
                                       " with its default use_bias=True, and expose no option for it"})
+
+    def with_dtype(self, dtype: str) -> KerasHubAdapter:
+        """Keras' mixed precision in ``dtype``: float32 variables, the layers computing in the dtype. The policy is
+        the process's (``keras.config.set_dtype_policy``): every layer built after this call follows it."""
+        keras.config.set_dtype_policy(POLICIES[dtype])
+        switched = copy.copy(self)
+        switched.conventions = dataclasses.replace(self.conventions, dtype=dtype, dtypes={})
+        return switched
 
     def positional_encoding(self, n: int, d_model: int) -> np.ndarray:
         return to_numpy(keras_hub.layers.SinePositionEncoding()(ops.zeros((1, n, d_model))))[0]

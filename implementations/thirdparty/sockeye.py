@@ -191,7 +191,7 @@ adapter = TorchAdapter(
     model={"encode": encode, "decode": decode, "attention": ATTENTION, "read": attention_weights},
     supplied=("greedy_decode", "train_step"),  # Sockeye's translator and trainer need its data pipeline: the suite's
     conventions=Conventions(
-        mask="keep", batch_first=True, framework="torch (Sockeye)",
+        mask="keep", batch_first=True, framework="torch (Sockeye)", dtypes={"float16": "native", "bfloat16": "native"},
         supports={"eps": (1e-06,), "attention_bias": (False,)},
         reasons={"eps": "TransformerProcessBlock builds pt.nn.LayerNorm(num_hidden, eps=1e-06)",
                  "attention_bias": "every attention projection is pt.nn.Linear(..., bias=False)"}),
