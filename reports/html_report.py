@@ -143,7 +143,8 @@ def _run(report: dict, name: str) -> str:
     rows = [
         ("conventions", ", ".join(f"{k}={v}" for k, v in conv.items())),
         ("parts provided", ", ".join(impl.get("provided_parts", [])) or "none"),
-        ("seed, profile", f"{report.get('seed')}, hypothesis {report.get('hypothesis_profile')},"
+        ("seed, profile", f"{report.get('seed')}{', dtype ' + report['dtype'] if report.get('dtype') else ''},"
+                          f" hypothesis {report.get('hypothesis_profile')},"
                           f" torch threads {report.get('torch_threads')}"),
         ("environment", f"Python {env.get('python')} on {env.get('platform')}; {versions}"),
         ("suite", f"{report.get('suite', {}).get('version')} ({report.get('suite', {}).get('git_sha') or 'installed'}),"

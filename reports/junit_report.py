@@ -44,6 +44,7 @@ def _properties(report: dict, name: str) -> ET.Element:
     properties = ET.Element("properties")
     impl = next(i for i in report["implementations"] if i["name"] == name)
     values = {"verdict": report["verdict"].get(name, ""), "seed": report.get("seed"),
+              **({"dtype": report["dtype"]} if report.get("dtype") else {}),
               "hypothesis_profile": report.get("hypothesis_profile"),
               **{f"conventions.{k}": v for k, v in impl.get("conventions", {}).items()}}
     values.update(_profile_properties(report, name))

@@ -129,6 +129,7 @@ def _section_tables(report: dict) -> list[str]:
 
 def _footer(report: dict) -> str:
     env = report.get("environment", {})
-    return (f"<sub>seed {report.get('seed')}, hypothesis {report.get('hypothesis_profile')}, suite"
+    dtype = f", dtype {report['dtype']}" if report.get("dtype") else ""
+    return (f"<sub>seed {report.get('seed')}{dtype}, hypothesis {report.get('hypothesis_profile')}, suite"
             f" {report.get('suite', {}).get('version')}, Python {env.get('python')},"
             f" torch {env.get('versions', {}).get('torch')}</sub>")

@@ -95,8 +95,10 @@ class Check:
                             actual="NaN/inf with no row fully masked") from None
 
     def _dtype(self) -> str:
-        """The dtype the candidate computes in (a published number is rounded to it, on top of its printing)."""
-        return self.candidate.conventions.dtype if self.candidate is not None else "float32"
+        """The dtype a published number's own rounding is counted in, on top of its printing: the candidate's half
+        dtype; float32 otherwise (float32 at worst, as before half precision: a float64 candidate included)."""
+        dtype = self.candidate.conventions.dtype if self.candidate is not None else "float32"
+        return dtype if dtype in HALF else "float32"
 
     def printed(self, fact_id: str, *, magnitude: float | None = None) -> Tolerance:
         """A published number's tolerance: half a unit of its last printed digit, plus the candidate's dtype's
