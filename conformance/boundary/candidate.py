@@ -196,6 +196,9 @@ class Candidate:
         asked = self.dtype_asked
         if asked is None or self.conventions.dtype == asked:
             return None
+        if asked in self.conventions.dtypes:
+            return (f"declares {asked} (Conventions.dtypes) but has no with_dtype(dtype) to compute in it. Fix: define"
+                    " with_dtype, returning the adapter computing in dtype")
         declared = ", ".join([self.conventions.dtype, *self.conventions.dtypes]) or "none"
         return (f"computes in {declared} only; --dtype {asked} needs Conventions(dtypes={{{asked!r}: 'native' or"
                 " 'autocast'}) and with_dtype(dtype)")

@@ -31,15 +31,16 @@ def check_declarations(conventions: Conventions | None, public: list[str], spec:
         raise LoadError(f"{spec}: Conventions(dtype={conventions.dtype!r}, dtypes={conventions.dtypes!r}) is not"
                         f" usable. Fix: dtype one of {', '.join(DTYPES)}; dtypes maps {' or '.join(HALF)} to"
                         f" {' or '.join(map(repr, HOW))}, and the adapter defines with_dtype(dtype)")
-    if conventions.dtypes and "with_dtype" not in public:
-        raise LoadError(f"{spec}: Conventions(dtypes={conventions.dtypes!r}) declares half precision, but the adapter"
-                        " has no with_dtype(dtype). Fix: define it (return the adapter computing in dtype), or drop"
-                        " dtypes; docs/adapter-protocol.md")
+    # Conventions copied from an adapter that has with_dtype (the reference's) onto one without: usable in float32;
+    # a --dtype run finds it not implemented (candidate.dtype_refusal), naming the same fix
+    warnings = [f"{spec}: Conventions(dtypes={conventions.dtypes!r}) declares half precision, but the adapter has no"
+                " with_dtype(dtype): a --dtype run finds every part not implemented. Fix: define it (return the"
+                " adapter computing in dtype), or drop dtypes; docs/adapter-protocol.md"] \
+        if conventions.dtypes and "with_dtype" not in public else []
     problems = supports.validate(conventions.supports)
     if problems:
         raise LoadError(f"{spec}: Conventions(supports=...) is not usable: {'; '.join(problems)}. Fix the"
                         " declaration; docs/adapter-protocol.md lists the features")
-    warnings = []
     for name in public:
         if name not in ADAPTER_PARTS:
             close = difflib.get_close_matches(name, ADAPTER_PARTS, n=1, cutoff=0.8)

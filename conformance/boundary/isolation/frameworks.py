@@ -74,7 +74,8 @@ def switch_dtype(adapter, dtype: str | None):
     """The adapter in ``dtype``: itself when it already computes in it (or no dtype is asked), ``with_dtype(dtype)``
     when it declares the dtype; otherwise itself, and the grader refuses every part (``candidate.dtype_refusal``)."""
     conventions = getattr(adapter, "conventions", None)
-    if dtype is None or declared_dtype(conventions) == dtype or dtype not in declared_dtypes(conventions):
+    if dtype is None or declared_dtype(conventions) == dtype or dtype not in declared_dtypes(conventions) \
+            or not callable(getattr(adapter, "with_dtype", None)):
         return adapter
     return adapter.with_dtype(dtype)
 
