@@ -60,8 +60,9 @@ def build_parser() -> argparse.ArgumentParser:
     kill = sub.add_parser("mutants", help="run the suite over every mutant: the kill matrix, kill rate and survivors")
     options.add_arguments(kill, "workers", workers={"help": "run in N processes (pytest-xdist)"})
     kill.add_argument("--training", action="store_true", help="all training checks for all mutants (slow)")
-    kill.add_argument("--dtype", choices=("float16", "bfloat16"),
-                      help="the half-precision kill matrix: the mutants with a table for this dtype, certified in it")
+    options.add_arguments(kill, "dtype", dtype={
+        "help": "float16 or bfloat16: the half-precision kill matrix (the mutants with a table for that dtype,"
+                " certified in it)"})
     options.add_arguments(kill, "json", json={"help": "write the per-check results of every mutant to PATH"})
     add_scheduler_argument(kill, "one task per mutant (instead of --workers)")
     return parser

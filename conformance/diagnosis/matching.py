@@ -16,6 +16,19 @@ from conformance.diagnosis.question import Question
 from conformance.tolerances import Tolerance
 
 
+def known_bugs_for(candidate) -> list:
+    """The catalogue a candidate's failure is matched against: in its half dtype (``catalogue_dtype``), or each
+    mutant's own."""
+    dtype = catalogue_dtype(candidate)
+    return known_bugs() if dtype is None else known_bugs(dtype)
+
+
+def paper_for(candidate):
+    """The paper's answer for a candidate: the reference in its half dtype, or ``paper()``."""
+    dtype = catalogue_dtype(candidate)
+    return paper() if dtype is None else paper(dtype)
+
+
 def _answer(question: Question, candidate, problem=None) -> np.ndarray | None:
     try:
         return question.ask(candidate, problem)
@@ -129,7 +142,7 @@ def confirmed_matches(candidate, question: Question, tol: Tolerance, *, actual=N
     second = _Second(candidate, question, same, disk_cache)
     if not second.ready():
         return []  # right on the second problem: neither a single bug nor a combination can be confirmed
-    known = known_bugs(catalogue_dtype(candidate))
+    known = known_bugs_for(candidate)
     if _costlier(problem, second.problem):  # a base-size question: ask it only of the mutants the probe keeps
         confirmed, asked = _confirm_probe_first(second, problem, mine, known)
     else:
@@ -155,14 +168,13 @@ def offered(candidate, question: Question, tol: Tolerance, matches: list[dict], 
     if len(matches) < 2:
         return matches
     same = _same(question, tol)
-    dtype = catalogue_dtype(candidate)
-    cause = _catalogue_member(matches[0], dtype)
+    cause = _catalogue_member(matches[0], candidate)
     problems = [candidate.fit(problem) for problem in _problems_of(question)]
     if cause is None or not problems:
         return matches
 
     def shows_a_difference(match: dict) -> bool:
-        other = _catalogue_member(match, dtype)
+        other = _catalogue_member(match, candidate)
         return other is None or any(not same(known_answer(question, cause.candidate, problem, disk_cache=disk_cache),
                                              known_answer(question, other.candidate, problem, disk_cache=disk_cache))
                                     for problem in problems)
@@ -178,13 +190,13 @@ def _problems_of(question: Question) -> list:
     return [problem for problem in (question.problem, second, probe_of(second)) if problem is not None]
 
 
-def _catalogue_member(match: dict, dtype: str | None = None):
+def _catalogue_member(match: dict, candidate=None):
     """The known bug (or combination of known bugs) a diagnosis match names; None when it is gone."""
     from conformance.diagnosis.combine import combination
 
     if match.get("mutants"):
         return combination(tuple(sorted(match["mutants"])))
-    return next((bug for bug in known_bugs(dtype) if bug.name == match["mutant"]), None)
+    return next((bug for bug in known_bugs_for(candidate) if bug.name == match["mutant"]), None)
 
 
 class _Second:
@@ -199,7 +211,7 @@ class _Second:
         """False when there is no second problem, or the candidate is right on it: nothing can be confirmed."""
         if not self._asked:
             self._asked = True
-            second, reference = self.question.second(), paper(catalogue_dtype(self.candidate))
+            second, reference = self.question.second(), paper_for(self.candidate)
             if second is not None and reference is not None:
                 self.problem = self.candidate.fit(second)
                 self.mine = _answer(self.question, self.candidate, self.problem)
@@ -305,11 +317,11 @@ def _alignment(a, b) -> float:
     return float(a @ b) / norms if norms > 0 else 0.0
 
 
-def _papers(question: Question, problem, disk_cache: bool, dtype: str | None = None) -> list:
-    """The paper's answers on ``problem``: the reference's (in ``dtype``, the candidate's half dtype), and the NumPy
+def _papers(question: Question, problem, disk_cache: bool, candidate=None) -> list:
+    """The paper's answers on ``problem``: the reference's (in the candidate's half dtype), and the NumPy
     implementation's (float64), which the NumPy mutants are built on: a mutant that gives either one says nothing."""
     answers = [known_answer(question, reference, problem, disk_cache=disk_cache)
-               for reference in (paper(dtype), numpy_paper()) if reference]
+               for reference in (paper_for(candidate), numpy_paper()) if reference]
     return [answer for answer in answers if answer is not None]
 
 
@@ -317,7 +329,7 @@ def combined_matches(second: _Second, problem, mine, answers) -> list[dict]:
     """Combinations of known bugs (``combine``) whose answer equals the candidate's on the failing problem
     and on the second one, where they differ from the paper's; the first stage that confirms one ends the
     search. Never more than MAX_RERUNS questions asked of composed candidates."""
-    papers = _papers(second.question, problem, second.disk_cache, catalogue_dtype(second.candidate))
+    papers = _papers(second.question, problem, second.disk_cache, second.candidate)
     if not papers:
         return []
     ranked = [known.name for known in closest_singles(mine, papers, second.same, answers)]

@@ -294,10 +294,12 @@ def pytest_collection_modifyitems(config, items):
     run = the_run(config)
     if run.options.no_training:
         items[:] = [item for item in items if not item.get_closest_marker("training")]
-    if run.options.dtype not in HALF:  # a float32 or float64 run is the run it was before half precision
-        items[:] = [item for item in items if not item.get_closest_marker("half_precision")]
-    else:
-        items[:] = [item for item in items if not item.get_closest_marker("full_precision")]
+    # a float32 or float64 run is the run it was before half precision; a half run leaves out what it cannot judge
+    other = "half_precision" if run.options.dtype not in HALF else "full_precision"
+    dropped = [item for item in items if item.get_closest_marker(other)]
+    if dropped:
+        config.hook.pytest_deselected(items=dropped)
+        items[:] = [item for item in items if not item.get_closest_marker(other)]
     deselect_superseded(config, items)
     expression = run.options.select
     if expression:

@@ -84,7 +84,7 @@ def _compose_numpy(adapters: list):
 
 # -- torch mutants on the reference ------------------------------------------------------------------
 
-STANDARD_STATE = {"formulas", "name", "dtype", "torch_dtype"}  # what ReferenceAdapter.__init__ sets
+STANDARD_STATE = {"formulas", "name", "dtype", "torch_dtype", "autocast"}  # what ReferenceAdapter.__init__ sets
 
 
 def _changed_formulas(formulas, reference) -> dict:

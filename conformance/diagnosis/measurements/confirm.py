@@ -52,7 +52,8 @@ class Asked:
         """The question's answers, or None when they are no evidence of anything."""
         from conformance.diagnosis.catalogue import catalogue_dtype, paper
 
-        reference = paper(catalogue_dtype(candidate))
+        dtype = catalogue_dtype(candidate)
+        reference = paper() if dtype is None else paper(dtype)
         second = question.second()
         if reference is None or second is None:
             return None
