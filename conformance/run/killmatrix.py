@@ -148,7 +148,7 @@ def run(args) -> bool:
     started = time.perf_counter()
     dtype = getattr(args, "dtype", None)
     dtype = dtype if dtype in mutants.HALF_DTYPES else None  # float32 and float64: the catalogue's own tables
-    rows = catalogue(dtype)
+    rows = catalogue() if dtype is None else catalogue(dtype)
     results = []
     if getattr(args, "scheduler", None):
         results += on_cluster(args, rows)

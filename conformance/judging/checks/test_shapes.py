@@ -244,7 +244,9 @@ def observed_shapes(candidate, config: ModelConfig, inputs: dict, *, with_attent
     weights, so its own init serves. Cached per candidate: both shape checks read the same models (the base-size
     one is large)."""
     config = candidate.fit(config)
-    key = (candidate.name, config, tuple(inputs["src"]), tuple(inputs["tgt_in"]), with_attention)
+    # the dtype too: the same implementation in float16 is another model (a NaN there is not float32's shape)
+    key = (candidate.name, candidate.conventions.dtype, config, tuple(inputs["src"]), tuple(inputs["tgt_in"]),
+           with_attention)
     if key not in _shape_cache:
         _shape_cache[key] = _observe(candidate, config, inputs, with_attention)
     return _shape_cache[key]
