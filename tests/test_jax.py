@@ -14,6 +14,7 @@ import pytest
 from conftest import certify_quietly
 
 from conformance.boundary.candidate import Candidate
+from conformance.boundary.isolation.frameworks import switch_dtype
 from conformance.boundary.loading import LoadError, import_target
 from conformance.config import toy_config
 from conformance.weights import model_shapes, random_weights
@@ -28,6 +29,11 @@ TRAINING_CHECKS = ("rate_used_at_each_step_is_lrate", "reported_loss_is_label_sm
                    "last_layer_cross_attention_reads_mirrored_positions",
                    "top_probabilities_stay_near_the_smoothed_target")
 ACCEPTED = {"passed", "advisory"}
+HAZARD_CHECKS = ("masked_weights_stay_zero_at_trained_score_magnitudes",
+                 "scaled_scores_survive_dot_products_beyond_the_dtype",
+                 "positional_encoding_holds_up_to_5000_positions",
+                 "layer_norm_of_rows_far_from_zero", "layer_norm_of_a_constant_row_is_beta",
+                 "learning_rate_of_the_first_warmup_steps", "base_model_forward_is_finite_and_close_at_full_depth")
 
 
 def statuses(report: dict) -> dict[str, str]:
@@ -87,6 +93,32 @@ def test_the_built_in_passes_every_training_check(tmp_path):
     report = certify_quietly(tmp_path, "jax", "-k", " or ".join(TRAINING_CHECKS), "--workers", "1")
     found = statuses(report)
     assert set(found) == set(TRAINING_CHECKS)
+    assert set(found.values()) == {"passed"}, found
+
+
+@pytest.mark.parametrize("dtype", ["float16", "bfloat16"])
+def test_it_computes_natively_in_either_half_dtype_and_refuses_to_train_in_it(dtype):
+    adapter = import_target("jax")
+    assert adapter.conventions.dtypes == {"float16": "native", "bfloat16": "native"}
+    half = switch_dtype(adapter, dtype)
+    assert half.conventions.dtype == dtype and adapter.conventions.dtype == "float32"  # a switched copy
+    config = toy_config()
+    model = half.build_model(config.as_dict(), 0)
+    src, tgt_in = np.array([[5, 3, 4, 0]]), np.array([[1, 6, 7, 4]])
+    assert model.forward(src, tgt_in).dtype == jax.numpy.dtype(dtype)
+    assert {str(value.dtype) for value in model.dump_weights().values()} == {dtype}
+    with pytest.raises(NotImplementedError, match="this implementation trains in float32 only"):
+        model.train_step(src, tgt_in, np.array([[6, 7, 4, 2]]))
+    table = Candidate(half, name="jax").positional_encoding(3000, 8)  # rounded from float64: pos 2,049 is not 2,048
+    assert table.dtype == (np.float16 if dtype == "float16" else np.float32)  # bfloat16 comes back widened, exactly
+    np.testing.assert_allclose(table[2049, 0], np.sin(2049.0), atol=float(jax.numpy.finfo(dtype).eps))
+
+
+@pytest.mark.parametrize("dtype", ["float16", "bfloat16"])
+def test_the_built_in_passes_the_hazard_checks_in_half_precision(tmp_path, dtype):
+    report = certify_quietly(tmp_path, "jax", "--dtype", dtype, "-k", " or ".join(HAZARD_CHECKS), "--workers", "1")
+    found = statuses(report)
+    assert set(found) == set(HAZARD_CHECKS)
     assert set(found.values()) == {"passed"}, found
 
 

@@ -2,6 +2,9 @@
 
 Float32, batch first, boolean keep masks. Each part builds the module of ``model.py`` it names, loads the
 canonical weights it is given, and runs it in evaluation mode; the model trains with ``training.py``.
+In half precision (``--dtype float16`` or ``bfloat16``, ``with_dtype``): natively, parameters and activations in
+the dtype; the loss in float32; training refused (the paper's recipe has no loss scaling, and its Adam eps of 1e-9
+is 0 in float16).
 It declares ``arrays="jax"``: the boundary hands it JAX arrays (cast once more by ``floats``, ``ids``, ``keep``,
 which take NumPy arrays too) and takes the JAX arrays it returns.
 Load it as the built-in ``jax`` (``conformance.implementations.jax_impl.adapter:adapter``).
@@ -9,6 +12,8 @@ Load it as the built-in ``jax`` (``conformance.implementations.jax_impl.adapter:
 
 from __future__ import annotations
 
+import copy
+import dataclasses
 import math
 
 import jax
@@ -43,9 +48,10 @@ from conformance.weights import model_shapes
 # --------------------------------------------------------------------------------------------------
 
 
-def floats(x) -> jax.Array:
-    """A NumPy or JAX array -> float32 (float64 inputs are cast: this implementation computes in float32)."""
-    return jnp.asarray(x, dtype=jnp.float32)
+def floats(x, dtype=jnp.float32) -> jax.Array:
+    """A NumPy or JAX array -> ``dtype``, float32 unless the adapter computes in a half dtype (float64 inputs are
+    cast: this implementation computes in float32)."""
+    return jnp.asarray(x, dtype=dtype)
 
 
 def ids(x) -> jax.Array:
@@ -73,6 +79,10 @@ def built(cls, *args, **kwargs) -> nnx.Module:
     return cls(*args, **kwargs, rngs=nnx.Rngs(0))
 
 
+HALF_TRAINING = ("the paper's recipe on {dtype} weights: Adam's eps 1e-9 is 0 in float16, and updates of 1e-7 x the"
+                 " rate vanish against half-precision weights; this implementation trains in float32 only")
+
+
 # --------------------------------------------------------------------------------------------------
 # The model
 # --------------------------------------------------------------------------------------------------
@@ -81,9 +91,9 @@ def built(cls, *args, **kwargs) -> nnx.Module:
 class JaxModel:
     """A ``conformance.adapter.Model``: the ``Transformer`` module, its own greedy loop and its own trainer."""
 
-    def __init__(self, config: ModelConfig, seed: int):
-        self.config = config
-        self.module = Transformer(config, rngs=nnx.Rngs(seed))  # parameters and dropout keys from the seed
+    def __init__(self, config: ModelConfig, seed: int, dtype=jnp.float32):
+        self.config, self.dtype = config, dtype
+        self.module = Transformer(config, dtype=dtype, rngs=nnx.Rngs(seed))  # parameters and dropout keys from the seed
         self.trainer: Trainer | None = None  # the optimiser's state is made at the first update
 
     def load_weights(self, weights: dict) -> None:
@@ -100,7 +110,7 @@ class JaxModel:
         return encode(self.module, ids(src))
 
     def decode(self, tgt_in, memory, src):
-        return decode(self.module, ids(tgt_in), floats(memory), ids(src))
+        return decode(self.module, ids(tgt_in), floats(memory, self.dtype), ids(src))
 
     def greedy_decode(self, src, max_len: int):
         return greedy_decode(self.module, ids(src), int(max_len))
@@ -114,6 +124,8 @@ class JaxModel:
         return {name: int(p.size) for name, p in parameters(self.module).items() if name not in canonical}
 
     def train_step(self, src, tgt_in, tgt_out) -> dict:
+        if self.dtype != jnp.float32:
+            raise NotImplementedError(HALF_TRAINING.format(dtype=jnp.dtype(self.dtype).name))
         if self.trainer is None:
             self.trainer = Trainer(self.module)
         return self.trainer.step(ids(src), ids(tgt_in), ids(tgt_out))
@@ -131,59 +143,76 @@ def uses_bias(weights: dict, prefix: str = "") -> bool:
 class JaxAdapter:
     """Every part of the protocol, computed by the modules and functions of ``model.py`` and ``training.py``."""
 
-    conventions = Conventions(mask="keep", batch_first=True, dtype="float32", framework="jax", arrays="jax")
+    conventions = Conventions(mask="keep", batch_first=True, dtype="float32", framework="jax", arrays="jax",
+                              dtypes={"float16": "native", "bfloat16": "native"})
     model_class = JaxModel
+    dtype = jnp.float32  # what it computes in; an instance attribute only on a with_dtype copy
+
+    def with_dtype(self, dtype: str) -> JaxAdapter:
+        """This adapter computing in ``dtype`` (float16 or bfloat16, declared; or float32): every module it builds
+        holds its parameters and computes in it."""
+        if dtype not in ("float16", "bfloat16", "float32"):
+            raise ValueError(f"the JAX implementation computes in float16, bfloat16 or float32, not {dtype!r}")
+        switched = copy.copy(self)
+        switched.dtype = jnp.dtype(dtype).type
+        switched.conventions = dataclasses.replace(self.conventions, dtype=dtype, dtypes={})
+        return switched
+
+    def floats(self, x) -> jax.Array:
+        return floats(x, self.dtype)
 
     # §3.5
     def positional_encoding(self, n: int, d_model: int):
-        return sinusoids(int(n), int(d_model))
+        return sinusoids(int(n), int(d_model), self.dtype)
 
     # §3.1
     def layer_norm(self, x, gamma, beta, eps: float):
-        norm = layer_norm(np.shape(gamma)[0], float(eps), nnx.Rngs(0))
-        norm.scale[...], norm.bias[...] = floats(gamma), floats(beta)  # Flax's names for gamma and beta
-        return apply(norm, floats(x))
+        norm = layer_norm(np.shape(gamma)[0], float(eps), nnx.Rngs(0), self.dtype)
+        norm.scale[...], norm.bias[...] = self.floats(gamma), self.floats(beta)  # Flax's names for gamma and beta
+        return apply(norm, self.floats(x))
 
     # §3.2.1
     def scaled_dot_product_attention(self, q, k, v, mask):
-        return scaled_dot_product_attention(floats(q), floats(k), floats(v), keep(mask))
+        return scaled_dot_product_attention(self.floats(q), self.floats(k), self.floats(v), keep(mask))
 
     # §3.2.2
     def multi_head_attention(self, query, key, value, weights: dict, h: int, mask):
         d_model = np.shape(weights["W_Q"])[0]
-        mha = with_weights(built(MultiHeadAttention, d_model, int(h), use_bias=uses_bias(weights)), weights)
-        return apply(mha, floats(query), floats(key), floats(value), keep(mask))
+        mha = built(MultiHeadAttention, d_model, int(h), use_bias=uses_bias(weights), dtype=self.dtype)
+        mha = with_weights(mha, weights)
+        return apply(mha, self.floats(query), self.floats(key), self.floats(value), keep(mask))
 
     # §3.3
     def feed_forward(self, x, weights: dict):
-        ffn = with_weights(built(FeedForward, *np.shape(weights["W1"])), weights)
-        return apply(ffn, floats(x))
+        ffn = with_weights(built(FeedForward, *np.shape(weights["W1"]), dtype=self.dtype), weights)
+        return apply(ffn, self.floats(x))
 
     def _layer(self, cls, weights: dict, h: int, eps: float) -> nnx.Module:
         d_model, d_ff = np.shape(weights["ffn.W1"])
         layer = built(cls, d_model, int(h), d_ff, eps=float(eps), dropout=0.0,
-                      use_bias=uses_bias(weights, "self_attn."))
+                      use_bias=uses_bias(weights, "self_attn."), dtype=self.dtype)
         return with_weights(layer, weights)
 
     # §3.1, encoder
     def encoder_layer(self, x, weights: dict, h: int, eps: float, src_mask):
-        out, _ = apply(self._layer(EncoderLayer, weights, h, eps), floats(x), key_padding(src_mask))
+        out, _ = apply(self._layer(EncoderLayer, weights, h, eps), self.floats(x), key_padding(src_mask))
         return out
 
     # §3.1, decoder; the layer adds the causal mask itself
     def decoder_layer(self, y, memory, weights: dict, h: int, eps: float, tgt_mask, src_mask):
         layer = self._layer(DecoderLayer, weights, h, eps)
-        out, _ = apply(layer, floats(y), floats(memory), key_padding(tgt_mask), key_padding(src_mask))
+        out, _ = apply(layer, self.floats(y), self.floats(memory), key_padding(tgt_mask), key_padding(src_mask))
         return out
 
     def build_model(self, config: dict, seed: int) -> JaxModel:
-        return JaxModel(ModelConfig.from_dict(config), int(seed))
+        return JaxModel(ModelConfig.from_dict(config), int(seed), self.dtype)
 
     # §5.3: the optax schedule the trainer uses, at update number step (from 1)
     def learning_rate(self, step: int, d_model: int, warmup: int) -> float:
         return float(paper_schedule(int(d_model), int(warmup))(int(step) - 1))
 
-    # §5.4
+    # §5.4, in float32 whatever the dtype of the logits: a log-softmax summed in half precision is the loss of
+    # another model
     def label_smoothed_loss(self, logits, targets, epsilon: float, pad_id: int) -> float:
         return float(smoothed_loss(floats(logits), ids(targets), float(epsilon), int(pad_id)))
 

@@ -1,4 +1,4 @@
-"""The encoder-decoder of Vaswani et al. (2017), §3, as Flax NNX modules in float32.
+"""The encoder-decoder of Vaswani et al. (2017), §3, as Flax NNX modules in float32 (or a half dtype).
 
 Conventions fixed here:
 
@@ -14,6 +14,11 @@ Conventions fixed here:
   ``Module.train()`` turns it on.
 * Every module returns its attention weights beside its output, by sublayer name, so that the model can
   report them (``attention_weights``) without keeping state between calls.
+* Every module takes ``dtype``, its parameters' and its computation's (Flax's ``param_dtype`` and ``dtype``):
+  float32 by default, float16 or bfloat16 to serve in half precision. Three steps stay wider than the dtype, as
+  careful half-precision code keeps them: the positional table (float64, then rounded), the softmax and the
+  LayerNorm statistics (float32; Flax's LayerNorm promotes its statistics itself); and the scores are scaled
+  before their matmul, not after it, so that float16 never holds an unscaled dot product beyond its 65,504.
 """
 
 from __future__ import annotations
@@ -35,23 +40,24 @@ XAVIER = nnx.initializers.xavier_uniform()
 
 
 # §3.5: PE(pos, 2i) = sin(pos / 10000^(2i/d_model)), PE(pos, 2i+1) = cos(pos / 10000^(2i/d_model)).
-def sinusoids(n: int, d_model: int) -> jax.Array:
-    """Positions 0..n-1 -> (n, d_model) float32, sine in the even columns and cosine in the odd ones.
+def sinusoids(n: int, d_model: int, dtype=jnp.float32) -> jax.Array:
+    """Positions 0..n-1 -> (n, d_model) in ``dtype``, sine in the even columns and cosine in the odd ones.
 
     A constant table, built in NumPy float64 (as Flax's WMT example builds it) so that far positions keep
-    their precision, then handed to JAX in float32."""
+    their precision (float16 holds integers exactly only up to 2,048), then rounded to ``dtype``."""
     position = np.arange(n, dtype=np.float64)[:, None]  # (n, 1)
     frequency = np.exp(-math.log(10000.0) * np.arange(0, d_model, 2) / d_model)  # (d_model/2,)
     angle = position * frequency  # (n, d_model/2)
     table = np.stack([np.sin(angle), np.cos(angle)], axis=-1).reshape(n, d_model)  # interleaved pairs
-    return jnp.asarray(table, dtype=jnp.float32)
+    return jnp.asarray(table, dtype=dtype)
 
 
 # §3.2.1: Attention(Q, K, V) = softmax(Q K^T / sqrt(d_k)) V, hidden keys at -inf before the softmax.
 def scaled_dot_product_attention(q, k, v, keep=None) -> tuple[jax.Array, jax.Array]:
     """q (..., Lq, d_k), k (..., Lk, d_k), v (..., Lk, d_v), keep broadcastable to (..., Lq, Lk) or None
     -> (output (..., Lq, d_v), weights (..., Lq, Lk))."""
-    scores = jnp.einsum("...qd,...kd->...qk", q, k) / math.sqrt(q.shape[-1])  # (..., Lq, Lk)
+    q = q / math.sqrt(q.shape[-1])  # scaled first: Q K^T itself may not fit in a half dtype
+    scores = jnp.einsum("...qd,...kd->...qk", q, k).astype(jnp.float32)  # (..., Lq, Lk); the softmax in float32
     if keep is None:
         weights = jax.nn.softmax(scores, axis=-1)
     else:
@@ -59,6 +65,7 @@ def scaled_dot_product_attention(q, k, v, keep=None) -> tuple[jax.Array, jax.Arr
         scores = jnp.where(keep, scores, -jnp.inf)
         scores = jnp.where(has_key, scores, 0.0)  # such a row stays finite (and its gradient too) ...
         weights = jnp.where(has_key, jax.nn.softmax(scores, axis=-1), 0.0)  # ... and gets weights 0
+    weights = weights.astype(v.dtype)
     return jnp.einsum("...qk,...kd->...qd", weights, v), weights
 
 
@@ -78,15 +85,15 @@ def padding_keep(ids: jax.Array, pad_id: int) -> jax.Array:
 # --------------------------------------------------------------------------------------------------
 
 
-def linear(d_in: int, d_out: int, *, use_bias: bool = True, rngs: nnx.Rngs) -> nnx.Linear:
+def linear(d_in: int, d_out: int, *, use_bias: bool = True, dtype=jnp.float32, rngs: nnx.Rngs) -> nnx.Linear:
     """x @ W + b, W Xavier-uniform and b 0."""
-    return nnx.Linear(d_in, d_out, use_bias=use_bias, kernel_init=XAVIER, rngs=rngs)
+    return nnx.Linear(d_in, d_out, use_bias=use_bias, kernel_init=XAVIER, dtype=dtype, param_dtype=dtype, rngs=rngs)
 
 
-def layer_norm(d_model: int, eps: float, rngs: nnx.Rngs) -> nnx.LayerNorm:
+def layer_norm(d_model: int, eps: float, rngs: nnx.Rngs, dtype=jnp.float32) -> nnx.LayerNorm:
     """§3.1 (Ba et al.): gamma (x - mu) / sqrt(sigma^2 + eps) + beta over the last axis. The variance is
     E[(x - mu)^2], not Flax's default E[x^2] - mu^2, which loses digits in float32 when |mu| >> sigma."""
-    return nnx.LayerNorm(d_model, epsilon=eps, use_fast_variance=False, rngs=rngs)
+    return nnx.LayerNorm(d_model, epsilon=eps, use_fast_variance=False, dtype=dtype, param_dtype=dtype, rngs=rngs)
 
 
 class MultiHeadAttention(nnx.Module):
@@ -94,12 +101,12 @@ class MultiHeadAttention(nnx.Module):
 
     Head i reads columns [i*d_k:(i+1)*d_k] of each projection; the biases exist when ``use_bias``."""
 
-    def __init__(self, d_model: int, h: int, *, use_bias: bool = True, rngs: nnx.Rngs):
+    def __init__(self, d_model: int, h: int, *, use_bias: bool = True, dtype=jnp.float32, rngs: nnx.Rngs):
         self.h = h
-        self.W_Q = linear(d_model, d_model, use_bias=use_bias, rngs=rngs)
-        self.W_K = linear(d_model, d_model, use_bias=use_bias, rngs=rngs)
-        self.W_V = linear(d_model, d_model, use_bias=use_bias, rngs=rngs)
-        self.W_O = linear(d_model, d_model, use_bias=use_bias, rngs=rngs)
+        self.W_Q = linear(d_model, d_model, use_bias=use_bias, dtype=dtype, rngs=rngs)
+        self.W_K = linear(d_model, d_model, use_bias=use_bias, dtype=dtype, rngs=rngs)
+        self.W_V = linear(d_model, d_model, use_bias=use_bias, dtype=dtype, rngs=rngs)
+        self.W_O = linear(d_model, d_model, use_bias=use_bias, dtype=dtype, rngs=rngs)
 
     def split_heads(self, x: jax.Array) -> jax.Array:
         """(B, L, d_model) -> (B, h, L, d_k)."""
@@ -121,9 +128,9 @@ class MultiHeadAttention(nnx.Module):
 class FeedForward(nnx.Module):
     """§3.3: FFN(x) = max(0, x W1 + b1) W2 + b2, at each position alone."""
 
-    def __init__(self, d_model: int, d_ff: int, *, rngs: nnx.Rngs):
-        self.W1 = linear(d_model, d_ff, rngs=rngs)
-        self.W2 = linear(d_ff, d_model, rngs=rngs)
+    def __init__(self, d_model: int, d_ff: int, *, dtype=jnp.float32, rngs: nnx.Rngs):
+        self.W1 = linear(d_model, d_ff, dtype=dtype, rngs=rngs)
+        self.W2 = linear(d_ff, d_model, dtype=dtype, rngs=rngs)
 
     def __call__(self, x: jax.Array) -> jax.Array:
         return self.W2(jax.nn.relu(self.W1(x)))  # (B, L, d_ff) -> (B, L, d_model)
@@ -133,11 +140,11 @@ class EncoderLayer(nnx.Module):
     """§3.1: self-attention, then the FFN, each as LayerNorm(x + Dropout(Sublayer(x)))."""
 
     def __init__(self, d_model: int, h: int, d_ff: int, *, eps: float, dropout: float, use_bias: bool,
-                 rngs: nnx.Rngs):
-        self.self_attn = MultiHeadAttention(d_model, h, use_bias=use_bias, rngs=rngs)
-        self.norm1 = layer_norm(d_model, eps, rngs)
-        self.ffn = FeedForward(d_model, d_ff, rngs=rngs)
-        self.norm2 = layer_norm(d_model, eps, rngs)
+                 dtype=jnp.float32, rngs: nnx.Rngs):
+        self.self_attn = MultiHeadAttention(d_model, h, use_bias=use_bias, dtype=dtype, rngs=rngs)
+        self.norm1 = layer_norm(d_model, eps, rngs, dtype)
+        self.ffn = FeedForward(d_model, d_ff, dtype=dtype, rngs=rngs)
+        self.norm2 = layer_norm(d_model, eps, rngs, dtype)
         self.dropout = nnx.Dropout(dropout, deterministic=True, rngs=rngs)
 
     def __call__(self, x, src_keep) -> tuple[jax.Array, dict]:
@@ -151,13 +158,13 @@ class DecoderLayer(nnx.Module):
     """§3.1: masked self-attention, encoder-decoder attention, FFN; each post-norm."""
 
     def __init__(self, d_model: int, h: int, d_ff: int, *, eps: float, dropout: float, use_bias: bool,
-                 rngs: nnx.Rngs):
-        self.self_attn = MultiHeadAttention(d_model, h, use_bias=use_bias, rngs=rngs)
-        self.norm1 = layer_norm(d_model, eps, rngs)
-        self.cross_attn = MultiHeadAttention(d_model, h, use_bias=use_bias, rngs=rngs)
-        self.norm2 = layer_norm(d_model, eps, rngs)
-        self.ffn = FeedForward(d_model, d_ff, rngs=rngs)
-        self.norm3 = layer_norm(d_model, eps, rngs)
+                 dtype=jnp.float32, rngs: nnx.Rngs):
+        self.self_attn = MultiHeadAttention(d_model, h, use_bias=use_bias, dtype=dtype, rngs=rngs)
+        self.norm1 = layer_norm(d_model, eps, rngs, dtype)
+        self.cross_attn = MultiHeadAttention(d_model, h, use_bias=use_bias, dtype=dtype, rngs=rngs)
+        self.norm2 = layer_norm(d_model, eps, rngs, dtype)
+        self.ffn = FeedForward(d_model, d_ff, dtype=dtype, rngs=rngs)
+        self.norm3 = layer_norm(d_model, eps, rngs, dtype)
         self.dropout = nnx.Dropout(dropout, deterministic=True, rngs=rngs)
 
     def __call__(self, y, memory, tgt_keep, src_keep) -> tuple[jax.Array, dict]:
@@ -175,20 +182,20 @@ class DecoderLayer(nnx.Module):
 
 class Transformer(nnx.Module):
     """The model of a ``ModelConfig``: embeddings E (or E_src and E_tgt), N encoder and N decoder layers, and
-    the output y E^T (or y W_out), no bias. Built in evaluation mode."""
+    the output y E^T (or y W_out), no bias. Built in evaluation mode, its parameters in ``dtype``."""
 
-    def __init__(self, config: ModelConfig, *, rngs: nnx.Rngs):
-        self.config = config
+    def __init__(self, config: ModelConfig, *, dtype=jnp.float32, rngs: nnx.Rngs):
+        self.config, self.dtype = config, dtype
         d = config.d_model
-        embed_init = nnx.initializers.normal(stddev=d**-0.5)
+        embed = dict(embedding_init=nnx.initializers.normal(stddev=d**-0.5), dtype=dtype, param_dtype=dtype, rngs=rngs)
         if config.share_embeddings:
-            self.E = nnx.Embed(config.src_vocab, d, embedding_init=embed_init, rngs=rngs)
+            self.E = nnx.Embed(config.src_vocab, d, **embed)
         else:
-            self.E_src = nnx.Embed(config.src_vocab, d, embedding_init=embed_init, rngs=rngs)
-            self.E_tgt = nnx.Embed(config.tgt_vocab, d, embedding_init=embed_init, rngs=rngs)
+            self.E_src = nnx.Embed(config.src_vocab, d, **embed)
+            self.E_tgt = nnx.Embed(config.tgt_vocab, d, **embed)
         if not config.tie_output:
-            self.W_out = linear(d, config.tgt_vocab, use_bias=False, rngs=rngs)
-        sizes = dict(eps=config.eps, dropout=config.dropout, use_bias=config.attention_bias, rngs=rngs)
+            self.W_out = linear(d, config.tgt_vocab, use_bias=False, dtype=dtype, rngs=rngs)
+        sizes = dict(eps=config.eps, dropout=config.dropout, use_bias=config.attention_bias, dtype=dtype, rngs=rngs)
         self.encoder = nnx.List([EncoderLayer(d, config.h, config.d_ff, **sizes) for _ in range(config.N)])
         self.decoder = nnx.List([DecoderLayer(d, config.h, config.d_ff, **sizes) for _ in range(config.N)])
         self.dropout = nnx.Dropout(config.dropout, deterministic=True, rngs=rngs)
@@ -205,7 +212,7 @@ class Transformer(nnx.Module):
     def embed(self, ids: jax.Array, table: nnx.Embed) -> jax.Array:
         """ids (B, L) -> (B, L, d_model)."""
         d_model = self.config.d_model
-        return self.dropout(table(ids) * math.sqrt(d_model) + sinusoids(ids.shape[1], d_model))
+        return self.dropout(table(ids) * math.sqrt(d_model) + sinusoids(ids.shape[1], d_model, self.dtype))
 
     def encode_with_weights(self, src: jax.Array) -> tuple[jax.Array, dict]:
         """src (B, S) -> memory (B, S, d_model), {"encoder.{l}.self_attn": (B, h, S, S)}."""
@@ -323,7 +330,7 @@ def load_canonical(module: nnx.Module, weights: dict) -> None:
     unexpected = sorted(set(weights) - set(params))
     if missing or unexpected:
         raise KeyError(f"canonical weights do not match: missing {missing}, unexpected {unexpected}")
-    values = {name: jnp.asarray(weights[name], dtype=jnp.float32) for name in params}
+    values = {name: jnp.asarray(weights[name], dtype=p[...].dtype) for name, p in params.items()}  # the module's dtype
     wrong = [f"{name}: shape {values[name].shape}, expected {p.shape}" for name, p in params.items()
              if values[name].shape != p.shape]
     if wrong:
