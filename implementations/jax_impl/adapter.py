@@ -49,8 +49,8 @@ from conformance.weights import model_shapes
 
 
 def floats(x, dtype=jnp.float32) -> jax.Array:
-    """A NumPy or JAX array -> ``dtype``, float32 unless the adapter computes in a half dtype (float64 inputs are
-    cast: this implementation computes in float32)."""
+    """A NumPy or JAX array -> ``dtype``: float32, the adapter's half dtype, or float32 for the loss whatever the
+    adapter's (float64 inputs are cast too: this implementation never computes in float64)."""
     return jnp.asarray(x, dtype=dtype)
 
 
