@@ -82,3 +82,47 @@ def test_markdown_of_a_fixed_failing_run(certify, snapshot):
 
     run = certify(adapter_path("nan_attention"), *FIXED_RUN, "--seed", "0")
     assert mask_rendering(markdown_report.render(run.report)) == snapshot
+
+
+# What the tests compare a run's text with: a version of anything installed in it would fail every fresh install
+# once the registry serves the next release.
+EXPECTED_TEXTS = ("tests/__snapshots__/*.ambr", "tests/heldout/*.toml", "implementations/mutants/expected.toml")
+
+
+def installed_versions() -> dict[str, str]:
+    """{version: distribution} of this environment's distributions and Python, for versions of three parts or more
+    (a two-part version, "4.0", is too often a plain number)."""
+    import platform
+    from importlib.metadata import distributions
+
+    versions = {platform.python_version(): "Python"}
+    for dist in distributions():
+        version = dist.version or ""
+        if version.count(".") >= 2:
+            versions.setdefault(version, dist.metadata["Name"])
+    return versions
+
+
+def versions_in(text: str, versions: dict[str, str]) -> list[str]:
+    """The installed versions ``text`` holds, other than as a paper section ("§3.2.1") or part of a longer number."""
+    found = [f"{name} {version}" for version, name in versions.items()
+             if re.search(rf"(?<![§\d.]){re.escape(version)}(?![\d.])", text)]
+    return found + (["Hypothesis's @reproduce_failure(VERSION, ...)"] if "reproduce_failure" in text else [])
+
+
+def test_no_expected_text_holds_a_dependency_version():
+    from pathlib import Path
+
+    root = Path(__file__).resolve().parents[1]
+    versions = installed_versions()
+    assert "hypothesis" in {name.lower() for name in versions.values()}  # the check sees the suite's dependencies
+    offending = {str(path.relative_to(root)): found for pattern in EXPECTED_TEXTS for path in root.glob(pattern)
+                 if (found := versions_in(path.read_text(), versions))}
+    assert not offending, f"expected texts naming a dependency's version (mask it in the test): {offending}"
+
+
+def test_the_version_finder_sees_a_version_and_not_a_section():
+    versions = {"6.170.17": "hypothesis", "3.2.1": "something"}
+    assert versions_in("adding @reproduce_failure('6.170.17', b'AA==')", versions) == [
+        "hypothesis 6.170.17", "Hypothesis's @reproduce_failure(VERSION, ...)"]
+    assert versions_in("§3.2.1 Scaled dot-product attention; 13.2.10 and 3.2.15 are other numbers", versions) == []

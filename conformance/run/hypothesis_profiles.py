@@ -1,7 +1,9 @@
 """Hypothesis profiles: ``ci`` is deterministic and quick, ``thorough`` is for certification.
 
-Both print a failing example as a reproduction (``print_blob``) and keep no example database, so a
-certification run writes nothing into the candidate's folder.
+None keeps an example database, so a certification run writes nothing into the candidate's folder, and none
+prints Hypothesis's ``@reproduce_failure`` blob: it names Hypothesis's version (a report would change with every
+release) and means nothing outside the suite's own tests; each failure's reproduction is the report's
+``transformer-conformance certify ... -k CHECK --seed S`` line.
 """
 
 from __future__ import annotations
@@ -19,15 +21,15 @@ _PHASES = [phase for phase in Phase if phase is not Phase.explain]
 
 settings.register_profile(
     "conformance-ci", max_examples=15, derandomize=True, deadline=None, database=None,
-    print_blob=True, suppress_health_check=_SUPPRESSED, phases=_PHASES,
+    print_blob=False, suppress_health_check=_SUPPRESSED, phases=_PHASES,
 )
 settings.register_profile(  # grading: ci's size, but examples drawn from the run's seed (--hypothesis-seed)
     "conformance-grade", max_examples=15, deadline=None, database=None,
-    print_blob=True, suppress_health_check=_SUPPRESSED, phases=_PHASES,
+    print_blob=False, suppress_health_check=_SUPPRESSED, phases=_PHASES,
 )
 settings.register_profile(
     "conformance-thorough", max_examples=200, deadline=None, database=None,
-    print_blob=True, suppress_health_check=_SUPPRESSED, phases=_PHASES,
+    print_blob=False, suppress_health_check=_SUPPRESSED, phases=_PHASES,
 )
 
 
