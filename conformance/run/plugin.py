@@ -593,7 +593,9 @@ def isolation_summary(candidate) -> dict:
 class ResultCollector:
     """Runs where the results arrive (the controller under xdist): gathers them and builds the run's one
     report (``conformance.run.report``). The CLI hands one in (``pytest.main(plugins=[collector])``) and reads
-    ``collector.report`` afterwards; without one, the plugin makes its own."""
+    ``collector.report()`` afterwards; without one, the plugin makes its own. The report is a method, not a
+    property: pytest (before 8.4) reads every attribute of a plugin object while looking for fixtures, and a
+    property read then built the report before the first result."""
 
     def __init__(self):
         self.config, self.candidates = None, {}
@@ -636,7 +638,6 @@ class ResultCollector:
             ],
         }
 
-    @property
     def report(self) -> dict:
         """The run's report, built once, after the last result (every rendering reads this dict)."""
         if self._report is None:
@@ -652,11 +653,11 @@ class ResultCollector:
         if path and not hasattr(self.config, "workerinput"):  # the controller writes; xdist workers only run checks
             from conformance.reports.json_report import render
 
-            Path(path).write_text(render(self.report))
+            Path(path).write_text(render(self.report()))
 
     def pytest_terminal_summary(self, terminalreporter):
         if not the_run(self.config).options.summary:
             return
         from conformance.reports.terminal import render
 
-        terminalreporter.write(render(self.report))
+        terminalreporter.write(render(self.report()))

@@ -222,7 +222,11 @@ def run_checks(run, *, quiet_usage: bool = False) -> int:
         if not (quiet_usage and code == pytest.ExitCode.USAGE_ERROR):
             sys.stderr.write(captured.getvalue())
         return EXIT_USAGE if code == pytest.ExitCode.USAGE_ERROR else EXIT_INTERNAL
-    report = collector.report
+    report = collector.report()
+    if len(report["checks"]) != len(collector.results):  # fail closed: a report that lost verdicts is no pass
+        print(f"transformer-conformance: internal error: the report holds {len(report['checks'])} of the run's"
+              f" {len(collector.results)} verdicts", file=sys.stderr)
+        return EXIT_INTERNAL
     print(render(report), end="")
     if options.json:
         if not Path(options.json).is_file():  # fail closed: no report, no pass

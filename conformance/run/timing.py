@@ -126,8 +126,7 @@ def install(phases: Phases) -> None:
     for name in ("__init__", "encoder_states", "decoder_states", "logits_from_states", "greedy_decode"):
         wrap_attribute(oracle.OracleModel, name, phases, "oracle_calls")
     wrap_attribute(check.Check, "explain", phases, "diagnosis")
-    collector = plugin.ResultCollector
-    collector.report = property(timed(phases, "report", collector.report.fget))
+    wrap_attribute(plugin.ResultCollector, "report", phases, "report")
     for owner, name in ((terminal, "render"), (json_report, "render"), (formats, "write"),
                         (session, "write_renderings")):
         wrap_attribute(owner, name, phases, "report")
