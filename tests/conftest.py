@@ -41,6 +41,22 @@ collect_ignore = ["hostile"]
 ADAPTERS = Path(__file__).parent / "adapters"
 
 
+# Forks of a test process. An earlier test in the same process may have started JAX's threads (with the [jax] extra
+# installed), and a fork after that can deadlock (JAX warns, and the warning is an error here): whatever forks, the
+# class of `grade`, `watch`, runs as a user runs it, in a process of its own.
+_FORKS: list[int] = []
+os.register_at_fork(before=lambda: _FORKS.append(os.getpid()))
+
+
+@pytest.fixture(autouse=True)
+def no_fork_of_the_test_process():
+    before = len(_FORKS)
+    yield
+    if len(_FORKS) > before:
+        pytest.fail("the test forked the test process: run what forks (grade CLASS, watch) in a process of its own,"
+                    " as a user does (an earlier test here may have started JAX's threads)", pytrace=False)
+
+
 @pytest.fixture(scope="session", autouse=True)
 def imports_out_of_the_garbage_collectors_walks():
     """The objects of the modules every worker imports (torch, hypothesis, the suite), frozen out of the collector's

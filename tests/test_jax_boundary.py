@@ -127,3 +127,34 @@ def test_a_numpy_adapter_returning_a_jax_array_is_told_to_declare_it():
 
     with pytest.raises(BadOutput, match=r'declare Conventions\(arrays="jax"\)'):
         Candidate(Undeclared(), name="undeclared").layer_norm(X, GAMMA, BETA, 1e-5)
+
+
+FORK_PROBE = """
+import os, sys
+def before():
+    from jax._src import xla_bridge  # noqa: only where JAX is imported
+    print("forked after JAX started its backend" if xla_bridge._backends else "forked, JAX idle", file=sys.stderr)
+os.register_at_fork(before=lambda: "jax" in sys.modules and before())
+from conformance.cli import run
+sys.argv = ["transformer-conformance", *sys.argv[1:]]
+run()
+"""
+
+
+def test_grading_a_class_of_jax_submissions_never_forks_after_jax_started(tmp_path):
+    """The class process forks one grader per submission: a fork after JAX started its threads can deadlock. The
+    submissions run in their workers; the class process never runs JAX."""
+    import subprocess
+    import sys
+
+    for name in ("ada", "bo"):
+        (tmp_path / "class" / name).mkdir(parents=True)
+        (tmp_path / "class" / name / "adapter.py").write_text(ADAPTER.read_text())
+    done = subprocess.run([sys.executable, "-c", FORK_PROBE, "grade", str(tmp_path / "class"), "--jobs", "2",
+                           "--out", str(tmp_path / "grades"), "--no-training", "-k", "layer_norm"],
+                          capture_output=True, text=True, timeout=600)
+    assert done.returncode == 0, done.stdout + done.stderr
+    assert "forked after JAX started" not in done.stderr, done.stderr
+    rows = (tmp_path / "grades" / "summary.csv").read_text().splitlines()
+    assert [row.split(",")[0] for row in rows[1:]] == ["ada", "bo"]
+    assert all(int(row.split(",")[4]) > 0 for row in rows[1:]), rows  # each graded on its JAX answers
