@@ -59,21 +59,88 @@ def test_the_lock_agrees_with_the_pinned_files():
 
 
 def pip_installs(script: str) -> list[list[str]]:
-    """The arguments of every ``pip install`` of a shell script (continuation lines joined)."""
+    """The arguments of every ``pip install`` of a shell script (continuation lines joined), however pip is called."""
     script = script.replace("\\\n", " ")
-    return [shlex.split(line.split("pip install", 1)[1], comments=True) for line in script.splitlines()
-            if re.match(r"\s*(python -m )?pip install", line)]
+    return [shlex.split(match.group(1), comments=True) for line in script.splitlines()
+            if (match := re.search(r"\bpip3?(?:\.exe)?\s+install\b(.*)", line))]
 
 
-def test_every_install_reads_the_lock():
+def named_packages(args: list[str]) -> list[str]:
+    """The requirements an install names on its command line (not the files, editables and options)."""
+    named, skip = [], False
+    for arg in args:
+        if skip or arg in ("-c", "-r", "-e", "--constraint", "--requirement", "--editable"):
+            skip = not skip
+            continue
+        if not arg.startswith("-"):
+            named.append(arg)
+    return named
+
+
+def test_every_install_reads_a_constraints_file_and_names_only_locked_packages():
     assert "-c requirements-lock.txt" in (ROOT / "requirements-dev.txt").read_text().splitlines()
+    lock = pins(ROOT / "requirements-lock.txt")
     installs = pip_installs((ROOT / ".ci" / "run").read_text())
-    assert len(installs) >= 7, installs
+    assert len(installs) >= 9, installs
     for args in installs:
-        reads_the_lock = "-c" in args and args[args.index("-c") + 1] in ("requirements-lock.txt",
-                                                                        "requirements-lowest.txt")
-        assert reads_the_lock or args[-2:] in (["-r", "requirements-dev.txt"], ["--upgrade", "pip"]), (
+        assert "-c" in args or args[-2:] == ["-r", "requirements-dev.txt"], (
             f".ci/run installs without the lock: pip install {' '.join(args)}")
+        for named in named_packages(args):
+            assert canonicalize_name(Requirement(named).name) in lock, f".ci/run installs {named}, which is not locked"
+
+
+def test_the_install_reader_sees_every_spelling_of_pip():
+    script = "python3 -m pip install -q -e '.[jax]'\npip3 install flax\n  x && pip install \\\n  -c lock optax  # why\n"
+    assert pip_installs(script) == [["-q", "-e", ".[jax]"], ["flax"], ["-c", "lock", "optax"]]
+    assert named_packages(["-q", "-c", "lock", "--upgrade", "pip", "-e", ".[x]", "-r", "r.txt"]) == ["pip"]
+
+
+def lock_tool():
+    import importlib.util
+
+    spec = importlib.util.spec_from_file_location("lock_requirements", ROOT / "tools" / "lock_requirements.py")
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module
+
+
+def test_the_lock_tool_installs_what_ci_installs_in_its_order():
+    installs = [[arg for arg in args if arg != "-q"] for args in pip_installs((ROOT / ".ci" / "run").read_text())]
+    later = [args[2:] for args in installs if args[:2] == ["-c", "requirements-lock.txt"] and "pip" not in args]
+    assert later == [list(args) for args in lock_tool().LATER_INSTALLS]
+
+
+def test_the_lock_names_everything_the_installed_requirements_need():
+    """The dependency closure of what the project requires, as installed here (its extras where installed), is
+    locked: a transitive dependency missing from the lock would float."""
+    from importlib.metadata import PackageNotFoundError, distribution
+
+    lock, missing, seen = pins(ROOT / "requirements-lock.txt"), [], set()
+    stack = [Requirement(f"{PROJECT['name']}[{','.join(PROJECT['optional-dependencies'])}]")]
+    while stack:
+        requirement = stack.pop()
+        name = canonicalize_name(requirement.name)
+        try:
+            dist = distribution(name)
+        except PackageNotFoundError:
+            continue  # an extra not installed here
+        if (name, tuple(sorted(requirement.extras))) in seen:
+            continue
+        seen.add((name, tuple(sorted(requirement.extras))))
+        if name != SELF and name not in lock:
+            missing.append(name)
+        for line in dist.requires or []:
+            needed = Requirement(line)
+            if needed.marker is None or any(needed.marker.evaluate({"extra": extra})
+                                            for extra in {"", *requirement.extras}):
+                stack.append(needed)
+    assert not missing, f"installed as requirements but not locked: {sorted(set(missing))}"
+    assert {"pluggy", "iniconfig", "setuptools"} <= {name for name, _ in seen}
+
+
+def test_the_build_backend_is_the_lock_s_setuptools():
+    build = tomllib.loads((ROOT / "pyproject.toml").read_text())["build-system"]["requires"]
+    assert build == [f"setuptools=={pins(ROOT / 'requirements-lock.txt')['setuptools']}"]
 
 
 def test_the_lower_bound_file_pins_the_package_at_its_declared_lowest():

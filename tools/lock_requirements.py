@@ -4,7 +4,9 @@
 install (the extras, Sockeye's and keras-hub's pinned files), so a release upstream changes nothing until the lock
 is refreshed on purpose. This script makes a fresh virtual environment, installs into it exactly what ``.ci/run``
 installs, in the same order, without the lock, and writes what ``pip freeze`` then lists (the project itself left
-out, local version labels dropped: ``torch==2.13.0`` matches this machine's ``2.13.0+cpu`` wheel and PyPI's).
+out, local version labels dropped: ``torch==2.13.0`` matches this machine's ``2.13.0+cpu`` wheel and PyPI's), pip and
+setuptools included (setuptools is torch's runtime dependency and the project's build backend, pinned in
+``pyproject.toml`` to the same version).
 Refresh it with ``python tools/lock_requirements.py`` (``--check``: only say whether the lock would change), then
 run the tests and commit the lock with what the new versions needed.
 """
@@ -58,11 +60,11 @@ def resolve() -> list[str]:
     with tempfile.TemporaryDirectory(prefix="lock-") as folder:
         venv.create(Path(folder) / "venv", with_pip=True)
         python = Path(folder) / "venv" / "bin" / "python"
-        pip(python, "install", "-q", "--upgrade", "pip")
+        pip(python, "install", "-q", "--upgrade", "pip", "setuptools")
         pip(python, "install", "-q", "-r", str(without_lock(DEV, Path(folder))))
         for args in LATER_INSTALLS:
             pip(python, "install", "-q", *args)
-        frozen = pip(python, "freeze", "--exclude-editable").splitlines()
+        frozen = pip(python, "freeze", "--all", "--exclude-editable").splitlines()
     pins = []
     for line in frozen:
         if not line or line.startswith("#"):
