@@ -66,19 +66,15 @@ def save(path: Path, text: str) -> float:
         return time.monotonic() - truncated
 
 
-def processes_of(pid: int, at_least: int, timeout_s: float = 120) -> set[int]:
-    """Every process seen below ``pid`` until at least ``at_least`` were seen at once, then for half a second more
-    (the last to start, the run's worker, may follow its supervisor)."""
+def processes_of(pid: int, at_least: int, window_s: float = 2.0, timeout_s: float = 120) -> set[int]:
+    """Every process seen below ``pid`` over ``window_s`` and until at least ``at_least`` were seen at once (a loaded
+    machine starts the run and its worker late)."""
     seen: set[int] = set()
-    deadline = time.monotonic() + timeout_s
-    while time.monotonic() < deadline:
+    start = time.monotonic()
+    while time.monotonic() < start + timeout_s:
         now = set(children_of_tree(pid))
         seen |= now
-        if len(now) >= at_least:
-            settle = time.monotonic() + 0.5
-            while time.monotonic() < settle:
-                seen |= set(children_of_tree(pid))
-                time.sleep(0.05)
+        if len(now) >= at_least and time.monotonic() >= start + window_s:
             return seen
         time.sleep(0.05)
     raise AssertionError(f"fewer than {at_least} processes below the watch after {timeout_s} s: {seen}")
