@@ -154,3 +154,15 @@ def test_watching_a_built_in_is_a_usage_error_naming_the_fix(capsys):
 
     assert main(["watch", "reference"]) == EXIT_USAGE
     assert "give your adapter's file" in capsys.readouterr().err
+
+
+def test_stopping_a_run_not_yet_in_its_own_group_does_not_wait_for_it():
+    """A run forked the instant before Ctrl-C may not have made its process group yet: stop_run ends it all the
+    same (it used to find no group to kill, then wait for the whole run)."""
+    from conformance.run.watch import stop_run
+
+    run = subprocess.Popen([sys.executable, "-c", "import time; time.sleep(600)"])  # in the test's own group
+    started = time.monotonic()
+    stop_run(run.pid)
+    assert run.poll() is not None or run.wait(timeout=5) == -signal.SIGKILL
+    assert time.monotonic() - started < 5

@@ -147,20 +147,39 @@ def run_once(args, warm, failed: set[str], stream_fd: int, report_path: str) -> 
         stop_all_workers()
 
 
+STOPPING = {signal.SIGINT, signal.SIGTERM}
+
+
+@contextlib.contextmanager
+def stops_held():
+    """Ctrl-C and SIGTERM held back while a run is forked and recorded: one that came between the fork and
+    ``running`` would leave the run unstopped. Delivered when the block ends."""
+    signal.pthread_sigmask(signal.SIG_BLOCK, STOPPING)
+    try:
+        yield
+    finally:
+        signal.pthread_sigmask(signal.SIG_UNBLOCK, STOPPING)
+
+
 def fork_run(args, warm, failed: set[str], report_path: str) -> tuple[int, int]:
     """A child of this process running the checks once, in a process group of its own (the watch stops it,
-    Ctrl-C does not reach it); (its pid, the read end of its verdict stream)."""
+    Ctrl-C does not reach it); (its pid, the read end of its verdict stream). Call it inside ``stops_held``."""
     stream_r, stream_w = os.pipe()
     sys.stdout.flush()
     sys.stderr.flush()
     pid = os.fork()
     if pid:
         os.close(stream_w)
+        # Its group made here too (as a shell does): until the child has run its own setpgid, a stop_run would
+        # find no group to kill and wait for the whole run.
+        with contextlib.suppress(OSError):
+            os.setpgid(pid, pid)
         return pid, stream_r
     code = 3
     try:
         os.setpgid(0, 0)
         signal.signal(signal.SIGINT, signal.SIG_DFL)
+        signal.pthread_sigmask(signal.SIG_UNBLOCK, STOPPING)
         os.close(stream_r)
         null = os.open(os.devnull, os.O_RDWR)
         for target in (0, 1, 2):  # the watch draws the screen; the run's own report goes to the JSON file
@@ -173,9 +192,12 @@ def fork_run(args, warm, failed: set[str], report_path: str) -> tuple[int, int]:
 
 
 def stop_run(pid: int) -> None:
-    """End a run: its process group at once (its worker's supervisor sees the run gone and ends the worker)."""
+    """End a run: its process group at once (its worker's supervisor sees the run gone and ends the worker), and the
+    run itself, whatever its group: the wait that follows never waits for a process left alive."""
     with contextlib.suppress(ProcessLookupError, PermissionError):
         os.killpg(pid, signal.SIGKILL)
+    with contextlib.suppress(ProcessLookupError):
+        os.kill(pid, signal.SIGKILL)
     with contextlib.suppress(ChildProcessError):
         os.waitpid(pid, 0)
 
@@ -276,7 +298,8 @@ def watch(args) -> int:
                 failed = {c["id"] for c in (report or {}).get("checks", []) if c["status"] in FAILING}
                 round_ = Round(number, trigger, saved_at, failed)
                 report_path = str(Path(tmp) / f"run{number}.json")
-                running, stream = fork_run(args, warm, failed, report_path)
+                with stops_held():
+                    running, stream = fork_run(args, warm, failed, report_path)
                 change = follow(running, stream, round_, screen, roots, args.impl, state)
                 os.close(stream)
                 if change is not None:  # saved again during the run: that run is stale
