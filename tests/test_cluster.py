@@ -17,7 +17,7 @@ from pathlib import Path
 
 import pytest
 from conftest import adapter_path
-from test_grading import HOSTILE, PE_ONLY, ROOT, assert_commands_parse, submission
+from test_grading import HOSTILE, ROOT, assert_commands_parse, grade_class, submission
 
 from conformance.cli import build_parser
 
@@ -51,17 +51,6 @@ def make_class(root: Path, copies: int = 1) -> Path:
     (buggy / "adapter.py").write_text(BUGGY)
     submission(klass, "cy", str(HOSTILE / "kills_grader.py"))
     return klass
-
-
-def grade(klass: Path, out: Path, *options: str, env: dict | None = None, wait: bool = True):
-    command = [sys.executable, "-m", "conformance", "grade", str(klass), "--out", str(out), "-k", PE_ONLY,
-               "--seed", "7", *options]
-    process = subprocess.Popen(command, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True,
-                               env={**os.environ, **(env or {})})
-    if not wait:
-        return process
-    output, _ = process.communicate(timeout=600)
-    return process.returncode, output
 
 
 def without_timings(value):
@@ -267,14 +256,14 @@ def local_pool_grades(klass, tmp_path_factory):
     """The class graded by the local pool (``--jobs 2``): what every cluster run must equal."""
     pytest.importorskip("distributed")
     out = tmp_path_factory.mktemp("local") / "grades"
-    code, output = grade(klass, out, "--jobs", "2")
+    code, output = grade_class(klass, out, "--jobs", "2")
     assert code == 0, output
     return reports(out), (out / "summary.csv").read_text()
 
 
 @pytest.mark.slow
 def test_a_class_graded_on_dask_workers_equals_the_local_pool_s(dask_processes, klass, local_pool_grades, tmp_path):
-    code, output = grade(klass, tmp_path / "grades", "--scheduler", dask_processes.address)
+    code, output = grade_class(klass, tmp_path / "grades", "--scheduler", dask_processes.address)
     assert code == 0, output
     local_reports, local_summary = local_pool_grades
     assert differences(reports(tmp_path / "grades"), local_reports) == []
@@ -289,7 +278,7 @@ def test_a_class_graded_on_dask_workers_equals_the_local_pool_s(dask_processes, 
 @pytest.mark.slow
 def test_a_worker_killed_mid_run_loses_no_submission_and_grades_none_twice(dask_processes, klass,
                                                                            local_pool_grades, tmp_path):
-    running = grade(klass, tmp_path / "grades", "--scheduler", dask_processes.address,
+    running = grade_class(klass, tmp_path / "grades", "--scheduler", dask_processes.address,
                     wait=False)
     try:
         victim = dask_processes.workers[0]
@@ -321,7 +310,7 @@ def test_a_submission_whose_workers_all_die_is_graded_as_an_error_and_the_rest_a
     # queued, which a death with no retry allowed would fail too: a classmate's error, by chance)
     dask_config = {"DASK_DISTRIBUTED__SCHEDULER__ALLOWED_FAILURES": "0",
                    "DASK_DISTRIBUTED__SCHEDULER__WORKER_SATURATION": "1.0"}
-    running = grade(klass, tmp_path / "grades", "--scheduler", "local:2", env=dask_config, wait=False)
+    running = grade_class(klass, tmp_path / "grades", "--scheduler", "local:2", env=dask_config, wait=False)
     try:
         grader = wait_until(lambda: next((pid for pid in children_of_tree(running.pid)
                                           if is_grader(pid) and writes_to(pid, "bo.txt")), None), 180,

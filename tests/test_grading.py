@@ -1,6 +1,7 @@
 """``grade``: points, Gradescope's results.json (validated against its documented fields), seeds, a class."""
 
 import json
+import os
 import re
 import shutil
 import subprocess
@@ -174,18 +175,29 @@ def test_a_folder_without_the_adapter_file_names_the_fix(tmp_path, capsys):
 
 
 # -- a class ---------------------------------------------------------------------------------------------
+def grade_class(klass: Path, out: Path, *options: str, env: dict | None = None, wait: bool = True):
+    """``grade CLASS`` as an instructor runs it: a process of its own, which forks one grader per submission (this
+    test process must not fork: an earlier test here may have started JAX's threads). (exit code, output), or the
+    process itself with ``wait=False``."""
+    command = [sys.executable, "-m", "conformance", "grade", str(klass), "--out", str(out), "-k", PE_ONLY,
+               "--seed", "7", *options]
+    process = subprocess.Popen(command, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True,
+                               env={**os.environ, **(env or {})})
+    if not wait:
+        return process
+    output, _ = process.communicate(timeout=600)
+    return process.returncode, output
+
+
 def test_a_class_is_graded_into_reports_and_a_summary_and_one_crash_touches_no_one_else(tmp_path):
-    """As an instructor runs it: a process of its own, which forks one grader per submission (in this test process
-    it would fork from wherever an earlier test left JAX's threads, with JAX installed)."""
     klass = tmp_path / "class"
     submission(klass, "ada", adapter_path("only_pe"))
     submission(klass, "bo", str(HOSTILE / "os_exit_mid_call.py"))
     nested = submission(klass / "cy", "src", adapter_path("nan_attention"))
     assert nested.parent.name == "cy"
     out = tmp_path / "grades"
-    done = subprocess.run([sys.executable, "-m", "conformance", "grade", str(klass), "--out", str(out), "--jobs", "2",
-                           "-k", PE_ONLY, "--seed", "7"], capture_output=True, text=True, timeout=600)
-    assert done.returncode == 0, done.stdout + done.stderr
+    code, output = grade_class(klass, out, "--jobs", "2")
+    assert code == 0, output
     rows = (out / "summary.csv").read_text().splitlines()
     assert rows[0].startswith("student,score,max_score,verdict")
     assert [row.split(",")[:3] for row in rows[1:]] == [["ada", "2.0", "3.0"], ["bo", "1.0", "3.0"],

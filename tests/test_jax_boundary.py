@@ -131,19 +131,16 @@ def test_a_numpy_adapter_returning_a_jax_array_is_told_to_declare_it():
 
 FORK_PROBE = """
 import os, sys
-def before():
-    from jax._src import xla_bridge  # noqa: only where JAX is imported
-    print("forked after JAX started its backend" if xla_bridge._backends else "forked, JAX idle", file=sys.stderr)
-os.register_at_fork(before=lambda: "jax" in sys.modules and before())
+os.register_at_fork(before=lambda: print("forked, JAX imported:", "jax" in sys.modules, file=sys.stderr))
 from conformance.cli import run
 sys.argv = ["transformer-conformance", *sys.argv[1:]]
 run()
 """
 
 
-def test_grading_a_class_of_jax_submissions_never_forks_after_jax_started(tmp_path):
+def test_grading_a_class_of_jax_submissions_never_forks_with_jax_imported(tmp_path):
     """The class process forks one grader per submission: a fork after JAX started its threads can deadlock. The
-    submissions run in their workers; the class process never runs JAX."""
+    submissions run in their workers; the class process never even imports JAX."""
     import subprocess
     import sys
 
@@ -154,7 +151,8 @@ def test_grading_a_class_of_jax_submissions_never_forks_after_jax_started(tmp_pa
                            "--out", str(tmp_path / "grades"), "--no-training", "-k", "layer_norm"],
                           capture_output=True, text=True, timeout=600)
     assert done.returncode == 0, done.stdout + done.stderr
-    assert "forked after JAX started" not in done.stderr, done.stderr
+    forks = [line for line in done.stderr.splitlines() if line.startswith("forked, JAX imported:")]
+    assert forks and all(line.endswith("False") for line in forks), done.stderr
     rows = (tmp_path / "grades" / "summary.csv").read_text().splitlines()
     assert [row.split(",")[0] for row in rows[1:]] == ["ada", "bo"]
     assert all(int(row.split(",")[4]) > 0 for row in rows[1:]), rows  # each graded on its JAX answers
