@@ -95,3 +95,15 @@ def test_the_plugin_objects_handed_to_pytest_hold_no_property_that_builds_someth
 
     for plugin in (ResultCollector, Run, FreezeCollected, AwaitWorker):
         assert not [name for name, value in inspect.getmembers(plugin) if isinstance(value, property)], plugin
+
+
+def test_a_report_that_lost_verdicts_fails_closed(certify, monkeypatch):
+    """certify never prints a report that holds fewer verdicts than the run gave: an internal error (exit 3), not a
+    pass (pytest before 8.4 once made the report before the first verdict: '0 passed', exit 0)."""
+    from conformance.run.plugin import ResultCollector
+
+    built = ResultCollector.report
+    monkeypatch.setattr(ResultCollector, "report", lambda self: {**built(self), "checks": []})
+    run = certify("reference", "-k", "pe_has_one_row_per_position")
+    assert run.code == 3, run.out
+    assert "the report holds 0 of the run's 1 verdicts" in run.err
