@@ -2,6 +2,7 @@
 summary with the likely causes, and Ctrl-C leaves no process of it behind. Run as a user runs it: a process of its
 own, a file edited beside it."""
 
+import contextlib
 import os
 import signal
 import subprocess
@@ -108,6 +109,9 @@ def test_watch_reruns_on_save_failing_checks_first_and_ctrl_c_leaves_nothing_run
         gap = save(adapter, HANGING)  # Ctrl-C in the middle of a run: the run, its worker and the warm process end
         seen = processes_of(watch.process.pid, 3)  # the warm process, the run, its worker's supervisor (the worker)
         os.kill(watch.process.pid, signal.SIGINT)
+        time.sleep(0.02)  # and again, impatiently, while it stops: the stopping is not cut short
+        with contextlib.suppress(ProcessLookupError):
+            os.kill(watch.process.pid, signal.SIGINT)
         assert watch.process.wait(timeout=60) == 130
         assert not all_ended(seen)  # a supervisor ends its worker when it sees its run gone
         rest = watch.process.stdout.read()

@@ -153,9 +153,10 @@ STOPPING = {signal.SIGINT, signal.SIGTERM}
 @contextlib.contextmanager
 def stops_held():
     """Ctrl-C and SIGTERM held back while a run is forked and recorded: one that came between the fork and
-    ``running`` would leave the run unstopped. Delivered when the block ends."""
-    signal.pthread_sigmask(signal.SIG_BLOCK, STOPPING)
+    ``running`` would leave the run unstopped. Delivered when the block ends. The mask is the calling thread's:
+    the watch's other threads are born with the signals blocked (``watch``), so none takes them meanwhile."""
     try:
+        signal.pthread_sigmask(signal.SIG_BLOCK, STOPPING)
         yield
     finally:
         signal.pthread_sigmask(signal.SIG_UNBLOCK, STOPPING)
@@ -285,7 +286,10 @@ def watch(args) -> int:
 
     roots = watched_roots(args.impl, tuple(args.allow_read))
     signal.signal(signal.SIGTERM, interrupted)  # `kill` stops it as Ctrl-C does: nothing left running
-    import_ahead()
+    # The threads the imports start (OpenBLAS's pool) are born with Ctrl-C and SIGTERM blocked, so that only this
+    # thread takes them, and stops_held holds them back; the warm process, started after, gets neither mask.
+    with stops_held():
+        import_ahead()
     screen, running = Screen(), None
     with WarmWorkers() as warm, tempfile.TemporaryDirectory(prefix="watch-") as tmp:
         if should_isolate(args.impl, args.isolate):
@@ -307,14 +311,15 @@ def watch(args) -> int:
                     running = None
                     state, trigger, saved_at = change
                     continue
-                os.waitpid(running, 0)
-                running = None
+                ended, running = running, None  # it closed its stream: it is ending, and is never stopped now
+                os.waitpid(ended, 0)
                 round_.all_s = time.time() - round_.saved_at
                 finished = read_report(report_path)
                 report = finished or report
                 screen.summary(summary_lines(args.impl, round_, finished, len(state)))
                 state, trigger, saved_at = wait_for_change(roots, args.impl, state)
         except KeyboardInterrupt:
+            signal.pthread_sigmask(signal.SIG_BLOCK, STOPPING)  # a second Ctrl-C does not cut the stopping short
             if running is not None:
                 stop_run(running)
             stop_all_workers()
