@@ -219,7 +219,9 @@ def test_a_graded_submission_cannot_read_the_golden_files_reference_or_oracle(tm
     report = tmp_path / "report.json"
     main(["grade", hostile("reads_golden_files"), "--json", str(report), "-k", selection, "--seed", "0"])
     statuses = {c["id"]: c["status"] for c in json.loads(report.read_text())["checks"]}
-    assert statuses == {"pe_matches_published_values": "failed", "layer_norm_matches_published_example": "failed"}
+    # failed: its own code answered; an error: its look-up for the suite's files broke (in bubblewrap they are absent)
+    assert set(statuses) == {"pe_matches_published_values", "layer_norm_matches_published_example"}
+    assert set(statuses.values()) <= {"failed", "error"}
 
 
 # -- answers from memory -------------------------------------------------------------------------------
@@ -297,6 +299,11 @@ def grade(folder: Path, tmp_path: Path, *extra: str) -> dict:
     return json.loads(report.read_text())
 
 
+def walls(report: dict) -> dict:
+    """What the grader built around the worker (bubblewrap or not), as the report records it."""
+    return report["implementations"][0]["isolation"]["walls"]
+
+
 def refused_paths(report: dict, what: str) -> set[str]:
     return {r["path"] for r in report["implementations"][0]["isolation"]["refused"] if r["what"] == what}
 
@@ -316,10 +323,11 @@ def test_a_graded_submission_reads_neither_a_classmate_nor_the_solution_above_it
     before = files_under(tmp_path / "course")
     report = grade(folder, tmp_path)
     wrong_code_statuses(report)  # its own code's score: nothing copied, nothing delegated
-    assert str(tmp_path / "course" / target) in refused_paths(report, "read")
     assert report["grade"]["reads_confined"] and report["grade"]["score"] == 0
     out = capsys.readouterr().out
-    assert "sandbox refused: " in out and str(tmp_path / "course" / target) in out
+    if not walls(report)["bubblewrap"]:  # Landlock refused the read; in bubblewrap the file is not there at all
+        assert str(tmp_path / "course" / target) in refused_paths(report, "read")
+        assert "sandbox refused: " in out and str(tmp_path / "course" / target) in out
     assert files_under(tmp_path / "course") == before  # nothing left behind
 
 
@@ -357,8 +365,9 @@ def test_a_submission_that_behaves_only_when_graded_cannot_tell_and_scores_its_o
     isolation = report["implementations"][0]["isolation"]
     output = isolation["output_head"]
     assert not any(sign in output for sign in ("conformance", "pytest")), output  # no grader's command line seen
-    if isolation["private_proc"]:  # its own PID namespace and /proc: no process but its own to see
-        assert "SEEN" not in output, output
+    if isolation["private_proc"]:  # its own PID namespace and /proc: no process but its own (and its supervisor)
+        seen = {line for line in output.splitlines() if line.startswith("SEEN")}
+        assert seen <= {f"SEEN {sys.executable} -I -B -u - "}, output
 
 
 @requires_landlock

@@ -15,6 +15,13 @@ from conformance.boundary.isolation.proxy import Limits, load_isolated
 from conformance.boundary.isolation.supervisor import stop_all_workers
 from conformance.boundary.isolation.warm import WarmWorkers
 
+
+@pytest.fixture(autouse=True)
+def without_bubblewrap(monkeypatch):
+    """Workers fork from a warm process only without bubblewrap (each bubblewrap sandbox starts its own
+    interpreter): these tests are of the warm process."""
+    monkeypatch.setenv("CONFORMANCE_BUBBLEWRAP", "off")
+
 PROBE = textwrap.dedent('''
     import os
     import numpy as np

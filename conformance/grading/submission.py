@@ -131,8 +131,9 @@ def confinement(report: dict) -> str:
         confined = isolation.get("limits", {}).get("landlock", True) and landlock_abi() >= READS_ABI
     if confined:
         return ""
-    return ("reads not confined: this kernel has no Landlock (Linux 5.13+, ABI 1), so the submission could read"
-            " any file the grader can (a classmate's work, a solution); grade on a kernel with Landlock")
+    return ("reads not confined: this kernel has no Landlock (Linux 5.13+, ABI 1) and bubblewrap is absent, so the"
+            " submission could read any file the grader can (a classmate's work, a solution); install bubblewrap"
+            " (the package bubblewrap), or grade on a kernel with Landlock")
 
 
 def submission_name(submission: Path) -> str:

@@ -23,6 +23,7 @@ What can happen to a call, and what the check then sees:
 
 from __future__ import annotations
 
+import os
 import signal
 import time
 from dataclasses import asdict, dataclass
@@ -140,7 +141,13 @@ class ProxyAdapter:
         self.load_error: str | None = None
         self._hello: dict | None = None
         self.last_account: dict | None = None  # what the worker said of the last call (whose code answered)
-        self._worker, self._generation = self._new_worker(), 1  # it imports while we go on
+        devices = reads.device_nodes(self._own_folder) if limits.hide_suite_code and self._own_folder else []
+        if devices:
+            self.load_error = (f"the submission holds device nodes ({', '.join(devices[:3])}): a submission is"
+                               " files and folders; it is not run. Fix: remove them")
+        self._worker, self._generation = (self._new_worker(), 1) if not devices else (None, 0)
+        # what the grader built around it: its own facts
+        self.walls = self._worker.walls_record() if self._worker is not None else Worker.no_walls()
         if wait:
             self.wait()
 
@@ -159,9 +166,11 @@ class ProxyAdapter:
             self._worker, self._hello = worker, hello
             self.conventions = hello["conventions"]
             self.load_warnings: list[str] = hello["warnings"]
-            self.landlock: int = hello["landlock"]
-            self.namespace: str = hello["namespace"]
-            self.private_proc: bool = hello["private_proc"]
+            self.claims = {key: hello[key] for key in ("landlock", "namespace", "private_proc", "walls")}
+            # the worker's account of itself can only lower what the grader knows it asked of the kernel
+            self.landlock: int = min(hello["landlock"], self.walls["landlock_abi"])
+            self.namespace: str = "bubblewrap" if self.walls["bubblewrap"] else hello["namespace"]
+            self.private_proc: bool = self.walls["bubblewrap"] or hello["private_proc"]
             self._parts = [part for part in hello["parts"] if part in ADAPTER_PARTS]
             self.__conformance_supplied__ = hello["supplied"]  # conformance.provenance, checked by check_hello
             if hello["model_class_parts"] is not None:
@@ -240,8 +249,10 @@ class ProxyAdapter:
         """What the worker says the sandbox refused so far (the whole list each time, bounded)."""
         refused, total = message.get("refused"), message.get("refused_total")
         if isinstance(refused, list) and isinstance(total, int):
-            self.refused = [[what, path[:300], times] for what, path, times in
-                            (entry for entry in refused[:REFUSED_KEPT] if _refusal(entry))]
+            kept = [entry for entry in refused[:REFUSED_KEPT] if _refusal(entry)]
+            if self.walls["bubblewrap"]:  # a read of what is absent from its sandbox counts where it exists here
+                kept = [entry for entry in kept if entry[0] == "write" or os.path.lexists(entry[1])]
+            self.refused = [[what, path[:300], times] for what, path, times in kept]
             self.refused_total = max(total, len(self.refused))
 
     def _load_error(self, reply: dict) -> str:
@@ -407,9 +418,10 @@ class ProxyAdapter:
 
     # -- the report -----------------------------------------------------------------------------
     def unloaded_summary(self) -> dict:
-        """The report's record of a worker that could not load the implementation: its limits, what the sandbox
-        refused while it tried."""
-        return {"isolated": True, "limits": self.limits.as_dict(), **self._refused_summary()}
+        """The report's record of a worker that could not load the implementation: its limits, the walls around
+        it, what the sandbox refused while it tried (as the worker tells it)."""
+        return {"isolated": True, "limits": self.limits.as_dict(), "walls": self.walls, **self._refused_summary(),
+                "worker_claims": {**self._refused_summary()}}
 
     def _refused_summary(self) -> dict:
         return {"refused": [{"what": what, "path": path, "times": times} for what, path, times in self.refused],
@@ -420,9 +432,14 @@ class ProxyAdapter:
         return {
             "isolated": True,
             "landlock_abi": self.landlock,
-            "reads_confined": self.landlock >= sandbox.READS_ABI,
+            "reads_confined": self.walls["bubblewrap"] or self.landlock >= sandbox.READS_ABI,
             "pid_namespace": bool(self.namespace),
             "private_proc": self.private_proc,
+            "walls": self.walls,
+            # what the worker says of itself: code that runs in it could have written any of it
+            "worker_claims": {"landlock_abi": self.claims["landlock"], "namespace": self.claims["namespace"],
+                              "private_proc": self.claims["private_proc"], **self.claims["walls"],
+                              **self._refused_summary()},
             **self._refused_summary(),
             "restarts": self._restarts,
             "limits": self.limits.as_dict(),
@@ -434,6 +451,7 @@ class ProxyAdapter:
 
 
 HELLO_FIELDS = ("conventions", "load_warnings", "landlock", "namespace", "private_proc", "model_class", "_parts")
+WORKER_WALLS = ("read_only_mounts", "own_network", "sockets_refused")  # what the worker says it built itself
 REFUSED_KEYS = ("refused", "refused_total")
 REFUSED_KEPT = 20
 
@@ -500,6 +518,8 @@ def check_hello(hello: Any, spec: str) -> dict:
     hello["landlock"] = hello.get("landlock") if type(hello.get("landlock")) is int else 0
     hello["namespace"] = hello.get("namespace") if hello.get("namespace") in ("user+pid", "pid") else ""
     hello["private_proc"] = hello.get("private_proc") is True
+    claimed = hello.get("walls") if isinstance(hello.get("walls"), dict) else {}
+    hello["walls"] = {key: claimed.get(key) is True for key in WORKER_WALLS}
     hello.setdefault("model_class_parts", None)
     supplied = hello.get("supplied")
     hello["supplied"] = {part: rec for part, rec in (supplied.items() if isinstance(supplied, dict) else ())
@@ -541,6 +561,9 @@ def variable_name(value: Any) -> str | None:
 
 def fmt_exit(report: dict, limits: Limits) -> str:
     """"exited with status 0", "was killed: it used up its CPU-time limit (60 s)", ..."""
+    if report.get("out_of_memory"):  # the control group's count, which the worker cannot change
+        return (f"was killed by the kernel: it exceeded its memory limit ({limits.memory_mib} MiB, shared memory,"
+                " memfd and temporary files counted; --worker-memory)")
     if "exit" in report:
         return f"exited with status {report['exit']}"
     if "signal" in report:

@@ -227,6 +227,81 @@ def mount_private_proc() -> bool:
     return libc.mount(b"proc", b"/proc", b"proc", MS_NOSUID | MS_NODEV | MS_NOEXEC, None) == 0
 
 
+SYS_MOUNT_SETATTR, AT_FDCWD, AT_RECURSIVE = 442, -100, 0x8000  # mount_setattr: Linux 5.12
+MOUNT_ATTR_RDONLY, MOUNT_ATTR_NOSUID, MOUNT_ATTR_NODEV = 0x1, 0x2, 0x4
+MS_BIND = 4096
+CLONE_NEWNET = 0x40000000
+
+
+class _MountAttr(ctypes.Structure):
+    _fields_ = [("attr_set", ctypes.c_uint64), ("attr_clr", ctypes.c_uint64), ("propagation", ctypes.c_uint64),
+                ("userns_fd", ctypes.c_uint64)]
+
+
+def _mount_setattr(path: str, *, set_: int = 0, clear: int = 0, recursive: bool = True) -> bool:
+    attr = _MountAttr(attr_set=set_, attr_clr=clear)
+    return _libc().syscall(SYS_MOUNT_SETATTR, AT_FDCWD, path.encode(), AT_RECURSIVE if recursive else 0,
+                           ctypes.byref(attr), ctypes.c_size_t(ctypes.sizeof(attr))) == 0
+
+
+def freeze_file_system(writable: Path) -> bool:
+    """In the worker's own mount namespace (``mount_private_proc`` made it): every mount read-only, without
+    set-user-id and, where /dev is a mount of its own, without device nodes; but its temporary folder (bound
+    onto itself first) stays writable, and /dev keeps its devices. A mode, a time or a file outside its folder
+    cannot change (Landlock refuses writes, not ``chmod`` nor ``utime``); a device node a submission ships
+    cannot be opened. False (nothing changed) where the kernel refuses (before Linux 5.12)."""
+    folder = str(writable)
+    if _libc().mount(folder.encode(), folder.encode(), None, MS_BIND | MS_REC, None) != 0:
+        return False
+    separate_dev = os.path.ismount("/dev")
+    if not _mount_setattr("/", set_=MOUNT_ATTR_RDONLY | MOUNT_ATTR_NOSUID | (MOUNT_ATTR_NODEV if separate_dev else 0)):
+        return False
+    if separate_dev:
+        _mount_setattr("/dev", clear=MOUNT_ATTR_NODEV, recursive=False)
+    return _mount_setattr(folder, clear=MOUNT_ATTR_RDONLY)
+
+
+def leave_network() -> bool:
+    """A network namespace of the worker's own: no interface but a loopback that is down; no packet leaves, and
+    abstract Unix sockets of the machine are out of reach. False where the kernel refuses."""
+    return _libc().unshare(CLONE_NEWNET) == 0
+
+
+# seccomp (Linux 3.5+): socket(2) fails with EACCES, for the worker and what it starts. Sockets are how a process
+# reaches a daemon (a named Unix socket, which neither Landlock nor a read-only mount refuses) or the network; a
+# computation needs none (the worker's channel is pipes made before; socketpair(2) stays allowed).
+PR_SET_SECCOMP, SECCOMP_MODE_FILTER = 22, 2
+SYSCALL_SOCKET = {0xC000003E: 41, 0xC00000B7: 198}  # AUDIT_ARCH_X86_64, AUDIT_ARCH_AARCH64: socket's number
+BPF_LD_W_ABS, BPF_JEQ_K, BPF_RET_K = 0x20, 0x15, 0x06
+SECCOMP_RET_ALLOW, SECCOMP_RET_ERRNO = 0x7FFF0000, 0x00050000
+EACCES = 13
+
+
+class _SockFilter(ctypes.Structure):
+    _fields_ = [("code", ctypes.c_uint16), ("jt", ctypes.c_uint8), ("jf", ctypes.c_uint8), ("k", ctypes.c_uint32)]
+
+
+class _SockFprog(ctypes.Structure):
+    _fields_ = [("len", ctypes.c_uint16), ("filter", ctypes.POINTER(_SockFilter))]
+
+
+def forbid_sockets() -> bool:
+    """Install the seccomp filter that refuses ``socket(2)``; False where the kernel refuses it."""
+    program = [_SockFilter(BPF_LD_W_ABS, 0, 0, 4)]  # seccomp_data.arch
+    for arch, number in SYSCALL_SOCKET.items():
+        # this architecture? then load the call's number: socket -> refuse, else allow
+        program += [_SockFilter(BPF_JEQ_K, 0, 3, arch), _SockFilter(BPF_LD_W_ABS, 0, 0, 0),
+                    _SockFilter(BPF_JEQ_K, 0, 1, number), _SockFilter(BPF_RET_K, 0, 0, SECCOMP_RET_ERRNO | EACCES),
+                    _SockFilter(BPF_LD_W_ABS, 0, 0, 4)]  # not it: reload the architecture for the next test
+    program.append(_SockFilter(BPF_RET_K, 0, 0, SECCOMP_RET_ALLOW))
+    filters = (_SockFilter * len(program))(*program)
+    prog = _SockFprog(len(program), filters)
+    libc = _libc()
+    if libc.prctl(PR_SET_NO_NEW_PRIVS, 1, 0, 0, 0) != 0:
+        return False
+    return libc.prctl(PR_SET_SECCOMP, SECCOMP_MODE_FILTER, ctypes.byref(prog), 0, 0) == 0
+
+
 class _CapHeader(ctypes.Structure):
     _fields_ = [("version", ctypes.c_uint32), ("pid", ctypes.c_int)]
 

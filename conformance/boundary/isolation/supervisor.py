@@ -38,9 +38,18 @@ from typing import Any
 
 # Relative: these modules are ``app.*`` in the worker's tree (trampoline.py), ``conformance.boundary.isolation.*``
 # in the grader.
-from . import environment, wire
+from . import environment, sandbox, walls, wire
 
 PR_SET_CHILD_SUBREAPER = 36
+NAMESPACES_VARIABLE = "CONFORMANCE_NAMESPACES"  # "off": the worker enters none (how tests stand for a kernel without)
+TASKS_PER_PROCESS = 8  # a control group counts threads: torch and OpenMP start a few per process
+ANSWER_SLACK_MIB = 64  # an answer holds at most what the worker may hold in memory, and its header
+
+
+def answer_bytes(limits: dict) -> int:
+    """The largest answer the grader reads: what the worker could hold (its memory limit), at most 2 GiB. The
+    buffers are mapped, not filled: an answer announced and never sent costs nothing here."""
+    return min(2**31, (limits.get("memory_mib", 8192) + ANSWER_SLACK_MIB) * 2**20)
 
 
 # -- the grader's side: starting and stopping a worker ---------------------------------------------
@@ -48,10 +57,21 @@ class Worker:
     """One worker process (with its supervisor), its pipes and its temporary directory."""
 
     def __init__(self, start: dict, *, total_s: float, pass_env: tuple[str, ...], threads: int, warm=None):
-        self.temp_dir = Path(tempfile.mkdtemp())  # a name like any program's: tmpXXXXXXXX/work
+        limits = start.get("limits", {})
+        self.bubblewrap = walls.bubblewrap() if start.get("bubblewrap", True) else None
+        self.landlock_asked = sandbox.landlock_abi() if start.get("landlock", True) else 0
+        # its output: a file with no name, opened here before it starts, read back through this descriptor only:
+        # nothing the worker does to its folder (a link, a pipe in its place) changes what the grader reads
+        self.log = tempfile.TemporaryFile()
+        if self.bubblewrap:  # its folder is in its own tmpfs, never on this machine's disk
+            self.temp_dir, self.host_dir = Path(walls.sandbox_temp_dir()), None
+            warm = None  # a warm process's children share its file system: each sandbox starts cold
+        else:
+            self.temp_dir = self.host_dir = Path(tempfile.mkdtemp())  # a name like any program's: tmpXXXXXXXX/work
+            (self.temp_dir / "work").mkdir()
         work = self.temp_dir / "work"
-        work.mkdir()
-        self.log_path = self.temp_dir / "output.log"
+        self.group = walls.ControlGroup.create(memory_mib=limits.get("memory_mib", 8192),
+                                               tasks=TASKS_PER_PROCESS * limits.get("processes", 64))
         request_r, request_w = os.pipe()
         response_r, response_w = os.pipe()
         control_r, self.control_w = os.pipe()
@@ -59,34 +79,71 @@ class Worker:
         theirs = (request_r, response_w, control_r, status_w)
         env = environment.worker_environment(work, self.temp_dir, threads, pass_env)
         self.process: subprocess.Popen | None = None
-        with open(self.log_path, "wb") as log:
-            # warm (warm.py): forked from a pre-imported process; else (or when it cannot fork) a new interpreter
-            self.forked = warm.fork(threads=threads, pass_env=pass_env, pipes=theirs, log_fd=log.fileno(),
-                                    cwd=str(work), env=env) if warm is not None else None
-            if self.forked is None:
-                # "-": the program comes on standard input (trampoline.py): nothing in the command line names the suite
-                self.process = subprocess.Popen(
-                    [sys.executable, "-I", "-B", "-u", "-"],
-                    stdin=subprocess.PIPE, stdout=log, stderr=subprocess.STDOUT, cwd=work, env=env,
-                    pass_fds=theirs, start_new_session=True,
-                )
+        # warm (warm.py): forked from a pre-imported process; else (or when it cannot fork) a new interpreter
+        self.forked = warm.fork(threads=threads, pass_env=pass_env, pipes=theirs, log_fd=self.log.fileno(),
+                                cwd=str(work), env=env, cgroup=self._procs_files()) if warm is not None else None
+        if self.forked is None:
+            # "-": the program comes on standard input (trampoline.py): nothing in the command line names the suite
+            command = [sys.executable, "-I", "-B", "-u", "-"]
+            if self.bubblewrap:
+                command = walls.bubblewrap_command(self.bubblewrap, sandbox.Reads(**start["reads"]),
+                                                   str(self.temp_dir)) + command
+            if self.group is not None:
+                command = self.group.join_command() + command
+            self.process = subprocess.Popen(
+                command, stdin=subprocess.PIPE, stdout=self.log, stderr=subprocess.STDOUT,
+                cwd="/" if self.bubblewrap else work, env=env, pass_fds=theirs, start_new_session=True,
+            )
         self.warm = self.process is None
         for fd in theirs:
             os.close(fd)
-        self.channel = wire.Channel(response_r, request_w)
+        self.channel = wire.Channel(response_r, request_w, max_bytes=answer_bytes(limits))
         if self.process is not None:
             with contextlib.suppress(BrokenPipeError):  # a worker that died at once: its exit is the error
                 self.process.stdin.write(trampoline_program(*theirs))
                 self.process.stdin.close()
-        self.channel.write_bytes(boot_message(start["path"], total_s), deadline=time.monotonic() + 30)
-        self.channel.send({**start, "temp_dir": str(self.temp_dir)})
+        self.namespaces = os.environ.get(NAMESPACES_VARIABLE, "") != "off"
+        self.channel.write_bytes(boot_message(start["path"], total_s, self.host_dir, namespaces=self.namespaces),
+                                 deadline=time.monotonic() + 30)
+        self.channel.send({**start, "temp_dir": str(self.temp_dir), "in_bubblewrap": bool(self.bubblewrap)})
         self.exit_report: dict | None = None
         _LIVE.add(self)
 
+    def _procs_files(self) -> list[str]:
+        """The files a forked worker writes its pid to, joining its control group before anything else."""
+        return [str(path) for path in self.group.procs] if self.group is not None else []
+
+    @staticmethod
+    def no_walls() -> dict:
+        """The record of a worker never started."""
+        return {"bubblewrap": False, "landlock_abi": 0, "pid_namespace": False, "network": "host",
+                "file_system": "the machine's", "tmp_mib": None, "memory_cgroup": False, "pids_cgroup": False,
+                "cgroup_version": None}
+
+    def walls_record(self) -> dict:
+        """What the grader built around this worker itself (the worker's own account is its claim)."""
+        group = self.group
+        return {"bubblewrap": bool(self.bubblewrap), "landlock_abi": self.landlock_asked,
+                "pid_namespace": bool(self.bubblewrap), "network": "none" if self.bubblewrap else "host",
+                "file_system": "read-only binds and a tmpfs" if self.bubblewrap else "the machine's",
+                "tmp_mib": walls.TMP_MIB if self.bubblewrap else None,
+                "memory_cgroup": group is not None and group.memory is not None,
+                "pids_cgroup": group is not None and group.pids is not None,
+                "cgroup_version": group.version if group is not None else None}
+
     @property
     def pid(self) -> int | None:
-        """The supervisor's process id (a warm worker's, once its warm process has forked it; None if it never did)."""
+        """The process id of the worker's tree (bubblewrap's, or the supervisor's; a warm worker's once its warm
+        process has forked it; None if it never did)."""
         return self.process.pid if self.process is not None else self.forked.pid()
+
+    def supervisor_pid(self) -> int | None:
+        """The supervisor's process id: bubblewrap's child (the namespace's first process), else the tree's."""
+        pid = self.pid
+        for _ in range(1 if self.bubblewrap else 0):
+            below = children_of(pid) if pid is not None else []
+            pid = below[0] if below else None
+        return pid
 
     def receive(self, deadline: float, make_model=None) -> Any:
         return self.channel.receive(deadline=deadline, make_model=make_model)
@@ -112,8 +169,22 @@ class Worker:
             self.channel.close()
             with contextlib.suppress(OSError):
                 os.close(self.status_r)
+            self._close_group()
             _LIVE.discard(self)
         return self.exit_report
+
+    def _close_group(self) -> None:
+        """The control group's count of the worker's memory (shared memory and tmpfs included) replaces the
+        supervisor's, which sees its resident pages only; then the group is removed."""
+        if self.group is None:
+            return
+        peak = self.group.peak_mib()
+        if peak is not None:
+            self.exit_report["max_rss_mib"] = max(peak, self.exit_report.get("max_rss_mib") or 0)
+        if self.group.out_of_memory():
+            self.exit_report["out_of_memory"] = True
+        self.group.remove()
+        self.group = None
 
     def _read_status(self, deadline: float) -> dict:
         data = b""
@@ -135,19 +206,22 @@ class Worker:
             return {}
 
     def output(self, *, head: int = 4096, tail: int = 1500) -> dict:
+        """The first ``head`` and last ``tail`` bytes of what the worker wrote, read through the descriptor this
+        process opened (never by a name), at most those bytes whatever its size."""
         try:
-            size = self.log_path.stat().st_size
-            with open(self.log_path, "rb") as log:
-                first = log.read(head)
-                log.seek(max(0, size - tail))
-                last = log.read(tail)
-        except OSError:
+            fd = self.log.fileno()
+            size = os.fstat(fd).st_size
+            first = os.pread(fd, head, 0)
+            last = os.pread(fd, tail, max(0, size - tail))
+        except (OSError, ValueError):  # closed
             return {"bytes": 0, "head": "", "tail": ""}
         return {"bytes": size, "head": first.decode(errors="replace"), "tail": last.decode(errors="replace")}
 
     def cleanup(self) -> None:
         self.stop()
-        shutil.rmtree(self.temp_dir, ignore_errors=True)
+        self.log.close()
+        if self.host_dir is not None:
+            shutil.rmtree(self.host_dir, ignore_errors=True)
 
     def usage(self) -> dict:
         """{cpu_s, max_rss_mib} of the worker so far: the supervisor's report once it has ended, else read from
@@ -155,7 +229,12 @@ class Worker:
         the worker could lie about its own usage."""
         if self.exit_report is not None:
             return {key: self.exit_report.get(key) for key in ("cpu_s", "max_rss_mib")}
-        return _live_usage(self.pid) if self.pid is not None else {"cpu_s": None, "max_rss_mib": None}
+        supervisor = self.supervisor_pid()
+        usage = _live_usage(supervisor) if supervisor is not None else {"cpu_s": None, "max_rss_mib": None}
+        peak = self.group.peak_mib() if self.group is not None else None
+        if peak is not None:
+            usage["max_rss_mib"] = max(peak, usage["max_rss_mib"] or 0)
+        return usage
 
 
 def _live_usage(supervisor: int) -> dict:
@@ -192,7 +271,7 @@ def parent_of(pid: int) -> int | None:
 
 
 # What the worker's tree runs (trampoline.py loads them): this module, the worker and what they import.
-WORKER_MODULES = ("supervisor", "worker", "wire", "sandbox", "environment", "importing", "frameworks")
+WORKER_MODULES = ("supervisor", "worker", "wire", "sandbox", "walls", "environment", "importing", "frameworks")
 _SOURCES: dict[str, str] = {}
 
 
@@ -201,11 +280,13 @@ def trampoline_program(*fds: int) -> bytes:
     return (Path(__file__).with_name("trampoline.py").read_text() + f"\nstart{fds}\n").encode()
 
 
-def boot_message(path: list[str], total_s: float) -> bytes:
-    """What the trampoline reads first: its import path, the total time limit, the worker's modules' sources."""
+def boot_message(path: list[str], total_s: float, host_dir: Path | None = None, *, namespaces: bool = True) -> bytes:
+    """What the trampoline reads first: its import path, the total time limit, the worker's modules' sources, and
+    the worker's folder on this machine's disk (None in bubblewrap's tmpfs), which the supervisor removes."""
     if not _SOURCES:
         _SOURCES.update({name: Path(__file__).with_name(f"{name}.py").read_text() for name in WORKER_MODULES})
-    body = json.dumps({"path": path, "total_s": total_s, "modules": _SOURCES}).encode()
+    body = json.dumps({"path": path, "total_s": total_s, "modules": _SOURCES,
+                       "host_dir": None if host_dir is None else str(host_dir), "namespaces": namespaces}).encode()
     return len(body).to_bytes(8, "little") + body
 
 
@@ -222,11 +303,12 @@ def stop_all_workers() -> None:
 
 # -- the worker's tree: the supervisor -------------------------------------------------------------
 def main(serve, request_fd: int, response_fd: int, control_fd: int, status_fd: int, total_s: float,
-         namespace: str = "") -> int:
+         namespace: str = "", host_dir: str | None = None) -> int:
     """The worker's tree: this process forks; the child serves (``serve``: ``worker.serve``), this one
     supervises it. ``namespace``: what ``sandbox.enter_pid_namespace`` made of this process before (the
     trampoline calls it while the process has one thread): "user+pid", "pid", or "" (none; the supervisor is
-    then a subreaper)."""
+    then a subreaper). ``host_dir``: the worker's folder on the machine's disk, removed when it ends, even when
+    the grader was killed (in bubblewrap's tmpfs there is none)."""
     ctypes.CDLL(None, use_errno=True).prctl(PR_SET_CHILD_SUBREAPER, 1, 0, 0, 0)
     child = os.fork()
     if child == 0:
@@ -238,7 +320,11 @@ def main(serve, request_fd: int, response_fd: int, control_fd: int, status_fd: i
             os._exit(0)
     os.close(request_fd)
     os.close(response_fd)
-    return supervise(child, control_fd, status_fd, total_s)
+    try:
+        return supervise(child, control_fd, status_fd, total_s)
+    finally:
+        if host_dir:
+            shutil.rmtree(host_dir, ignore_errors=True)  # fd-based: a link the worker left there is not followed
 
 
 def supervise(child: int, control_fd: int, status_fd: int, total_s: float) -> int:

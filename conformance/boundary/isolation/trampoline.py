@@ -62,28 +62,30 @@ def read_boot(fd):
     return json.loads(read_exactly(fd, int.from_bytes(read_exactly(fd, 8), "little")))
 
 
-def load(request_fd):  # (the supervisor module, the worker module, the namespaces entered, the total time limit)
+def load(request_fd):  # (the supervisor module, the worker module, the namespaces entered, the boot message)
     boot = read_boot(request_fd)
     sys.path[:] = boot["path"]
     package = Package(boot["modules"])
     sys.meta_path.insert(0, package)
     try:
-        namespace = importlib.import_module(f"{PACKAGE}.sandbox").enter_pid_namespace()
+        sandbox = importlib.import_module(f"{PACKAGE}.sandbox")
+        namespace = sandbox.enter_pid_namespace() if boot.get("namespaces", True) else ""
         supervisor = importlib.import_module(f"{PACKAGE}.supervisor")
         worker = importlib.import_module(f"{PACKAGE}.worker")
     finally:
         sys.meta_path.remove(package)
         for name in [name for name in sys.modules if name == PACKAGE or name.startswith(PACKAGE + ".")]:
             del sys.modules[name]
-    return supervisor, worker, namespace, boot["total_s"]
+    return supervisor, worker, namespace, boot
 
 
 def start(request_fd, response_fd, control_fd, status_fd):
     null = os.open(os.devnull, os.O_RDONLY)  # standard input was this program: at its end now
     os.dup2(null, 0)
     os.close(null)
-    supervisor, worker, namespace, total_s = load(request_fd)
-    sys.exit(supervisor.main(worker.serve, request_fd, response_fd, control_fd, status_fd, total_s, namespace))
+    supervisor, worker, namespace, boot = load(request_fd)
+    sys.exit(supervisor.main(worker.serve, request_fd, response_fd, control_fd, status_fd, boot["total_s"], namespace,
+                             boot.get("host_dir")))
 
 
 def warm(sock_fd, preload, path):
@@ -125,6 +127,7 @@ def fork_worker(server, request, fds):
     try:
         server.close()
         os.close(reply_fd)
+        join_cgroup(request.get("cgroup", ()))
         os.setsid()
         for target in (1, 2):
             os.dup2(log_fd, target)
@@ -138,6 +141,15 @@ def fork_worker(server, request, fds):
         code = exc.code if isinstance(exc.code, int) else 1
     finally:
         os._exit(code)
+
+
+def join_cgroup(procs_files):  # the worker's control group, before anything of the worker runs
+    for path in procs_files:
+        try:
+            with open(path, "w") as procs:
+                procs.write(str(os.getpid()))
+        except OSError:
+            pass
 
 
 def fresh_state():  # what a new interpreter would have drawn or read anew

@@ -65,16 +65,18 @@ class WarmProcess:
             self.process.stdin.write(f"{program}\nwarm({their_fd}, {preload!r}, {path!r})\n".encode())
             self.process.stdin.close()
 
-    def fork(self, pipes: tuple[int, int, int, int], log_fd: int, cwd: str, env: dict[str, str]) -> Forked | None:
+    def fork(self, pipes: tuple[int, int, int, int], log_fd: int, cwd: str, env: dict[str, str],
+             cgroup: list[str] = ()) -> Forked | None:
         """Ask for a fresh worker holding ``pipes`` (request, response, control, status), writing its output to
-        ``log_fd``, in ``cwd`` with ``env``; None if the request could not be sent (the process is gone). The
+        ``log_fd``, in ``cwd`` with ``env``, in the control group whose ``cgroup.procs`` files ``cgroup`` names
+        (the child joins it first); None if the request could not be sent (the process is gone). The
         request waits in the socket while the process still imports: the caller goes on, and learns the
         worker's process id when it needs it (``Forked.pid``)."""
         if self.dead:
             return None
         reply_r, reply_w = os.pipe()
         try:
-            message = json.dumps({"cwd": cwd, "env": env}).encode()
+            message = json.dumps({"cwd": cwd, "env": env, "cgroup": list(cgroup)}).encode()
             socket.send_fds(self.socket, [message], [*pipes, log_fd, reply_w])
         except OSError:
             os.close(reply_r)
@@ -131,9 +133,9 @@ class WarmWorkers:
             self._processes[key] = WarmProcess(threads, tuple(pass_env))
 
     def fork(self, *, threads: int, pass_env: tuple[str, ...], pipes: tuple[int, int, int, int], log_fd: int,
-             cwd: str, env: dict[str, str]) -> Forked | None:
+             cwd: str, env: dict[str, str], cgroup: list[str] = ()) -> Forked | None:
         self.start(threads=threads, pass_env=pass_env)
-        return self._processes[(threads, tuple(pass_env))].fork(pipes, log_fd, cwd, env)
+        return self._processes[(threads, tuple(pass_env))].fork(pipes, log_fd, cwd, env, cgroup)
 
     def close(self) -> None:
         if os.getpid() != self._owner:

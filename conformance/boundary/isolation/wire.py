@@ -45,12 +45,16 @@ HEADER = struct.Struct("<Q")  # header length
 MAX_DEPTH = 32
 MAX_NODES = 200_000
 MAX_HEADER_BYTES = 64 * 2**20
+READ_STEP = 2**20  # what a read of unmapped bytes allocates before they arrive
 SMALL = 64 * 2**10  # buffers below this travel in the header's write
 REUSE = SMALL  # a message's buffers of this size and more are read into one of the channel's reusable blocks
 BLOCKS = 4  # blocks a channel keeps
 # A new block is anonymous memory with its pages made at once (Linux MAP_POPULATE): faster than faulting them in
-# one by one as the pipe's bytes arrive.
+# one by one as the pipe's bytes arrive. Only up to POPULATED: above, a size merely announced would be memory
+# taken before a byte of it arrived; larger blocks get their pages as the bytes come.
 _NEW_BLOCK = mmap.MAP_PRIVATE | getattr(mmap, "MAP_POPULATE", 0)  # fileno -1 adds MAP_ANONYMOUS
+_NEW_LARGE_BLOCK = mmap.MAP_PRIVATE
+POPULATED = 64 * 2**20
 DTYPE_KINDS = "biufc"  # bool, signed, unsigned, float, complex: no object, void, datetime, string
 JSON_SCALARS = (bool, int, float, str)  # what json.loads makes of a scalar (and None)
 
@@ -361,7 +365,7 @@ class Channel:
         (an answer the checks keep) are left to their holders; the channel keeps the ``BLOCKS`` largest."""
         index = self._free_block(size)
         if index is None:
-            block = mmap.mmap(-1, size, flags=_NEW_BLOCK)
+            block = mmap.mmap(-1, size, flags=_NEW_BLOCK if size <= POPULATED else _NEW_LARGE_BLOCK)
             self._blocks = sorted([*self._blocks, block], key=len)[-BLOCKS:]
         else:
             block = self._blocks[index]
@@ -375,9 +379,13 @@ class Channel:
         return None
 
     def _read(self, size: int, deadline: float | None) -> bytearray:
-        """Exactly ``size`` bytes: read while data is there, wait (poll) only when the pipe is empty."""
-        out = bytearray(size)
-        self._read_into(memoryview(out), deadline)
+        """Exactly ``size`` bytes: read while data is there, wait (poll) only when the pipe is empty. Memory grows
+        with what arrives, a step at a time: a size announced and never sent costs nothing."""
+        out = bytearray()
+        while len(out) < size:
+            step = bytearray(min(size - len(out), READ_STEP))
+            self._read_into(memoryview(step), deadline)
+            out += step
         return out
 
     def _read_into(self, view: memoryview, deadline: float | None) -> None:

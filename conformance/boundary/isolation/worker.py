@@ -70,14 +70,21 @@ def load(start: dict, namespace: str, refused: Refusals):
     # before /proc is replaced: the process limit counts this user's processes there
     sandbox.set_limits(memory_mib=limits["memory_mib"], cpu_s=limits["cpu_s"], files=limits["files"],
                        file_mib=limits["file_mib"], processes=limits["processes"])
-    private_proc = bool(namespace) and sandbox.mount_private_proc()
+    in_bubblewrap = start.get("in_bubblewrap", False)
+    # bubblewrap gave it a /proc of its own PID namespace; else it mounts one where it entered a namespace
+    mounted_proc = not in_bubblewrap and bool(namespace) and sandbox.mount_private_proc()
+    # without bubblewrap, in the mount namespace it made for /proc: the walls bubblewrap would have built
+    frozen = mounted_proc and sandbox.freeze_file_system(Path(start["temp_dir"]))
+    own_network = not in_bubblewrap and bool(namespace) and sandbox.leave_network()
     if namespace:
         sandbox.drop_capabilities()
     reads, writable = sandbox.Reads(**start["reads"]), [Path(start["temp_dir"])]
+    private_proc = in_bubblewrap or mounted_proc
     landlock = sandbox.restrict(writable=writable, reads=reads, private_proc=private_proc) \
         if start.get("landlock", True) else 0
+    sockets_refused = sandbox.forbid_sockets()
     if landlock:  # what the sandbox refuses, as far as Python's own opens and listings show it
-        refused.watch(sandbox.read_rules(reads, private_proc), writable)
+        refused.watch(sandbox.read_rules(reads, private_proc), writable, absent_too=start.get("in_bubblewrap", False))
     target = importing.import_target(start["spec"])
     adapter, dtype = target() if inspect.isclass(target) else target, start.get("dtype")
     if callable(getattr(adapter, "with_dtype", None)):  # without it, the grader refuses what the hello declares
@@ -88,7 +95,9 @@ def load(start: dict, namespace: str, refused: Refusals):
                                          f" {exc}") from exc
     limit_threads(start.get("threads", 1))
     hello = describe_adapter(adapter, start["parts"], start["model_parts"])
-    hello.update(landlock=landlock, namespace=namespace, private_proc=private_proc)
+    hello.update(landlock=landlock, namespace=namespace, private_proc=private_proc,
+                 walls={"read_only_mounts": in_bubblewrap or frozen, "own_network": in_bubblewrap or own_network,
+                        "sockets_refused": sockets_refused})
     return adapter, hello
 
 
@@ -144,10 +153,12 @@ class Refusals:
     """What the candidate tried that the sandbox refuses: reading or listing outside what it may read, writing
     outside its temporary directory. Seen by an audit hook (``sys.addaudithook``) on Python's own opens and
     listings, judged by the rules Landlock applies; what native code does directly is not seen (Landlock still
-    refuses it). Only paths that exist are noted for reads: a missing file is not the sandbox's refusal."""
+    refuses it). Only paths that exist are noted for reads: a missing file is not the sandbox's refusal. In
+    bubblewrap what it may not read is not there at all: every such path is noted, and the grader keeps those that
+    exist on its side."""
 
     KEPT = 20  # distinct attempts named; the rest are counted
-    WATCHED = frozenset({"open", "os.listdir", "os.scandir"})
+    WATCHED = frozenset({"open", "os.listdir", "os.scandir"})  # and "import", in bubblewrap
     WRITES = os.O_WRONLY | os.O_RDWR | os.O_CREAT | os.O_TRUNC | os.O_APPEND
 
     def __init__(self):
@@ -155,8 +166,11 @@ class Refusals:
         self.found: dict[tuple[str, str], int] = {}
         self.total = self.reported = 0
         self.busy = False
+        self.absent_too = False  # bubblewrap: a path outside the rules is absent here, refused all the same
+        self.import_path_seen: set = set()
 
-    def watch(self, read_rules: list[tuple[str, int]], writable: list[Path]) -> None:
+    def watch(self, read_rules: list[tuple[str, int]], writable: list[Path], *, absent_too: bool = False) -> None:
+        self.absent_too = absent_too
         for path, access in [*read_rules, *((str(p), sandbox.WRITE_FILE | sandbox.READ) for p in writable),
                              ("/dev/null", sandbox.READ_FILE | sandbox.WRITE_FILE)]:
             real = os.path.realpath(path)
@@ -164,6 +178,15 @@ class Refusals:
         sys.addaudithook(self.hook)
 
     def hook(self, event: str, args: tuple) -> None:
+        if event == "import" and self.absent_too and not self.busy:
+            self.busy = True
+            try:
+                self.judge_import_path(args[2] if len(args) > 2 else None)
+            except BaseException:  # noqa: BLE001, S110 - as below
+                pass
+            finally:
+                self.busy = False
+            return
         if event not in self.WATCHED or self.busy:
             return
         self.busy = True
@@ -187,9 +210,21 @@ class Refusals:
         if self.allows(path, need):
             return
         real = os.path.realpath(path)
-        if (real != path and self.allows(real, need)) or (what != "write" and not os.path.lexists(real)):
+        absent = what != "write" and not self.absent_too and not os.path.lexists(real)
+        if (real != path and self.allows(real, need)) or absent:
             return
         self.note(what, real)
+
+    def judge_import_path(self, path) -> None:
+        """An import searches the folders of its path: one absent from the sandbox is never listed (the import
+        system finds no folder there), so its listing is noted here, where a Landlock refusal would have been."""
+        for entry in path if isinstance(path, list) else ():
+            if entry in self.import_path_seen:
+                continue
+            self.import_path_seen.add(entry)
+            if isinstance(entry, str) and entry and not self.allows(os.path.abspath(entry), sandbox.READ_DIR) \
+                    and not os.path.lexists(entry):
+                self.note("list", os.path.abspath(entry))
 
     def allows(self, path: str, need: int) -> bool:
         """Whether a rule on ``path`` or a folder above it grants ``need`` (Landlock's rights add up down a path)."""
