@@ -15,6 +15,7 @@ import io
 from collections import Counter
 
 from conformance.grading.points import Points, totals
+from conformance.reports.safe_text import csv_cell, markdown_cell
 from conformance.results import FAILING
 
 CSV_FIELDS = ("student", "score", "max_score", "verdict", "passed", "failed", "error", "not_implemented",
@@ -96,7 +97,8 @@ def render_csv(summary: dict) -> str:
     out = io.StringIO()
     writer = csv.DictWriter(out, fieldnames=CSV_FIELDS, lineterminator="\n")
     writer.writeheader()
-    writer.writerows(summary["students"])
+    # names, messages and bugs come from the submissions' reports: no formula for the spreadsheet, no escape code
+    writer.writerows({field: csv_cell(value) for field, value in row.items()} for row in summary["students"])
     return out.getvalue()
 
 
@@ -106,17 +108,19 @@ def render_markdown(summary: dict) -> str:
              "| --- | ---: | --- | ---: | ---: | ---: | ---: | --- |"]
     for row in summary["students"]:
         score = f"{row['score']:g} / {row['max_score']:g}" if row["max_score"] is not None else "-"
-        lines.append(f"| {row['student']} | {score} | {row['verdict']} | {row['passed']} | {row['failed']} |"
-                     f" {row['error']} | {row['not_implemented']} | {row['most_likely_bug'] or '-'} |")
+        lines.append(f"| {markdown_cell(row['student'])} | {score} | {markdown_cell(row['verdict'])} |"
+                     f" {row['passed']} | {row['failed']} | {row['error']} | {row['not_implemented']} |"
+                     f" {markdown_cell(row['most_likely_bug'] or '-')} |")
     lines += ["", "## Checks by pass rate", "",
               "Pass rate: of the submissions that implement the check. Other: advisory, deviation, supplied, blocked.",
               "", "| check | section | pass rate | passed | failed | error | not implemented | other |",
               "| --- | --- | ---: | ---: | ---: | ---: | ---: | ---: |"]
-    lines += [f"| {row['id']} | {row['section']} | {_fmt_rate(row)} | "
+    lines += [f"| {markdown_cell(row['id'])} | {markdown_cell(row['section'])} | {_fmt_rate(row)} | "
               + " | ".join(str(row[column]) for column in (*COUNTED, "other")) + " |" for row in summary["checks"]]
     lines += ["", "## Most common diagnosed bugs", ""]
     if summary["bugs"]:
-        lines += ["| bug | students |", "| --- | ---: |"] + [f"| {bug} | {n} |" for bug, n in summary["bugs"]]
+        lines += ["| bug | students |", "| --- | ---: |"]
+        lines += [f"| {markdown_cell(bug)} | {n} |" for bug, n in summary["bugs"]]
     else:
         lines.append("No failing check matched a known bug.")
     return "\n".join(lines) + "\n"

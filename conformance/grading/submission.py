@@ -58,6 +58,7 @@ def grade_submission(args, plugins=(), warm=None) -> int:
     from conformance.boundary.isolation.supervisor import stop_all_workers
     from conformance.boundary.isolation.warm import WarmWorkers
     from conformance.boundary.loading import load
+    from conformance.reports.safe_text import visible_text
     from conformance.run import runs
     from conformance.run.session import AwaitWorker, run_checks, unloadable_candidate
 
@@ -92,9 +93,9 @@ def grade_submission(args, plugins=(), warm=None) -> int:
             return code
         report = finish_report(report_path, submission, spec, args, time.monotonic() - started)
     note = report["grade"]["confinement"]
-    print(f"score: {report['grade']['score']:g} / {report['grade']['max_score']:g}"
-          f" (seed {seed}; replay: transformer-conformance grade {args.submission} --seed {seed})"
-          + (f"; {note}" if note else ""))
+    print(visible_text(f"score: {report['grade']['score']:g} / {report['grade']['max_score']:g}"
+                       f" (seed {seed}; replay: transformer-conformance grade {args.submission} --seed {seed})"
+                       + (f"; {note}" if note else "")))
     return code
 
 
@@ -102,6 +103,8 @@ def finish_report(path: Path, submission: Path, spec: str, args, elapsed: float)
     """Add the submission, its score and the points used to the JSON report; write results.json if asked."""
     from conformance.grading.gradescope import build_results
     from conformance.grading.points import Points, report_loaded, totals
+    from conformance.reports.json_report import render
+    from conformance.reports.safe_text import json_text
 
     points = Points.from_toml(args.points) if args.points else Points()
     report = json.loads(path.read_text())
@@ -110,10 +113,10 @@ def finish_report(path: Path, submission: Path, spec: str, args, elapsed: float)
     note = confinement(report)
     report["grade"] = {"score": score, "max_score": max_score, "points": points.source,
                        "loaded": report_loaded(report), "reads_confined": not note, "confinement": note}
-    path.write_text(json.dumps(report, indent=2) + "\n")
+    path.write_text(render(report))
     if args.gradescope:
         results = build_results(report, points, execution_time=elapsed)
-        Path(args.gradescope).write_text(json.dumps(results, indent=2) + "\n")
+        Path(args.gradescope).write_text(json_text(results, indent=2) + "\n")
         print(f"Gradescope results written to {args.gradescope}", file=sys.stderr)
     return report
 

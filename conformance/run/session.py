@@ -114,8 +114,10 @@ def run_argv(run) -> list[str]:
 
 
 def load_failed(run, message: str) -> int:
+    from conformance.reports.safe_text import visible_text
+
     spec = run.impls[0]
-    print(f"transformer-conformance: cannot load {spec!r}: {message}", file=sys.stderr)
+    print(visible_text(f"transformer-conformance: cannot load {spec!r}: {message}"), file=sys.stderr)
     if run.options.json:
         write_load_error_report(run, message)
         print(f"JSON report written to {run.options.json}")
