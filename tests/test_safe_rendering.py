@@ -21,7 +21,9 @@ from hypothesis import given
 from hypothesis import strategies as st
 from test_grading import HOSTILE, PE_ONLY, grade_class, submission
 
-from conformance.cli import main
+from conformance.cli import build_parser, main
+from conformance.grading import classroom
+from conformance.grading.class_summary import build_summary, render_csv, render_markdown
 from conformance.reports import junit_report
 from conformance.reports.safe_text import (
     csv_cell,
@@ -162,6 +164,21 @@ def test_a_report_holding_a_json_escaped_lone_surrogate_still_renders(tmp_path, 
         assert_safe_file(path)
 
 
+def test_a_terminal_rendering_that_fails_still_leaves_the_report_the_grade_and_results_json(tmp_path, monkeypatch):
+    from conformance.reports import terminal
+
+    def broken(report):
+        raise RuntimeError("a rendering the suite got wrong")
+
+    monkeypatch.setattr(terminal, "render", broken)
+    folder = submission(tmp_path, "ada", adapter_path("only_pe"))
+    report, results = tmp_path / "ada.json", tmp_path / "results.json"
+    code = main(["grade", str(folder), "--json", str(report), "--gradescope", str(results), "-k", PE_ONLY])
+    assert code == 3  # the suite's own failure, said; the grade is written all the same
+    assert json.loads(report.read_text())["grade"]["score"] == 2
+    assert json.loads(results.read_text())["score"] == 2
+
+
 # -- a class -----------------------------------------------------------------------------------------------------
 @pytest.mark.parametrize("attacker", ATTACKERS)
 def test_an_attacker_in_the_middle_of_a_class_stops_no_one_and_the_summary_is_written(tmp_path, attacker):
@@ -180,6 +197,50 @@ def test_an_attacker_in_the_middle_of_a_class_stops_no_one_and_the_summary_is_wr
     for path in out.iterdir():
         assert_safe_file(path)
     assert READABLE[attacker] in (out / "mallory.txt").read_text()
+
+
+def class_args(klass: Path, out: Path):
+    return build_parser().parse_args(["grade", str(klass), "--out", str(out), "--seed", "7"])
+
+
+def test_the_summary_is_written_when_the_class_s_run_stops_halfway(tmp_path, monkeypatch):
+    klass = tmp_path / "class"
+    for name in ("ada", "bo", "cy"):
+        submission(klass, name, adapter_path("only_pe"))
+
+    def stops_after_the_first(folders, out, seed, args, reports):
+        classroom.finish(reports, folders[0], {"submission": {"name": "ada"}, "checks": [], "grade": {
+            "score": 0, "max_score": 3}}, len(folders))
+        raise RuntimeError("the class's process failed")
+
+    monkeypatch.setattr(classroom, "grade_in_forks", stops_after_the_first)
+    with pytest.raises(RuntimeError):
+        classroom.grade_class(class_args(klass, tmp_path / "grades"))
+    rows = list(csv.DictReader(io.StringIO((tmp_path / "grades" / "summary.csv").read_text())))
+    assert [(row["student"], row["verdict"]) for row in rows] == [("ada", "?"), ("bo", "not graded"),
+                                                                  ("cy", "not graded")]
+    assert "the class's run stopped first" in rows[1]["most_likely_bug"]
+
+
+def test_a_report_the_summary_cannot_read_is_that_student_s_error_row(tmp_path):
+    (tmp_path / "grades").mkdir()
+    (tmp_path / "grades" / "bo.json").write_text("[1, 2]")
+    unreadable = [
+        classroom.read_report(Path("bo"), tmp_path / "grades"),  # a list, not a report
+        {"submission": {"name": "cy"}, "checks": [{"id": "x"}]},  # a check without a status
+        {"submission": {"name": "=cmd|' /C calc'!A0"}, "checks": [], "grade": {"score": "=1+1", "max_score": 3}},
+        {"submission": "dee", "checks": None},
+    ]
+    honest = {"submission": {"name": "ada"}, "checks": [{"id": "x", "section": "s", "status": "passed"}],
+              "grade": {"score": 1, "max_score": 1}, "verdict": {"ada": "conformant"}}
+    summary = build_summary([honest, *unreadable])
+    assert {row["student"]: row["verdict"] for row in summary["students"]} == {
+        "ada": "conformant", "bo": "not graded", "cy": "not graded", "=cmd|' /C calc'!A0": "not graded",
+        "?": "not graded"}
+    rows = list(csv.DictReader(io.StringIO(render_csv(summary))))
+    assert {row["student"] for row in rows} == {"ada", "bo", "cy", "?", "'=cmd|' /C calc'!A0"}
+    assert "| =cmd\\|' /C calc'!A0 |" in render_markdown(summary)  # one cell: its pipe escaped
+    assert classroom.progress_line(unreadable[2], 1, 5) == "[1/5] =cmd|' /C calc'!A0: a report without a readable score"
 
 
 def test_the_junit_xml_of_a_hostile_report_parses(tmp_path):

@@ -23,16 +23,40 @@ CSV_FIELDS = ("student", "score", "max_score", "verdict", "passed", "failed", "e
 
 
 def build_summary(reports: list[dict]) -> dict:
-    students = sorted((student_row(report) for report in reports), key=lambda row: row["student"])
-    return {"students": students, "checks": pass_rates(reports), "bugs": common_bugs(students)}
+    rows = {id(report): row_or_error(report) for report in reports}
+    students = sorted(rows.values(), key=lambda row: str(row["student"]))
+    readable = [report for report in reports if rows[id(report)]["verdict"] != "not graded"]
+    return {"students": students, "checks": pass_rates(readable), "bugs": common_bugs(students)}
+
+
+def row_or_error(report: dict) -> dict:
+    """The student's row; a report this summary cannot read (a grader that crashed halfway, a file from elsewhere)
+    is that student's error row, never the class's failure."""
+    try:
+        row = student_row(report)
+    except (AttributeError, KeyError, TypeError, ValueError) as exc:
+        return not_graded(submission_name(report), f"unreadable report: {type(exc).__name__}: {exc}")
+    if not all(isinstance(row[key], int | float) for key in ("score", "max_score") if row[key] is not None):
+        return not_graded(row["student"], "unreadable report: its score is not a number")
+    return row
+
+
+def submission_name(report) -> str:
+    try:
+        return str(report["submission"]["name"])
+    except (KeyError, TypeError):
+        return "?"
+
+
+def not_graded(name: str, why: str) -> dict:
+    return {"student": name, "score": 0, "max_score": None, "verdict": "not graded", "passed": 0, "failed": 0,
+            "error": 0, "not_implemented": 0, "most_likely_bug": why, "hard_coded": "", "seed": None}
 
 
 def student_row(report: dict) -> dict:
-    name = report.get("submission", {}).get("name", "?")
+    name = submission_name(report)
     if "checks" not in report:
-        return {"student": name, "score": 0, "max_score": None, "verdict": "not graded", "passed": 0, "failed": 0,
-                "error": 0, "not_implemented": 0, "most_likely_bug": report.get("error", ""), "hard_coded": "",
-                "seed": None}
+        return not_graded(name, str(report.get("error", "")))
     grade = report.get("grade") or dict(zip(("score", "max_score"), totals(Points().score_report(report)),
                                             strict=True))
     statuses = Counter(check["status"] for check in report["checks"])

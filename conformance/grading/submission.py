@@ -73,6 +73,7 @@ def grade_submission(args, plugins=(), warm=None) -> int:
     seed = draw_seed(args.seed)
     with tempfile.TemporaryDirectory() as tmp:
         report_path = Path(args.json) if args.json else Path(tmp) / "report.json"
+        report_path.unlink(missing_ok=True)  # a report found after the run is this run's, and gets its score
         options = grading_options(args, seed, report_path)
         own = submission if submission.is_dir() else submission.parent  # what it may read of its own
         run = runs.Run([spec], options, runs.limits(options, hide_suite_code=True, own_folder=str(own)),
@@ -89,9 +90,11 @@ def grade_submission(args, plugins=(), warm=None) -> int:
             stop_all_workers()
             if warm is None:
                 run.warm.close()
-        if not report_path.is_file():
-            return code
-        report = finish_report(report_path, submission, spec, args, time.monotonic() - started)
+            # whatever failed after the checks wrote their report, the grade and results.json are written
+            report = finish_report(report_path, submission, spec, args, time.monotonic() - started) \
+                if report_path.is_file() else None
+    if report is None:
+        return code
     note = report["grade"]["confinement"]
     print(visible_text(f"score: {report['grade']['score']:g} / {report['grade']['max_score']:g}"
                        f" (seed {seed}; replay: transformer-conformance grade {args.submission} --seed {seed})"
