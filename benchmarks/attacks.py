@@ -24,6 +24,8 @@ import time
 from collections import Counter
 from pathlib import Path
 
+from conformance.reports.safe_text import visible_text
+
 HOSTILE = Path(__file__).parents[1] / "tests" / "hostile"
 LAYER_NORM = "layer_norm_matches_published_example or layer_norm_matches_formula"
 PE = "pe_matches_published_values or pe_position_0"
@@ -59,6 +61,8 @@ ATTACKS = {  # name: (selection, extra arguments, what a contained run ends in)
     "reads_home": (PE, ["--pass-env", "INSTRUCTOR_HOME"], "passed"),
     "inspects_its_stack": (f"{PE} or attention_matches_formula", [], "failed"),
     "reads_command_lines": (f"{PE} or attention_matches_formula", [], "failed"),
+    "raises_a_lone_surrogate": (f"{PE} or layer_norm_matches_published_example", [], "error+passed"),
+    "terminal_escapes": (f"{PE} or layer_norm_matches_published_example", [], "error+passed"),
 }
 
 
@@ -121,7 +125,7 @@ def run_attack(name: str, selection: str, extra: list[str], tmp: Path) -> tuple[
     wall = time.perf_counter() - started
     data = json.loads(report.read_text()) if report.exists() else None
     messages = [c["message"] for c in (data or {"checks": []})["checks"] if c["status"] != "passed" and c["message"]]
-    first = (messages[0].splitlines()[0] if messages else "").strip()
+    first = visible_text(messages[0]).split("\n")[0].strip() if messages else ""  # the attack's words, shown safely
     statuses = Counter(c["status"] for c in (data or {"checks": []})["checks"])
     if name in IN_A_COURSE and files_under(tmp / f"{name}-course") != before:
         CHANGED.append(f"changed {tmp / f'{name}-course'}")

@@ -326,6 +326,9 @@ def kill_matrix(args) -> int:
 def run() -> None:
     """The console script: ``main``, then exit with its code at once, so that nothing an implementation
     registered (an ``atexit`` handler calling ``os._exit(0)``) can replace the verdict's exit status."""
+    from conformance.reports.safe_text import never_fail_to_encode
+
+    never_fail_to_encode(sys.stdout, sys.stderr)
     code = main()
     for stream in (sys.stdout, sys.stderr):
         with contextlib.suppress(Exception):

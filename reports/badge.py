@@ -5,8 +5,7 @@ any check fails or errors (``conformance.results.FAILING``), grey when nothing c
 
 from __future__ import annotations
 
-from html import escape
-
+from conformance.reports.safe_text import html_text as escape
 from conformance.reports.view import counted_total, failing_total
 
 GREEN, RED, GREY, LABEL_GREY = "#4c1", "#e05d44", "#9f9f9f", "#555"

@@ -15,6 +15,7 @@ from conformance.reports import (
     junit_report,
     markdown_report,
 )
+from conformance.reports.safe_text import visible_text
 
 FORMATS = {
     "html": ("HTML report", html_report.render),
@@ -44,7 +45,7 @@ def write(report: dict, paths: dict[str, str]) -> list[Written]:
     written = []
     for name, path in paths.items():
         started = time.perf_counter()
-        text = FORMATS[name][1](report)
-        Path(path).write_text(text, encoding="utf-8")
-        written.append(Written(name, path, len(text.encode()), time.perf_counter() - started))
+        data = visible_text(FORMATS[name][1](report)).encode("utf-8")  # encoded before the file is opened
+        Path(path).write_bytes(data)
+        written.append(Written(name, path, len(data), time.perf_counter() - started))
     return written

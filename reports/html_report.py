@@ -8,9 +8,8 @@ then the rest), failures first within each. Readable from phone width up (CSS on
 
 from __future__ import annotations
 
-from html import escape
-
 from conformance.reports import figures
+from conformance.reports.safe_text import html_text as escape
 from conformance.reports.svg import fmt_number
 from conformance.reports.view import (
     cause_label,

@@ -6,8 +6,8 @@ ships beside this module: ``report.schema.json``.
 
 from __future__ import annotations
 
-import json
+from conformance.reports.safe_text import json_text
 
 
 def render(report: dict) -> str:
-    return json.dumps(report, indent=2, sort_keys=False) + "\n"
+    return json_text(report, indent=2, sort_keys=False) + "\n"  # valid UTF-8 whatever a submission sent

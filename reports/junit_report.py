@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import xml.etree.ElementTree as ET
 
+from conformance.reports.safe_text import xml_text
 from conformance.reports.view import checks_of, impl_names, in_paper_order, is_failing, profile_of, provenance_of
 
 
@@ -24,12 +25,13 @@ def render(report: dict) -> str:
         root.set(total, str(sum(int(suite.get(total)) for suite in suites)))
     root.set("time", _seconds(report.get("duration_s", 0.0)))
     ET.indent(root)
-    return '<?xml version="1.0" encoding="UTF-8"?>\n' + ET.tostring(root, encoding="unicode") + "\n"
+    # every field is made XML-safe where it is set; the document once more, so that no field is missed
+    return xml_text('<?xml version="1.0" encoding="UTF-8"?>\n' + ET.tostring(root, encoding="unicode") + "\n")
 
 
 def _suite(report: dict, name: str) -> ET.Element:
     checks = in_paper_order(checks_of(report, name))
-    suite = ET.Element("testsuite", name=name, tests=str(len(checks)),
+    suite = ET.Element("testsuite", name=_xml_safe(name), tests=str(len(checks)),
                        failures=str(sum(c["status"] == "failed" for c in checks)),
                        errors=str(sum(is_failing(c) and c["status"] != "failed" for c in checks)),
                        skipped=str(sum(c["status"] != "passed" and not is_failing(c) for c in checks)),
@@ -78,7 +80,7 @@ def _profile_properties(report: dict, name: str) -> dict[str, str]:
 
 
 def _testcase(check: dict) -> ET.Element:
-    case = ET.Element("testcase", classname=check["section"] or "(no section)", name=check["id"],
+    case = ET.Element("testcase", classname=_xml_safe(check["section"] or "(no section)"), name=_xml_safe(check["id"]),
                       time=_seconds(check.get("duration_s") or 0.0))
     status = check["status"]
     if status == "passed":
@@ -104,8 +106,9 @@ def _first_line(text: str) -> str:
 
 
 def _xml_safe(text: str) -> str:
-    """XML 1.0 forbids most control characters; an adapter's error message may carry them."""
-    return "".join(ch if ch in "\t\n\r" or ord(ch) >= 0x20 else f"\\x{ord(ch):02x}" for ch in text)
+    """XML 1.0 forbids most control characters and every lone surrogate; an adapter's error message may carry
+    them, and terminal escape codes besides."""
+    return xml_text(text)
 
 
 def _seconds(value: float) -> str:

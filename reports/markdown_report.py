@@ -6,6 +6,7 @@ paper's order until the budget is spent, then a line that says how many were lef
 
 from __future__ import annotations
 
+from conformance.reports.safe_text import markdown_cell, visible_text
 from conformance.reports.view import (
     checks_of,
     counted_total,
@@ -43,6 +44,7 @@ def render(report: dict, *, limit: int = LIMIT) -> str:
             body.append(f"\n*{len(failures) - shown} more failures left out to stay under {limit:,} characters:"
                         " see the HTML or JSON report.*")
     text = "\n".join(head + body + tail) + "\n"
+    text = visible_text(text)  # whatever a field let through
     return text if len(text) < limit else text[: limit - 80] + "\n\n*(cut to stay under the comment limit)*\n"
 
 
@@ -63,7 +65,7 @@ def _summary_table(report: dict) -> list[str]:
              + " |", "|---|---|---|" + "---|" * len(statuses)]
     for name in impl_names(report):
         counts = report["summary"].get(name, {})
-        lines.append(f"| `{name}` | {report['verdict'].get(name, '?')} | {counts.get('passed', 0)} /"
+        lines.append(f"| `{_inline(name)}` | {report['verdict'].get(name, '?')} | {counts.get('passed', 0)} /"
                      f" {counted_total(counts)} | " + " | ".join(str(counts.get(s, 0)) for s in statuses) + " |")
     published = [p["line"] for p in (report.get("published_numbers") or {}).values()]
     return lines + ([""] + [f"{line}" for line in dict.fromkeys(published)] if published else [])
@@ -89,10 +91,10 @@ def _failure(report: dict, check: dict, impl: str | None) -> list[str]:
     cut = "\n".join(lines[:MESSAGE_LINES])[:MESSAGE_CHARS]
     if cut != message:
         cut += f"\n... ({len(lines)} lines in all: see the HTML or JSON report)"
-    where = f" [{impl}]" if impl else ""
+    where = f" [{_inline(impl)}]" if impl else ""
     entry = [f"<details open><summary><b>{style(check['status']).label}</b> <code>{check['id']}</code>{where}"
              f" — {_inline(check['title'])} ({_inline(check['section'])})</summary>", "", "```text",
-             cut.replace("```", "'''"), "```"]
+             visible_text(cut).replace("```", "'''"), "```"]
     if check.get("likely_cause"):
         entry.append(f"**likely cause:** {_inline(check['likely_cause'])}  ")
     if check.get("diagnosis"):
@@ -111,7 +113,7 @@ def _failure(report: dict, check: dict, impl: str | None) -> list[str]:
 
 def _inline(text: str) -> str:
     """One line, with Markdown's and HTML's active characters defused."""
-    return " ".join(str(text).split()).replace("|", "\\|").replace("<", "&lt;").replace(">", "&gt;")
+    return markdown_cell(text)
 
 
 def _section_tables(report: dict) -> list[str]:

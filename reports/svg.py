@@ -17,9 +17,10 @@ import math
 import struct
 import zlib
 from dataclasses import dataclass, field
-from html import escape
 
 import numpy as np
+
+from conformance.reports.safe_text import html_text as escape
 
 # ------------------------------------------------------------------------------------------------
 # PNG and colour maps

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from conformance.reports.safe_text import visible_text
 from conformance.reports.view import declared_supports, profile_lines, provenance_lines, section_key, style
 from conformance.results import FAILING, CheckResult, count_statuses
 
@@ -17,7 +18,7 @@ def render(report: dict) -> str:
         lines += _header(impl, report.get("unsupported", {}).get(name, [])) + _by_section(mine) + _details(mine)
         lines += _declared(report) + [_summary(mine, report.get("published_numbers", {}).get(name))]
         lines += profile_lines(report, name) + provenance_lines(report, name) + [""]
-    return "\n".join(lines) + "\n"
+    return visible_text("\n".join(lines) + "\n")  # what a submission sent cannot drive the terminal
 
 
 def _header(impl: dict, unsupported: list[dict]) -> list[str]:
@@ -80,7 +81,7 @@ def _details(results: list[CheckResult]) -> list[str]:
     why_not = {}
     for r in results:
         if r.status == "not_implemented" and r.message:
-            why_not.setdefault(r.message.splitlines()[0], []).append(r.id)
+            why_not.setdefault(visible_text(r.message).split("\n")[0], []).append(r.id)
     if why_not:
         lines += ["", "Not implemented, and why:"]
         lines += [f"  {reason} ({_count(ids)})" for reason, ids in why_not.items()]
@@ -112,7 +113,8 @@ def _count(ids: list[str]) -> str:
 
 
 def _detail(r: CheckResult) -> list[str]:
-    lines = ["", f"--- {style(r.status).label} {r.id} ({r.section})", *r.message.splitlines()]
+    # split at newlines only: a carriage return (or another line break) stays visible, not a line of its own
+    lines = ["", f"--- {style(r.status).label} {r.id} ({r.section})", *visible_text(r.message).split("\n")]
     if r.status == "advisory" and r.claim:
         lines.append(f"  advisory: {r.claim.get('text', '')} (a convention of this suite; --strict counts it)")
     if r.deviation:

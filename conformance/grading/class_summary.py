@@ -15,6 +15,7 @@ import io
 from collections import Counter
 
 from conformance.grading.points import Points, totals
+from conformance.reports.safe_text import csv_cell, markdown_cell
 from conformance.results import FAILING
 
 CSV_FIELDS = ("student", "score", "max_score", "verdict", "passed", "failed", "error", "not_implemented",
@@ -22,16 +23,40 @@ CSV_FIELDS = ("student", "score", "max_score", "verdict", "passed", "failed", "e
 
 
 def build_summary(reports: list[dict]) -> dict:
-    students = sorted((student_row(report) for report in reports), key=lambda row: row["student"])
-    return {"students": students, "checks": pass_rates(reports), "bugs": common_bugs(students)}
+    rows = {id(report): row_or_error(report) for report in reports}
+    students = sorted(rows.values(), key=lambda row: str(row["student"]))
+    readable = [report for report in reports if rows[id(report)]["verdict"] != "not graded"]
+    return {"students": students, "checks": pass_rates(readable), "bugs": common_bugs(students)}
+
+
+def row_or_error(report: dict) -> dict:
+    """The student's row; a report this summary cannot read (a grader that crashed halfway, a file from elsewhere)
+    is that student's error row, never the class's failure."""
+    try:
+        row = student_row(report)
+    except (AttributeError, KeyError, TypeError, ValueError) as exc:
+        return not_graded(submission_name(report), f"unreadable report: {type(exc).__name__}: {exc}")
+    if not all(isinstance(row[key], int | float) for key in ("score", "max_score") if row[key] is not None):
+        return not_graded(row["student"], "unreadable report: its score is not a number")
+    return row
+
+
+def submission_name(report) -> str:
+    try:
+        return str(report["submission"]["name"])
+    except (KeyError, TypeError):
+        return "?"
+
+
+def not_graded(name: str, why: str) -> dict:
+    return {"student": name, "score": 0, "max_score": None, "verdict": "not graded", "passed": 0, "failed": 0,
+            "error": 0, "not_implemented": 0, "most_likely_bug": why, "hard_coded": "", "seed": None}
 
 
 def student_row(report: dict) -> dict:
-    name = report.get("submission", {}).get("name", "?")
+    name = submission_name(report)
     if "checks" not in report:
-        return {"student": name, "score": 0, "max_score": None, "verdict": "not graded", "passed": 0, "failed": 0,
-                "error": 0, "not_implemented": 0, "most_likely_bug": report.get("error", ""), "hard_coded": "",
-                "seed": None}
+        return not_graded(name, str(report.get("error", "")))
     grade = report.get("grade") or dict(zip(("score", "max_score"), totals(Points().score_report(report)),
                                             strict=True))
     statuses = Counter(check["status"] for check in report["checks"])
@@ -96,7 +121,8 @@ def render_csv(summary: dict) -> str:
     out = io.StringIO()
     writer = csv.DictWriter(out, fieldnames=CSV_FIELDS, lineterminator="\n")
     writer.writeheader()
-    writer.writerows(summary["students"])
+    # names, messages and bugs come from the submissions' reports: no formula for the spreadsheet, no escape code
+    writer.writerows({field: csv_cell(value) for field, value in row.items()} for row in summary["students"])
     return out.getvalue()
 
 
@@ -106,17 +132,19 @@ def render_markdown(summary: dict) -> str:
              "| --- | ---: | --- | ---: | ---: | ---: | ---: | --- |"]
     for row in summary["students"]:
         score = f"{row['score']:g} / {row['max_score']:g}" if row["max_score"] is not None else "-"
-        lines.append(f"| {row['student']} | {score} | {row['verdict']} | {row['passed']} | {row['failed']} |"
-                     f" {row['error']} | {row['not_implemented']} | {row['most_likely_bug'] or '-'} |")
+        lines.append(f"| {markdown_cell(row['student'])} | {score} | {markdown_cell(row['verdict'])} |"
+                     f" {row['passed']} | {row['failed']} | {row['error']} | {row['not_implemented']} |"
+                     f" {markdown_cell(row['most_likely_bug'] or '-')} |")
     lines += ["", "## Checks by pass rate", "",
               "Pass rate: of the submissions that implement the check. Other: advisory, deviation, supplied, blocked.",
               "", "| check | section | pass rate | passed | failed | error | not implemented | other |",
               "| --- | --- | ---: | ---: | ---: | ---: | ---: | ---: |"]
-    lines += [f"| {row['id']} | {row['section']} | {_fmt_rate(row)} | "
+    lines += [f"| {markdown_cell(row['id'])} | {markdown_cell(row['section'])} | {_fmt_rate(row)} | "
               + " | ".join(str(row[column]) for column in (*COUNTED, "other")) + " |" for row in summary["checks"]]
     lines += ["", "## Most common diagnosed bugs", ""]
     if summary["bugs"]:
-        lines += ["| bug | students |", "| --- | ---: |"] + [f"| {bug} | {n} |" for bug, n in summary["bugs"]]
+        lines += ["| bug | students |", "| --- | ---: |"]
+        lines += [f"| {markdown_cell(bug)} | {n} |" for bug, n in summary["bugs"]]
     else:
         lines.append("No failing check matched a known bug.")
     return "\n".join(lines) + "\n"

@@ -46,36 +46,45 @@ def grade_class(args) -> int:
     started = time.monotonic()
     where = f"on the Dask cluster {args.scheduler}" if args.scheduler else f"{args.jobs} at a time"
     print(f"grading {len(folders)} submissions of {root} ({where}, seed {seed}) into {out}", flush=True)
-    if args.scheduler:
-        reports = grade_on_cluster(folders, out, seed, args)
-    else:
-        reports = grade_in_forks(folders, out, seed, args)
+    finished: dict[str, dict] = {}  # by folder name, as each grader ends: what the summary has if the run stops
+    try:
+        if args.scheduler:
+            grade_on_cluster(folders, out, seed, args, finished)
+        else:
+            grade_in_forks(folders, out, seed, args, finished)
+    finally:  # the summary is always written: of every submission, graded or not
+        reports = [finished.get(folder.name) or no_report(folder, "not graded: the class's run stopped first")
+                   for folder in folders]
+        write_summary(reports, out)
     elapsed = time.monotonic() - started
-    write_summary(reports, out)
     print(f"graded {len(reports)} submissions in {elapsed:.0f} s"
           f" ({3600 * len(reports) / max(elapsed, 1e-9):.0f} per hour); summary in {out / 'summary.md'}")
     return 0 if all("checks" in report for report in reports) else 3
 
 
-def grade_in_forks(folders: list[Path], out: Path, seed: int, args) -> list[dict]:
-    """Every submission graded by a grader forked from this (pre-imported) process, ``--jobs`` at a time; the
-    reports in folder order. A grader that outlives its limit (the worker's total time and 10 minutes more) is
-    killed, and its submission reported as an error."""
+def grade_in_forks(folders: list[Path], out: Path, seed: int, args, reports: dict[str, dict]) -> None:
+    """Every submission graded by a grader forked from this (pre-imported) process, ``--jobs`` at a time; each
+    report into ``reports`` (by folder name) as its grader ends. A grader that outlives its limit (the worker's
+    total time and 10 minutes more) is killed, and its submission reported as an error; so is one whose grader
+    could not be started or whose report cannot be read."""
     from conformance.boundary.isolation.warm import WarmWorkers
     from conformance.grading.warm_graders import fork_grader, import_graders, kill_overdue, shared_answers
 
     import_graders()  # once: every fork has them
     limit_s = args.worker_total_timeout + 600
-    reports: dict[str, dict] = {}
     pending, running = list(folders), {}
     with WarmWorkers() as warm, shared_answers(args.isolate) as answers:
         warm.start(threads=args.threads, pass_env=tuple(args.pass_env))
         while pending or running:
             while pending and len(running) < max(1, args.jobs):
                 folder = pending.pop(0)
-                (out / f"{folder.name}.json").unlink(missing_ok=True)
-                pid = fork_grader(folder, out / f"{folder.name}.json", out / f"{folder.name}.txt", seed, args, warm,
-                                  answers)
+                try:
+                    (out / f"{folder.name}.json").unlink(missing_ok=True)
+                    pid = fork_grader(folder, out / f"{folder.name}.json", out / f"{folder.name}.txt", seed, args,
+                                      warm, answers)
+                except OSError as exc:  # no grader for this one (no process, no file): its error, the class goes on
+                    finish(reports, folder, no_report(folder, f"its grader could not be started: {exc}"), len(folders))
+                    continue
                 running[pid] = (folder, time.monotonic())
             pid, _ = os.waitpid(-1, os.WNOHANG)
             if pid == 0:
@@ -84,17 +93,26 @@ def grade_in_forks(folders: list[Path], out: Path, seed: int, args) -> list[dict
                 continue
             if pid in running:
                 folder, _ = running.pop(pid)
-                reports[folder.name] = read_report(folder, out)
-                print(progress_line(reports[folder.name], len(reports), len(folders)), flush=True)
-    return [reports[folder.name] for folder in folders]
+                finish(reports, folder, read_report(folder, out), len(folders))
+
+
+def finish(reports: dict[str, dict], folder: Path, report: dict, total: int) -> None:
+    """Record one submission's report and say so; nothing in the report can stop the class."""
+    reports[folder.name] = report
+    print(progress_line(report, len(reports), total), flush=True)
 
 
 def read_report(folder: Path, out: Path) -> dict:
-    """One submission's report; a stand-in report naming the failure if its grader gave none."""
+    """One submission's report; a stand-in report naming the failure if its grader gave none, or one that is not a
+    report (a grader that crashed halfway)."""
     try:
-        return json.loads((out / f"{folder.name}.json").read_text())
+        report = json.loads((out / f"{folder.name}.json").read_text(encoding="utf-8"))
     except (OSError, ValueError):
         return no_report(folder, f"the grader of {folder.name} ended without one (see {folder.name}.txt)")
+    if not isinstance(report, dict):
+        return no_report(folder, f"the grader of {folder.name} wrote no report but a {type(report).__name__}")
+    report.setdefault("submission", {"name": folder.name, "path": str(folder)})
+    return report
 
 
 def no_report(folder: Path, why: str) -> dict:
@@ -102,20 +120,22 @@ def no_report(folder: Path, why: str) -> dict:
     return {"submission": {"name": folder.name, "path": str(folder)}, "error": f"no report: {why}"}
 
 
-def grade_on_cluster(folders: list[Path], out: Path, seed: int, args) -> list[dict]:
-    """Every submission graded by a task on the Dask cluster ``args.scheduler``; the reports, in folder order.
-    The files are written here, from each task's one result: a task rerun after its worker died counts once."""
+def grade_on_cluster(folders: list[Path], out: Path, seed: int, args, reports: dict[str, dict]) -> None:
+    """Every submission graded by a task on the Dask cluster ``args.scheduler``; each report into ``reports`` (by
+    folder name). The files are written here, from each task's one result: a task rerun after its worker died
+    counts once."""
     from conformance.grading.warm_graders import grade_on_worker
     from conformance.run.cluster import as_they_finish
 
     by_name = {folder.name: folder for folder in folders}
     cwd = os.getcwd()
     tasks = {folder.name: (str(folder.resolve()), seed, args, cwd) for folder in folders}
-    reports = {}
     for name, result in as_they_finish(args.scheduler, grade_on_worker, tasks):
-        reports[name] = cluster_report(by_name[name], out, result)
-        print(progress_line(reports[name], len(reports), len(folders)), flush=True)
-    return [reports[folder.name] for folder in folders]
+        try:
+            report = cluster_report(by_name[name], out, result)
+        except (OSError, ValueError, KeyError, TypeError) as exc:  # its result unreadable: its error, not the class's
+            report = no_report(by_name[name], f"its task's result could not be read: {type(exc).__name__}: {exc}")
+        finish(reports, by_name[name], report, len(folders))
 
 
 def cluster_report(folder: Path, out: Path, result) -> dict:
@@ -137,10 +157,16 @@ def cluster_report(folder: Path, out: Path, result) -> dict:
 
 
 def progress_line(report: dict, done: int, total: int) -> str:
-    name = report["submission"]["name"]
+    """``[3/20] ada: 41/95``; the name and any error as visible text (they are the submission's)."""
+    from conformance.reports.safe_text import visible_text
+
+    name = (report.get("submission") or {}).get("name", "?")
     grade = report.get("grade")
-    outcome = f"{grade['score']:g}/{grade['max_score']:g}" if grade else report.get("error", "no report")
-    return f"[{done}/{total}] {name}: {outcome}"
+    try:
+        outcome = f"{grade['score']:g}/{grade['max_score']:g}" if grade else report.get("error", "no report")
+    except (KeyError, TypeError, ValueError):
+        outcome = "a report without a readable score"
+    return visible_text(f"[{done}/{total}] {name}: {outcome}")
 
 
 def read_reports(paths: list[str]) -> list[dict]:
@@ -176,7 +202,7 @@ def write_summary(reports: list[dict], out: Path) -> None:
 
     out.mkdir(parents=True, exist_ok=True)
     summary = build_summary(reports)
-    (out / "summary.csv").write_text(render_csv(summary))
+    (out / "summary.csv").write_text(render_csv(summary), encoding="utf-8")
     markdown = render_markdown(summary)
-    (out / "summary.md").write_text(markdown)
+    (out / "summary.md").write_text(markdown, encoding="utf-8")
     print(markdown.split("\n## Checks by pass rate")[0], end="")  # the students; the rest is in summary.md

@@ -10,6 +10,7 @@ transcribes the documented fields): top level ``score``, ``max_score``, ``execut
 from __future__ import annotations
 
 from conformance.grading.points import Points, ScoredCheck, totals
+from conformance.reports.safe_text import visible_text
 
 
 def build_results(report: dict, points: Points, *, execution_time: float) -> dict:
@@ -20,7 +21,7 @@ def build_results(report: dict, points: Points, *, execution_time: float) -> dic
         "score": score,
         "max_score": max_score,
         "execution_time": int(round(execution_time)),
-        "output": summary_text(report, score, max_score, points),
+        "output": visible_text(summary_text(report, score, max_score, points)),  # shown to the student
         "output_format": "text",
         "visibility": "visible",
         "stdout_visibility": "hidden",
@@ -35,14 +36,14 @@ def test_entry(number: int, check: ScoredCheck, detail: dict) -> dict:
     label = check.status.replace("_", " ")
     output = check.message or detail.get("title", "")
     return {
-        "name": f"{check.id}: {detail.get('title', '')}".strip(": "),
+        "name": visible_text(f"{check.id}: {detail.get('title', '')}".strip(": ")),
         "number": str(number),
         "score": round(check.score, 4),
         "max_score": round(check.max_score, 4),
         "status": status,
-        "output": f"{label}. {output}".strip() if check.status != "passed" else output,
+        "output": visible_text(f"{label}. {output}".strip() if check.status != "passed" else output),
         "output_format": "text",
-        "tags": [tag for tag in (check.section, check.status) if tag],
+        "tags": [visible_text(tag) for tag in (check.section, check.status) if tag],
         "visibility": check.visibility,
     }
 

@@ -58,6 +58,7 @@ def grade_submission(args, plugins=(), warm=None) -> int:
     from conformance.boundary.isolation.supervisor import stop_all_workers
     from conformance.boundary.isolation.warm import WarmWorkers
     from conformance.boundary.loading import load
+    from conformance.reports.safe_text import visible_text
     from conformance.run import runs
     from conformance.run.session import AwaitWorker, run_checks, unloadable_candidate
 
@@ -72,6 +73,7 @@ def grade_submission(args, plugins=(), warm=None) -> int:
     seed = draw_seed(args.seed)
     with tempfile.TemporaryDirectory() as tmp:
         report_path = Path(args.json) if args.json else Path(tmp) / "report.json"
+        report_path.unlink(missing_ok=True)  # a report found after the run is this run's, and gets its score
         options = grading_options(args, seed, report_path)
         own = submission if submission.is_dir() else submission.parent  # what it may read of its own
         run = runs.Run([spec], options, runs.limits(options, hide_suite_code=True, own_folder=str(own)),
@@ -88,13 +90,15 @@ def grade_submission(args, plugins=(), warm=None) -> int:
             stop_all_workers()
             if warm is None:
                 run.warm.close()
-        if not report_path.is_file():
-            return code
-        report = finish_report(report_path, submission, spec, args, time.monotonic() - started)
+            # whatever failed after the checks wrote their report, the grade and results.json are written
+            report = finish_report(report_path, submission, spec, args, time.monotonic() - started) \
+                if report_path.is_file() else None
+    if report is None:
+        return code
     note = report["grade"]["confinement"]
-    print(f"score: {report['grade']['score']:g} / {report['grade']['max_score']:g}"
-          f" (seed {seed}; replay: transformer-conformance grade {args.submission} --seed {seed})"
-          + (f"; {note}" if note else ""))
+    print(visible_text(f"score: {report['grade']['score']:g} / {report['grade']['max_score']:g}"
+                       f" (seed {seed}; replay: transformer-conformance grade {args.submission} --seed {seed})"
+                       + (f"; {note}" if note else "")))
     return code
 
 
@@ -102,6 +106,8 @@ def finish_report(path: Path, submission: Path, spec: str, args, elapsed: float)
     """Add the submission, its score and the points used to the JSON report; write results.json if asked."""
     from conformance.grading.gradescope import build_results
     from conformance.grading.points import Points, report_loaded, totals
+    from conformance.reports.json_report import render
+    from conformance.reports.safe_text import json_text
 
     points = Points.from_toml(args.points) if args.points else Points()
     report = json.loads(path.read_text())
@@ -110,10 +116,10 @@ def finish_report(path: Path, submission: Path, spec: str, args, elapsed: float)
     note = confinement(report)
     report["grade"] = {"score": score, "max_score": max_score, "points": points.source,
                        "loaded": report_loaded(report), "reads_confined": not note, "confinement": note}
-    path.write_text(json.dumps(report, indent=2) + "\n")
+    path.write_text(render(report))
     if args.gradescope:
         results = build_results(report, points, execution_time=elapsed)
-        Path(args.gradescope).write_text(json.dumps(results, indent=2) + "\n")
+        Path(args.gradescope).write_text(json_text(results, indent=2) + "\n")
         print(f"Gradescope results written to {args.gradescope}", file=sys.stderr)
     return report
 

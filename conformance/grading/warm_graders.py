@@ -45,6 +45,7 @@ def fork_grader(folder: Path, report_path: Path, log_path: Path, seed: int, args
     ``die_with_parent``: it gets SIGKILL when this process dies (a grading server's, on a Dask worker)."""
     from conformance.diagnosis.answer_cache import CACHE_DIR_ENV
     from conformance.grading.submission import grade_submission
+    from conformance.reports.safe_text import never_fail_to_encode
     from conformance.run.cluster import dies_with
 
     set_death_signal = dies_with(os.getpid()) if die_with_parent else None
@@ -60,6 +61,7 @@ def fork_grader(folder: Path, report_path: Path, log_path: Path, seed: int, args
         with open(log_path, "w") as log:
             os.dup2(log.fileno(), 1)
             os.dup2(log.fileno(), 2)
+        never_fail_to_encode(sys.stdout, sys.stderr)  # NAME.txt: a string a rendering missed costs no report
         null = os.open(os.devnull, os.O_RDONLY)
         os.dup2(null, 0)
         if answers:  # the class's answers, which no submission can write (shared_answers)

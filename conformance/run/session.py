@@ -114,8 +114,10 @@ def run_argv(run) -> list[str]:
 
 
 def load_failed(run, message: str) -> int:
+    from conformance.reports.safe_text import visible_text
+
     spec = run.impls[0]
-    print(f"transformer-conformance: cannot load {spec!r}: {message}", file=sys.stderr)
+    print(visible_text(f"transformer-conformance: cannot load {spec!r}: {message}"), file=sys.stderr)
     if run.options.json:
         write_load_error_report(run, message)
         print(f"JSON report written to {run.options.json}")
@@ -227,17 +229,33 @@ def run_checks(run, *, quiet_usage: bool = False) -> int:
         print(f"transformer-conformance: internal error: the report holds {len(report['checks'])} of the run's"
               f" {len(collector.results)} verdicts", file=sys.stderr)
         return EXIT_INTERNAL
-    print(render(report), end="")
+    shown = print_rendering("the terminal report", lambda: print(render(report), end=""))
     if options.json:
         if not Path(options.json).is_file():  # fail closed: no report, no pass
             print(f"transformer-conformance: the JSON report {options.json} was not written", file=sys.stderr)
             return EXIT_INTERNAL
         print(f"JSON report written to {options.json}")
-    write_renderings(run.renderings, report)
+    shown = print_rendering("the reports asked for", lambda: write_renderings(run.renderings, report)) and shown
+    if not shown:  # the verdicts are in the JSON report; a rendering the suite could not make is its own fault
+        return EXIT_INTERNAL
     unobserved = [d for d in report.get("declared_deviations", []) if not d["observed"]]
     if options.strict and unobserved:
         return EXIT_FAILED  # a declared deviation the suite does not see: the declaration is wrong
     return exit_code(code, collector.results)
+
+
+def print_rendering(what: str, rendering) -> bool:
+    """Run ``rendering``; whatever it raises is said on stderr, and the run goes on to write what is left (the
+    JSON report, a grade's score and results.json): no string in a report may cost the report. Whether it ran."""
+    from conformance.reports.safe_text import visible_text
+
+    try:
+        rendering()
+    except Exception as exc:  # noqa: BLE001 - any failure of a rendering, said and survived
+        print(visible_text(f"transformer-conformance: internal error: {what} could not be written:"
+                           f" {type(exc).__name__}: {exc}"), file=sys.stderr)
+        return False
+    return True
 
 
 def write_renderings(paths: dict[str, str], report: dict) -> None:
