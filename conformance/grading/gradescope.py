@@ -9,7 +9,7 @@ transcribes the documented fields): top level ``score``, ``max_score``, ``execut
 
 from __future__ import annotations
 
-from conformance.grading.points import Points, ScoredCheck, totals
+from conformance.grading.points import Points, ScoredCheck, totals, withheld_line
 from conformance.judging.twins import flagged_look_ups
 
 
@@ -67,8 +67,7 @@ def summary_text(report: dict, score: float, max_score: float, points: Points) -
                      + ", ".join(hard_coded))
     withheld = [check.id for check in points.score_report(report) if check.withheld]
     if withheld:
-        lines.append(f"no points for {len(withheld)} published-number check(s) whose randomised twin failed: "
-                     + ", ".join(withheld))
+        lines.append(withheld_line(withheld))
     return "\n".join(lines)
 
 

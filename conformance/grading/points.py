@@ -136,6 +136,12 @@ def withheld_reason(failed_twin: tuple[str, str]) -> str:
             " computed answer (the printed numbers could have been looked up)")
 
 
+def withheld_line(check_ids: list[str]) -> str:
+    """The grade's one line on the published checks that earned nothing (after the score, in Gradescope's output)."""
+    return (f"no points for {len(check_ids)} published-number check(s) whose randomised twin failed, erred or was"
+            f" looked up: {', '.join(sorted(check_ids))}")
+
+
 def report_loaded(report: dict) -> bool:
     """Whether the report's implementation was loaded (``implementations[].loaded``; reports written before it
     was recorded: every check an error that says the implementation could not be loaded)."""

@@ -102,13 +102,14 @@ def grade_submission(args, plugins=(), warm=None) -> int:
 
 def look_up_lines(grade: dict) -> list[str]:
     """What the grade says of answers looked up, not computed: the flagged twins, and the points withheld."""
+    from conformance.grading.points import withheld_line
+
     lines = [f"look-up: {found['check']} matches the published values but not the formula on fresh inputs"
              f" ({', '.join(found['published']) or 'its published checks'} passed, on evidence: hard-coded?)"
              for found in grade.get("lookups") or []]
     withheld = grade.get("withheld") or {}
     if withheld:
-        lines.append(f"no points for {len(withheld)} published-number check(s) whose randomised twin failed:"
-                     f" {', '.join(sorted(withheld))}")
+        lines.append(withheld_line(list(withheld)))
     return lines
 
 
