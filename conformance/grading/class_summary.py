@@ -16,6 +16,7 @@ from collections import Counter
 
 from conformance.grading.points import Points, totals
 from conformance.reports.safe_text import csv_cell, markdown_cell
+from conformance.judging.twins import flagged_look_ups
 from conformance.results import FAILING
 
 CSV_FIELDS = ("student", "score", "max_score", "verdict", "passed", "failed", "error", "not_implemented",
@@ -67,7 +68,7 @@ def student_row(report: dict) -> dict:
         "verdict": next(iter(report.get("verdict", {}).values()), "?"),
         **{status: statuses.get(status, 0) for status in ("passed", "failed", "error", "not_implemented")},
         "most_likely_bug": most_likely_bug(report["checks"]),
-        "hard_coded": ", ".join(c["id"] for c in report["checks"] if "hard-coded?" in (c.get("likely_cause") or "")),
+        "hard_coded": ", ".join(found["check"] for found in flagged_look_ups(report["checks"])),
         "seed": report.get("seed"),
     }
 

@@ -9,7 +9,8 @@ transcribes the documented fields): top level ``score``, ``max_score``, ``execut
 
 from __future__ import annotations
 
-from conformance.grading.points import Points, ScoredCheck, totals
+from conformance.grading.points import Points, ScoredCheck, totals, withheld_line
+from conformance.judging.twins import flagged_look_ups
 from conformance.reports.safe_text import visible_text
 
 
@@ -34,7 +35,7 @@ def build_results(report: dict, points: Points, *, execution_time: float) -> dic
 def test_entry(number: int, check: ScoredCheck, detail: dict) -> dict:
     status = "passed" if check.score >= check.max_score and check.status in ("passed", "advisory") else "failed"
     label = check.status.replace("_", " ")
-    output = check.message or detail.get("title", "")
+    output = "\n".join(text for text in (check.withheld, check.message or detail.get("title", "")) if text)
     return {
         "name": visible_text(f"{check.id}: {detail.get('title', '')}".strip(": ")),
         "number": str(number),
@@ -61,10 +62,13 @@ def summary_text(report: dict, score: float, max_score: float, points: Points) -
     note = report.get("grade", {}).get("confinement")
     if note:
         lines.append(note)
-    hard_coded = [c["id"] for c in report["checks"] if "hard-coded?" in (c.get("likely_cause") or "")]
+    hard_coded = [found["check"] for found in flagged_look_ups(report["checks"])]
     if hard_coded:
-        lines.append("matches the published values but not the formula on fresh inputs (hard-coded?): "
+        lines.append("look-up: matches the published values but not the formula on fresh inputs (hard-coded?): "
                      + ", ".join(hard_coded))
+    withheld = [check.id for check in points.score_report(report) if check.withheld]
+    if withheld:
+        lines.append(withheld_line(withheld))
     return "\n".join(lines)
 
 

@@ -17,8 +17,9 @@ Visibility is Gradescope's: ``visible``, ``hidden``, ``after_due_date``, ``after
 
 Points come only from what the submission's own code computed: ``earns`` may name ``passed``, ``advisory`` (an
 answer that holds the paper's claims but not a convention the suite adds where the paper is silent; an error is
-never advisory) and ``deviation`` (an answer declared as a known deviation), nothing else; and a submission that
-cannot be loaded scores 0 whatever the file says.
+never advisory) and ``deviation`` (an answer declared as a known deviation), nothing else; a submission that
+cannot be loaded scores 0 whatever the file says; and a published-number check whose randomised twin failed or
+erred earns nothing (``conformance.judging.twins.unearned``): the printed numbers alone could have been looked up.
 """
 
 from __future__ import annotations
@@ -59,6 +60,7 @@ class ScoredCheck:
     score: float
     max_score: float
     visibility: str
+    withheld: str = ""  # why a check whose status earns was given nothing (its randomised twin failed)
 
 
 @dataclass
@@ -89,24 +91,31 @@ class Points:
     def score(self, checks: list[dict], *, loaded: bool = True) -> list[ScoredCheck]:
         """Each check of a report (``CheckResult.as_dict()``) with its points and what it earned; nothing
         earned when the implementation could not be loaded (``loaded`` False: ``report_loaded``)."""
+        from conformance.judging.twins import unearned
+
         per_section: dict[str, int] = {}
         for check in checks:
             if self._check_rule(check["id"]) is None and self._section_rule(check["section"]):
                 per_section[check["section"]] = per_section.get(check["section"], 0) + 1
-        return [self._score_one(check, per_section, loaded) for check in checks]
+        failed_twins = unearned(checks)
+        return [self._score_one(check, per_section, loaded, failed_twins.get(check["id"])) for check in checks]
 
     def score_report(self, report: dict) -> list[ScoredCheck]:
         return self.score(report["checks"], loaded=report_loaded(report))
 
-    def _score_one(self, check: dict, per_section: dict[str, int], loaded: bool) -> ScoredCheck:
+    def _score_one(self, check: dict, per_section: dict[str, int], loaded: bool,
+                   failed_twin: tuple[str, str] | None) -> ScoredCheck:
         rule = self._check_rule(check["id"])
         section_rule = self._section_rule(check["section"])
         if rule is None and section_rule is not None:
             rule = Rule(section_rule.points / per_section[check["section"]], section_rule.visibility)
         rule = rule or self.default
         earned = rule.points if loaded and check["status"] in self.earns else 0.0
+        withheld = ""
+        if earned and failed_twin:
+            earned, withheld = 0.0, withheld_reason(failed_twin)
         return ScoredCheck(check["id"], check["section"], check["status"], check.get("message") or "",
-                           earned, rule.points, rule.visibility)
+                           earned, rule.points, rule.visibility, withheld)
 
     def _check_rule(self, check_id: str) -> Rule | None:
         if check_id in self.checks:
@@ -118,6 +127,19 @@ class Points:
     def _section_rule(self, section: str) -> Rule | None:
         return self.sections.get(section) or next(
             (rule for pattern, rule in self.sections.items() if fnmatch.fnmatchcase(section, pattern)), None)
+
+
+def withheld_reason(failed_twin: tuple[str, str]) -> str:
+    twin, status = failed_twin
+    what = {"failed": "failed", "error": "ended in an error"}.get(status, "was found looked up, on evidence")
+    return (f"no points: the randomised twin {twin} {what}: the published example alone is no evidence of a"
+            " computed answer (the printed numbers could have been looked up)")
+
+
+def withheld_line(check_ids: list[str]) -> str:
+    """The grade's one line on the published checks that earned nothing (after the score, in Gradescope's output)."""
+    return (f"no points for {len(check_ids)} published-number check(s) whose randomised twin failed, erred or was"
+            f" looked up: {', '.join(sorted(check_ids))}")
 
 
 def report_loaded(report: dict) -> bool:
@@ -171,7 +193,8 @@ default = { points = 1, visibility = "visible" }
 #              silent (a query whose keys are all masked): not held against a student. An error is never advisory.
 # Never: failed (the answer is wrong), error (no answer: the code could not be loaded, raised, crashed, hung or
 # returned NaN or inf), not_implemented, blocked (a prerequisite failed), supplied (the suite's helpers answered).
-# A submission that cannot be loaded scores 0, whatever this file says.
+# A submission that cannot be loaded scores 0, whatever this file says, and a published-number check earns nothing
+# when its randomised twin (the same claim on inputs drawn for the run) failed: the numbers could be looked up.
 earns = ["passed", "advisory"]
 
 [sections]

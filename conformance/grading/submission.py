@@ -99,7 +99,22 @@ def grade_submission(args, plugins=(), warm=None) -> int:
     print(visible_text(f"score: {report['grade']['score']:g} / {report['grade']['max_score']:g}"
                        f" (seed {seed}; replay: transformer-conformance grade {args.submission} --seed {seed})"
                        + (f"; {note}" if note else "")))
+    for line in look_up_lines(report["grade"]):
+        print(visible_text(line))
     return code
+
+
+def look_up_lines(grade: dict) -> list[str]:
+    """What the grade says of answers looked up, not computed: the flagged twins, and the points withheld."""
+    from conformance.grading.points import withheld_line
+
+    lines = [f"look-up: {found['check']} matches the published values but not the formula on fresh inputs"
+             f" ({', '.join(found['published']) or 'its published checks'} passed, on evidence: hard-coded?)"
+             for found in grade.get("lookups") or []]
+    withheld = grade.get("withheld") or {}
+    if withheld:
+        lines.append(withheld_line(list(withheld)))
+    return lines
 
 
 def finish_report(path: Path, submission: Path, spec: str, args, elapsed: float) -> dict:
@@ -108,14 +123,18 @@ def finish_report(path: Path, submission: Path, spec: str, args, elapsed: float)
     from conformance.grading.points import Points, report_loaded, totals
     from conformance.reports.json_report import render
     from conformance.reports.safe_text import json_text
+    from conformance.judging.twins import flagged_look_ups
 
     points = Points.from_toml(args.points) if args.points else Points()
     report = json.loads(path.read_text())
-    score, max_score = totals(points.score_report(report))
+    scored = points.score_report(report)
+    score, max_score = totals(scored)
     report["submission"] = {"name": submission_name(submission), "path": str(submission), "adapter": spec}
     note = confinement(report)
     report["grade"] = {"score": score, "max_score": max_score, "points": points.source,
-                       "loaded": report_loaded(report), "reads_confined": not note, "confinement": note}
+                       "loaded": report_loaded(report), "reads_confined": not note, "confinement": note,
+                       "lookups": flagged_look_ups(report["checks"]),
+                       "withheld": {s.id: s.withheld for s in scored if s.withheld}}
     path.write_text(render(report))
     if args.gradescope:
         results = build_results(report, points, execution_time=elapsed)

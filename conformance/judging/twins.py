@@ -8,7 +8,9 @@ one more question (``lookup_evidence``): the published inputs moved by a tiny am
 perturbation of 1e-4, one more row, one more token in the vocabulary). A computed answer, right or wrong, moves
 as a formula does, by about as much as the paper's; an answer looked up stays frozen where the paper's moves, or
 jumps by far more. ``annotate_hard_coding`` says "hard-coded?" only on that evidence, and only when no known
-bug explains the twin's failure; otherwise the failure is described like any other.
+bug explains both the twin's failure and the published check's pass (a bug the catalogue declares to fail that
+published check cannot be why it passed); otherwise the failure is described like any other. Whatever the
+evidence, a published check whose twin failed earns no points (``unearned``, read by ``grading.points``).
 
 Left out on purpose: ``pe_position_0_is_sin_0_and_cos_0`` (sin 0 and cos 0 whatever the frequencies: passing
 it is no sign of a look-up; FSMT's frequencies pass it and were told "hard-coded?"), shape checks (every buggy
@@ -19,6 +21,7 @@ outputs survive many bugs (15 mutants pass one of them and fail its fresh-input 
 
 from __future__ import annotations
 
+import functools
 from collections.abc import Callable
 
 import numpy as np
@@ -29,7 +32,9 @@ HARD_CODED = "matches the published values but not the formula on fresh inputs: 
 
 _PE = ("pe_matches_formula_for_any_size",)
 _WAVELENGTHS = ("pe_wavelengths_are_geometric_for_any_d_model",)
-_ROTATION = ("pe_shift_by_k_is_a_rotation",)
+# The rotation pairs the lessons print are PE values at positions 0, 10 and 40: a table that is a rotation but not
+# the paper's (positions counted from 1) passes the rotation twin, so the table's own twin is theirs too.
+_ROTATION = ("pe_shift_by_k_is_a_rotation", "pe_matches_formula_for_any_size")
 _LAYER_NORM = ("layer_norm_matches_formula",)
 _LRATE = ("lrate_matches_formula_for_any_step",)
 _SMOOTHING = ("smoothed_loss_matches_formula_with_padding",)
@@ -56,6 +61,10 @@ TWINS: dict[str, tuple[str, ...]] = {
     "parameter_count_without_attention_biases": _COUNT,
 }
 """Published-number check id (without parameters) -> the randomised twins that make the same claim."""
+
+ON_EVIDENCE: dict[str, tuple[str, ...]] = {"pe_position_0_is_sin_0_and_cos_0": _PE}
+"""Published checks a wrong table passes honestly (sin 0 and cos 0 whatever the frequencies: a failing twin alone
+withholds nothing) whose points a look-up of their twin, found on evidence, takes all the same."""
 
 
 def base_id(check_id: str) -> str:
@@ -179,17 +188,67 @@ def lookup_evidence(candidate, check_id: str) -> dict | None:
 
 
 def hard_coded_twins(results: list[CheckResult]) -> dict[tuple[str, str], list[str]]:
-    """(impl, failing twin id) -> the published-number checks of that impl that passed; only twins whose
-    failure no known bug explains, and whose published inputs, moved a little, gave evidence of a look-up."""
+    """(impl, failing twin id) -> the published-number checks of that impl that passed and that no known bug of the
+    twin's diagnosis passes honestly; only twins whose published inputs, moved a little, gave evidence of a
+    look-up."""
     passed = {(r.impl, base_id(r.id)): r.id for r in results if r.status == "passed"}
-    failing = {(r.impl, base_id(r.id)) for r in results if r.status in FAILING and not r.diagnosis
+    failing = {(r.impl, base_id(r.id)): r for r in results if r.status in FAILING
                and ((r.data or {}).get("lookup") or {}).get("looked_up")}
     found: dict[tuple[str, str], list[str]] = {}
     for (impl, check), check_id in passed.items():
         for twin in TWINS.get(check, ()):
-            if (impl, twin) in failing:
+            failure = failing.get((impl, twin))
+            if failure is not None and not known_bug_passes(failure.diagnosis, check_id):
                 found.setdefault((impl, twin), []).append(check_id)
     return found
+
+
+def known_bug_passes(diagnosis: list[dict] | None, published_check: str) -> bool:
+    """Whether a known bug the diagnosis names could give this published check's pass honestly: one the catalogue
+    does not declare to fail it (eps outside the root passes the LayerNorm example). A bug declared to fail it (an
+    unbiased variance fails the example) explains the twin's failure, never the pass: that takes a look-up.
+    A bug the catalogue does not list is given the benefit of the doubt."""
+    declared = _declared_catches()
+    for match in diagnosis or []:
+        bugs = match.get("mutants") or [match["mutant"]]
+        # a combination fails what one of its bugs fails (two bugs cancelling on the published inputs: not assumed)
+        if any(bug not in declared for bug in bugs) or not any(published_check in declared[bug] for bug in bugs):
+            return True
+    return False
+
+
+@functools.cache
+def _declared_catches() -> dict[str, frozenset[str]]:
+    """{mutant: the checks it is declared to fail or err on} (implementations/mutants/expected.toml)."""
+    from conformance.implementations import mutants
+
+    return {name: expected.caught_by | expected.errored for name, expected in mutants.expected().items()}
+
+
+def unearned(checks: list[dict]) -> dict[str, tuple[str, str]]:
+    """{published-number check id: (its randomised twin, what became of it: "failed", "error" or "looked up")}: a
+    published example answered right is no evidence of a computed answer when the same claim on fresh inputs was
+    not (a twin not implemented, blocked or supplied says nothing either way, and is not counted)."""
+    failed = {base_id(check["id"]): (check["id"], check["status"]) for check in checks
+              if base_id(check["id"]) in TWIN_IDS and check["status"] in FAILING}
+    looked_up = {base_id(found["check"]): (found["check"], "looked up") for found in flagged_look_ups(checks)}
+    found = {}
+    for check in checks:
+        check_base = base_id(check["id"])
+        twin = next((failed[twin] for twin in TWINS.get(check_base, ()) if twin in failed), None) or \
+            next((looked_up[twin] for twin in ON_EVIDENCE.get(check_base, ()) if twin in looked_up), None)
+        if twin is not None:
+            found[check["id"]] = twin
+    return found
+
+
+def flagged_look_ups(checks: list[dict]) -> list[dict]:
+    """The twins the report flags as a look-up on evidence (``annotate_hard_coding``), each with the published
+    checks it belongs to that passed: [{"check": twin id, "published": [ids]}]."""
+    passed = [check["id"] for check in checks if check["status"] == "passed"]
+    return [{"check": check["id"],
+             "published": [p for p in passed if base_id(check["id"]) in TWINS.get(base_id(p), ())]}
+            for check in checks if "hard-coded?" in (check.get("likely_cause") or "")]
 
 
 def annotate_hard_coding(results: list[CheckResult]) -> None:
