@@ -18,12 +18,28 @@ from conformance.grading.points import Points, totals
 from conformance.results import FAILING
 
 CSV_FIELDS = ("student", "score", "max_score", "verdict", "passed", "failed", "error", "not_implemented",
-              "most_likely_bug", "hard_coded", "seed")
+              "most_likely_bug", "hard_coded", "seed", "incomplete")
 
 
 def build_summary(reports: list[dict]) -> dict:
-    students = sorted((student_row(report) for report in reports), key=lambda row: row["student"])
-    return {"students": students, "checks": pass_rates(reports), "bugs": common_bugs(students)}
+    """The summary of ``reports``: a row per student (an incomplete report's row says so and scores 0); the pass
+    rates and bugs of the complete reports only (an interrupted grade's last verdicts are the interrupt's)."""
+    from conformance.grading.run_record import is_complete
+
+    complete = [report for report in reports if is_complete(report)]
+    students = sorted((student_row(report) if is_complete(report) else incomplete_row(report) for report in reports),
+                      key=lambda row: row["student"])
+    return {"students": students, "checks": pass_rates(complete), "bugs": common_bugs(students)}
+
+
+def incomplete_row(report: dict) -> dict:
+    """The row of a report whose grade did not finish: 0 points, the verdict "incomplete", and why."""
+    from conformance.grading.run_record import incomplete_reason
+
+    return {"student": report.get("submission", {}).get("name", "?"), "score": 0, "max_score": None,
+            "verdict": "incomplete", "passed": 0, "failed": 0, "error": 0, "not_implemented": 0, "most_likely_bug": "",
+            "hard_coded": "", "seed": (report.get("run") or {}).get("seed", report.get("seed")),
+            "incomplete": report.get("error") or incomplete_reason(report)}
 
 
 def student_row(report: dict) -> dict:
@@ -31,7 +47,7 @@ def student_row(report: dict) -> dict:
     if "checks" not in report:
         return {"student": name, "score": 0, "max_score": None, "verdict": "not graded", "passed": 0, "failed": 0,
                 "error": 0, "not_implemented": 0, "most_likely_bug": report.get("error", ""), "hard_coded": "",
-                "seed": None}
+                "seed": None, "incomplete": ""}
     grade = report.get("grade") or dict(zip(("score", "max_score"), totals(Points().score_report(report)),
                                             strict=True))
     statuses = Counter(check["status"] for check in report["checks"])
@@ -44,6 +60,7 @@ def student_row(report: dict) -> dict:
         "most_likely_bug": most_likely_bug(report["checks"]),
         "hard_coded": ", ".join(c["id"] for c in report["checks"] if "hard-coded?" in (c.get("likely_cause") or "")),
         "seed": report.get("seed"),
+        "incomplete": "",
     }
 
 
@@ -89,7 +106,7 @@ def _fmt_rate(row: dict) -> str:
 
 def common_bugs(students: list[dict]) -> list[tuple[str, int]]:
     return Counter(row["most_likely_bug"] for row in students
-                   if row["most_likely_bug"] and row["verdict"] != "not graded").most_common()
+                   if row["most_likely_bug"] and row["verdict"] not in ("not graded", "incomplete")).most_common()
 
 
 def render_csv(summary: dict) -> str:
