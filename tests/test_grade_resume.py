@@ -153,6 +153,59 @@ def test_a_summary_of_reports_of_two_runs_is_of_one_and_names_the_other(interrup
     assert "ada: seed 9 (this run: 7)" in warning, warning
 
 
+def grader_of(class_pid: int, log: Path) -> int:
+    """The grader the class process forked that writes ``log`` (its output file)."""
+    children = Path(f"/proc/{class_pid}/task/{class_pid}/children").read_text().split()
+    for pid in map(int, children):
+        fds = Path(f"/proc/{pid}/fd")
+        for fd in (fds.iterdir() if fds.is_dir() else ()):
+            try:
+                if os.readlink(fd) == str(log):
+                    return pid
+            except OSError:
+                continue
+    raise AssertionError(f"expected a grader of {class_pid} writing {log}, got none among {children}")
+
+
+def test_sigterm_to_the_class_process_alone_stops_its_graders_and_marks_the_unfinished_incomplete(tmp_path):
+    klass, out = a_class(tmp_path), tmp_path / "grades"
+    process = start_class(klass, out, "--seed", "7")
+    try:
+        output = read_until(process, "[1/3] ada")
+        time.sleep(4)
+        process.terminate()  # as a scheduler or `kill` stops it: the graders get nothing but what the class sends
+        rest, _ = process.communicate(timeout=120)
+    finally:
+        if process.poll() is None:
+            os.killpg(process.pid, signal.SIGKILL)
+            process.wait()
+    assert process.returncode == 143, output + rest
+    bo = report(out, "bo")
+    assert bo["complete"] is False and bo["grade"]["score"] == 0 and "SIGTERM" in bo["incomplete"], bo["incomplete"]
+    assert report(out, "cy")["complete"] is False and report(out, "ada")["complete"] is True
+
+
+def test_a_grader_killed_mid_grade_leaves_an_incomplete_report_and_the_class_goes_on(tmp_path):
+    klass, out = a_class(tmp_path), tmp_path / "grades"
+    process = start_class(klass, out, "--seed", "7")
+    try:
+        output = read_until(process, "[1/3] ada")
+        time.sleep(4)
+        os.kill(grader_of(process.pid, out / "bo.txt"), signal.SIGKILL)  # as the out-of-memory killer would
+        rest, _ = process.communicate(timeout=300)
+    finally:
+        if process.poll() is None:
+            os.killpg(process.pid, signal.SIGKILL)
+            process.wait()
+    assert process.returncode == 3, output + rest  # not every submission has a complete report
+    bo = report(out, "bo")
+    assert bo["complete"] is False and bo["grade"]["score"] == 0, bo.get("grade")
+    assert "killed by SIGKILL before finishing its report" in bo["incomplete"], bo["incomplete"]
+    assert "[2/3] bo: incomplete, 0 points" in rest and report(out, "cy")["complete"] is True, rest
+    rows = {row.split(",")[0]: row for row in (out / "summary.csv").read_text().splitlines()[1:]}
+    assert rows["bo"].startswith("bo,0,,incomplete") and rows["cy"].startswith("cy,2.0,3.0,conformant"), rows
+
+
 # -- SIGKILL -------------------------------------------------------------------------------------------
 def killed_class(root: Path) -> tuple[Path, Path, list[str]]:
     """A class graded into a folder that holds an older run's summary (seed 5), its process SIGKILLed while bo's
