@@ -16,7 +16,9 @@ from pathlib import Path
 
 import pytest
 from conftest import adapter_path
-from test_grading import HOSTILE, PE_ONLY, submission
+from test_grading import HOSTILE, PE_ONLY, ROOT, check_schema, submission
+
+REPORT_SCHEMA = json.loads((ROOT / "reports" / "report.schema.json").read_text())
 
 STUDENTS = ("ada", "bo", "cy")
 
@@ -85,6 +87,7 @@ def test_ctrl_c_leaves_the_interrupted_submission_incomplete_with_0_points_and_t
     assert ada["complete"] is True and ada["grade"]["score"] == 2, ada.get("grade")
     assert bo["complete"] is False and bo["grade"]["score"] == 0, bo.get("grade")
     assert "interrupted by SIGINT" in bo["incomplete"], bo["incomplete"]
+    assert check_schema(bo, REPORT_SCHEMA) == []  # what was judged before the interrupt, in the documented form
     assert cy["complete"] is False and "before its turn" in cy["incomplete"], cy.get("incomplete")
     rows = {row.split(",")[0]: row.split(",") for row in (out / "summary.csv").read_text().splitlines()[1:]}
     assert rows["ada"][1:4] == ["2.0", "3.0", "conformant"], rows
@@ -129,12 +132,17 @@ def test_resume_refuses_reports_of_two_seeds_without_seed_and_regrades_the_other
     ada = report(out, "ada")
     ada["run"]["seed"] = 9  # as if ada had been graded by another run into the same folder
     (out / "ada.json").write_text(json.dumps(ada))
-    empty = tmp_path / "class"  # the same names; nothing is graded when refused
+    empty = tmp_path / "class"  # the same names; nothing is graded when refused, all three with --seed 7
     for name in STUDENTS:
         submission(empty, name, adapter_path("only_pe"))
     code, output = run_class(empty, out, "--resume")
     assert code == 2, output
     assert "seed 7: bo, cy" in output and "seed 9: ada" in output and "--seed SEED" in output, output
+    assert not (out / "summary.csv").exists() or "incomplete" in (out / "summary.csv").read_text()  # untouched
+    code, output = run_class(empty, out, "--resume", "--seed", "7")
+    assert code == 0, output
+    assert "ada (seed 9 (this run: 7))" in output, output
+    assert report(out, "ada")["run"]["seed"] == 7 and report(out, "ada")["complete"] is True
 
 
 def test_a_summary_of_reports_of_two_runs_is_of_one_and_names_the_other(interrupted, tmp_path, capsys):

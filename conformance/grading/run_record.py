@@ -93,7 +93,8 @@ def mark_incomplete(report: dict, identity: dict, reason: str) -> dict:
     report["complete"] = False
     report["incomplete"] = reason
     grade = report.get("grade") or {}
-    report["grade"] = {**grade, "score": 0, "max_score": None, "incomplete": reason}
+    report["grade"] = {"points": "none: an incomplete grade scores 0", **grade, "score": 0, "max_score": None,
+                       "incomplete": reason}
     return report
 
 
