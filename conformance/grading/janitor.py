@@ -25,25 +25,35 @@ for path in filter(None, named.split(b"\\0")):
     shutil.rmtree(os.fsdecode(path), ignore_errors=True)
 """
 
-_pipe: int | None = None  # this process's end of its janitor's input; forked graders inherit it
-_owner: int | None = None  # the process that started the janitor
+class Janitor:
+    """This process's janitor, once started: the write end of its input (forked graders inherit it)."""
+
+    pipe: int | None = None
+
+    def start(self) -> None:
+        if self.pipe is not None:
+            return
+        janitor = subprocess.Popen([sys.executable, "-I", "-S", "-c", PROGRAM], stdin=subprocess.PIPE,
+                                   stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, start_new_session=True)
+        self.pipe = os.dup(janitor.stdin.fileno())
+        janitor.stdin.close()
+        janitor.returncode = 0  # never waited for: it outlives this process by design; no ResourceWarning for it
+
+    def name(self, path: str | os.PathLike) -> None:
+        if self.pipe is not None:
+            os.write(self.pipe, os.fsencode(os.fspath(path)) + b"\0")  # one write below PIPE_BUF: never interleaved
+
+
+JANITOR = Janitor()
 
 
 def start() -> None:
     """Start this process's janitor (once): the folders named after this will be removed when it ends."""
-    global _pipe, _owner
-    if _pipe is not None:
-        return
-    janitor = subprocess.Popen([sys.executable, "-I", "-S", "-c", PROGRAM], stdin=subprocess.PIPE,
-                               stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, start_new_session=True)
-    _pipe, _owner = os.dup(janitor.stdin.fileno()), os.getpid()
-    janitor.stdin.close()
-    janitor.returncode = 0  # never waited for: it outlives this process by design; no ResourceWarning for it
+    JANITOR.start()
 
 
 def remove_after_exit(path: str | os.PathLike) -> str:
     """Name ``path`` (a temporary folder) to the janitor, if one was started in this process or a parent of it;
     it is removed once they have all ended, however they end. Returns ``path``."""
-    if _pipe is not None:
-        os.write(_pipe, os.fsencode(os.fspath(path)) + b"\0")  # one write below PIPE_BUF: never interleaved
+    JANITOR.name(path)
     return os.fspath(path)
