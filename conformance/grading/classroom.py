@@ -207,7 +207,7 @@ def finished_report(folder: Path, out: Path, identity: dict, how: str) -> dict:
     from conformance.grading.run_record import is_complete
 
     report = read_report(out / f"{folder.name}.json")
-    if report is not None and is_complete(report):
+    if report is not None and (is_complete(report) or marked_by_its_grader(report, identity)):
         return report
     return incomplete(folder, out, identity, report,
                       f"the grader of {folder.name} {how} before finishing its report (see {folder.name}.txt)")
@@ -223,12 +223,18 @@ def mark_unfinished(folders: list[Path], out: Path, identity: dict, begun: set[s
         if report is not None and report.get("run") == identity and is_complete(report):
             continue
         if folder.name in begun:
-            if report is not None and report.get("run") == identity and report.get("complete") is False:
-                continue  # its grader's own account
+            if report is not None and marked_by_its_grader(report, identity):
+                continue
             incomplete(folder, out, identity, report, f"interrupted by {signal_name} while it was graded")
         else:
             incomplete(folder, out, identity, None,
                        f"not graded: the class's grading was interrupted by {signal_name} before its turn")
+
+
+def marked_by_its_grader(report: dict, identity: dict) -> bool:
+    """Whether ``report`` was marked incomplete by its own grader in this run (stopped by a signal): its reason
+    (what was judged, by which signal) is the better account."""
+    return report.get("complete") is False and report.get("run") == identity
 
 
 def incomplete(folder: Path, out: Path, identity: dict, report: dict | None, reason: str) -> dict:

@@ -75,9 +75,14 @@ def differences(identity: dict | None, wanted: dict | None) -> str:
         if identity.get(key) != wanted[key]:
             said.append(f"{label} {identity.get(key)} (this run: {wanted[key]})")
     theirs, ours = identity.get("options") or {}, wanted["options"]
-    said += [f"--{name.replace('_', '-')} {theirs.get(name)!r} (this run: {ours[name]!r})"
+    said += [f"{flag(name)} {theirs.get(name)!r} (this run: {ours.get(name)!r})"
              for name in sorted(set(theirs) | set(ours)) if theirs.get(name) != ours.get(name)]
     return ", ".join(said) or "another run"
+
+
+def flag(option: str) -> str:
+    """The command-line flag of an option of ``run.options``."""
+    return "-k" if option == "select" else f"--{option.replace('_', '-')}"
 
 
 def mark_complete(report: dict, identity: dict) -> dict:
