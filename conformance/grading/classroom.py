@@ -10,7 +10,10 @@ per submission, and the reports come back here. Each grader's worker forks from 
 (Landlock), the graders of one process share the answers the diagnosis computes of the catalogue's known bugs:
 the same seed asks the same questions of every submission. The per-submission reports land in ``--out``
 (``NAME.json``, and the terminal report ``NAME.txt``), then the class summary: ``summary.csv`` (one row
-per student) and ``summary.md`` (the students, the checks by pass rate, the most common diagnosed bugs).
+per student) and ``summary.md`` (the students, the checks by pass rate, the most common diagnosed bugs), of this run's
+reports only (``run_record``: a report names its run and says whether it is complete). Stopped by SIGINT or
+SIGTERM, the class marks what it did not finish incomplete (0 points); ``--resume`` keeps the complete reports of
+the same run and grades the rest.
 """
 
 from __future__ import annotations
