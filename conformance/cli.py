@@ -95,6 +95,9 @@ def add_grade_parser(sub) -> None:
     grade.add_argument("--one", action="store_true", help="SUBMISSION is one submission, even with subfolders")
     grade.add_argument("--jobs", type=int, default=2, metavar="N", help="a class: submissions graded at a time")
     grade.add_argument("--out", metavar="DIR", help="a class or --summarise: where reports and the summary go")
+    grade.add_argument("--resume", action="store_true",
+                       help="a class: keep the finished reports in --out of the same suite version, seed and options"
+                            " (without --seed: the seed of those reports) and grade only the rest")
     add_scheduler_argument(grade, "a class: one task per submission (instead of --jobs)")
     grade.add_argument("--summarise", nargs="+", metavar="REPORT", help="summarise JSON reports (files or folders)")
     grade.add_argument("--init-gradescope", metavar="DIR", help="write setup.sh, run_autograder, points.toml to DIR")
@@ -153,6 +156,10 @@ def grade(args, plugins=()) -> int:
         return EXIT_USAGE
     if not args.one and not args.gradescope and is_class_folder(Path(args.submission), args.adapter_name):
         return on_cluster_or_usage(grade_class, args)
+    if args.resume:
+        print(f"transformer-conformance grade: --resume resumes a class (a folder of submission folders);"
+              f" {args.submission} is one submission. Fix: drop --resume, or give the class folder", file=sys.stderr)
+        return EXIT_USAGE
     if args.scheduler:
         print("transformer-conformance grade: --scheduler grades a class (a folder of submission folders);"
               f" {args.submission} is one submission. Fix: drop --scheduler, or give the class folder",
@@ -162,12 +169,14 @@ def grade(args, plugins=()) -> int:
 
 
 def on_cluster_or_usage(command, args) -> int:
-    """``command(args)``; a cluster that cannot be used (Dask missing, no scheduler there) is a usage error."""
+    """``command(args)``; a cluster that cannot be used (Dask missing, no scheduler there) or a class that cannot be
+    resumed is a usage error."""
+    from conformance.grading.classroom import ResumeError
     from conformance.run.cluster import ClusterError
 
     try:
         return command(args)
-    except ClusterError as exc:
+    except (ClusterError, ResumeError) as exc:
         print(f"transformer-conformance: {exc}", file=sys.stderr)
         return EXIT_USAGE
 

@@ -325,7 +325,8 @@ def test_a_submission_whose_workers_all_die_is_graded_as_an_error_and_the_rest_a
     rows = {row.split(",")[0]: row for row in (tmp_path / "grades" / "summary.csv").read_text().splitlines()[1:]}
     assert sorted(rows) == ["ada", "ada1", "bo", "cy"]
     assert "every worker that ran it died" in (tmp_path / "grades" / "bo.txt").read_text()
-    assert not (tmp_path / "grades" / "bo.json").exists()
+    bo = json.loads((tmp_path / "grades" / "bo.json").read_text())  # a report that says so, scoring 0
+    assert bo["complete"] is False and bo["grade"]["score"] == 0 and "every worker that ran it died" in bo["incomplete"]
     local_reports, _ = local_pool_grades
     others = {name: report for name, report in local_reports.items() if name != "bo"}
     assert differences(reports(tmp_path / "grades"), others) == []

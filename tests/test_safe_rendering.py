@@ -24,6 +24,7 @@ from test_grading import HOSTILE, PE_ONLY, grade_class, submission
 from conformance.cli import build_parser, main
 from conformance.grading import classroom
 from conformance.grading.class_summary import build_summary, render_csv, render_markdown
+from conformance.grading.run_record import mark_complete, write_report
 from conformance.reports import junit_report
 from conformance.reports.safe_text import (
     csv_cell,
@@ -208,39 +209,40 @@ def test_the_summary_is_written_when_the_class_s_run_stops_halfway(tmp_path, mon
     for name in ("ada", "bo", "cy"):
         submission(klass, name, adapter_path("only_pe"))
 
-    def stops_after_the_first(folders, out, seed, args, reports):
-        classroom.finish(reports, folders[0], {"submission": {"name": "ada"}, "checks": [], "grade": {
-            "score": 0, "max_score": 3}}, len(folders))
+    def stops_after_the_first(folders, out, identity, args, begun):
+        write_report(out / "ada.json", mark_complete({"submission": {"name": "ada"}, "checks": [], "grade": {
+            "score": 0, "max_score": 3}}, identity))
         raise RuntimeError("the class's process failed")
 
     monkeypatch.setattr(classroom, "grade_in_forks", stops_after_the_first)
     with pytest.raises(RuntimeError):
         classroom.grade_class(class_args(klass, tmp_path / "grades"))
     rows = list(csv.DictReader(io.StringIO((tmp_path / "grades" / "summary.csv").read_text())))
-    assert [(row["student"], row["verdict"]) for row in rows] == [("ada", "?"), ("bo", "not graded"),
-                                                                  ("cy", "not graded")]
-    assert "the class's run stopped first" in rows[1]["most_likely_bug"]
+    assert [(row["student"], row["verdict"]) for row in rows] == [("ada", "?"), ("bo", "incomplete"),
+                                                                  ("cy", "incomplete")]
+    assert rows[1]["incomplete"] == "no report" and rows[1]["score"] == "0"
 
 
 def test_a_report_the_summary_cannot_read_is_that_student_s_error_row(tmp_path):
     (tmp_path / "grades").mkdir()
     (tmp_path / "grades" / "bo.json").write_text("[1, 2]")
-    unreadable = [
-        classroom.read_report(Path("bo"), tmp_path / "grades"),  # a list, not a report
-        {"submission": {"name": "cy"}, "checks": [{"id": "x"}]},  # a check without a status
-        {"submission": {"name": "=cmd|' /C calc'!A0"}, "checks": [], "grade": {"score": "=1+1", "max_score": 3}},
-        {"submission": "dee", "checks": None},
+    unreadable = [  # each marked complete, as a finished report garbled afterwards would be
+        {"submission": {"name": "cy"}, "checks": [{"id": "x"}], "complete": True},  # a check without a status
+        {"submission": {"name": "=cmd|' /C calc'!A0"}, "checks": [], "grade": {"score": "=1+1", "max_score": 3},
+         "complete": True},
+        {"submission": "dee", "checks": None, "complete": True},
     ]
+    listed = classroom.read_class_report(Path("bo"), tmp_path / "grades")  # a list, not a report: incomplete
     honest = {"submission": {"name": "ada"}, "checks": [{"id": "x", "section": "s", "status": "passed"}],
-              "grade": {"score": 1, "max_score": 1}, "verdict": {"ada": "conformant"}}
-    summary = build_summary([honest, *unreadable])
+              "grade": {"score": 1, "max_score": 1}, "verdict": {"ada": "conformant"}, "complete": True}
+    summary = build_summary([honest, listed, *unreadable])
     assert {row["student"]: row["verdict"] for row in summary["students"]} == {
-        "ada": "conformant", "bo": "not graded", "cy": "not graded", "=cmd|' /C calc'!A0": "not graded",
+        "ada": "conformant", "bo": "incomplete", "cy": "not graded", "=cmd|' /C calc'!A0": "not graded",
         "?": "not graded"}
     rows = list(csv.DictReader(io.StringIO(render_csv(summary))))
     assert {row["student"] for row in rows} == {"ada", "bo", "cy", "?", "'=cmd|' /C calc'!A0"}
     assert "| =cmd\\|' /C calc'!A0 |" in render_markdown(summary)  # one cell: its pipe escaped
-    assert classroom.progress_line(unreadable[2], 1, 5) == "[1/5] =cmd|' /C calc'!A0: a report without a readable score"
+    assert classroom.progress_line(unreadable[1], 1, 5) == "[1/5] =cmd|' /C calc'!A0: a report without a readable score"
 
 
 def test_the_junit_xml_of_a_hostile_report_parses(tmp_path):

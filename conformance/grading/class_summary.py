@@ -15,19 +15,35 @@ import io
 from collections import Counter
 
 from conformance.grading.points import Points, totals
-from conformance.reports.safe_text import csv_cell, markdown_cell
 from conformance.judging.twins import flagged_look_ups
+from conformance.reports.safe_text import csv_cell, markdown_cell
 from conformance.results import FAILING
 
 CSV_FIELDS = ("student", "score", "max_score", "verdict", "passed", "failed", "error", "not_implemented",
-              "most_likely_bug", "hard_coded", "seed")
+              "most_likely_bug", "hard_coded", "seed", "incomplete")
 
 
 def build_summary(reports: list[dict]) -> dict:
-    rows = {id(report): row_or_error(report) for report in reports}
+    """The summary of ``reports``: a row per student (an incomplete report's row says so and scores 0; one this
+    summary cannot read is that student's error row); the pass rates of the complete, readable reports only (an
+    interrupted grade's last verdicts are the interrupt's)."""
+    from conformance.grading.run_record import is_complete
+
+    rows = {id(report): row_or_error(report) if is_complete(report) else incomplete_row(report)
+            for report in reports}
     students = sorted(rows.values(), key=lambda row: str(row["student"]))
-    readable = [report for report in reports if rows[id(report)]["verdict"] != "not graded"]
+    readable = [report for report in reports if rows[id(report)]["verdict"] not in ("not graded", "incomplete")]
     return {"students": students, "checks": pass_rates(readable), "bugs": common_bugs(students)}
+
+
+def incomplete_row(report: dict) -> dict:
+    """The row of a report whose grade did not finish: 0 points, the verdict "incomplete", and why."""
+    from conformance.grading.run_record import incomplete_reason
+
+    run = report.get("run") if isinstance(report.get("run"), dict) else {}
+    return {**not_graded(submission_name(report), ""), "verdict": "incomplete",
+            "seed": run.get("seed", report.get("seed")),
+            "incomplete": str(report.get("error") or incomplete_reason(report))}
 
 
 def row_or_error(report: dict) -> dict:
@@ -51,7 +67,7 @@ def submission_name(report) -> str:
 
 def not_graded(name: str, why: str) -> dict:
     return {"student": name, "score": 0, "max_score": None, "verdict": "not graded", "passed": 0, "failed": 0,
-            "error": 0, "not_implemented": 0, "most_likely_bug": why, "hard_coded": "", "seed": None}
+            "error": 0, "not_implemented": 0, "most_likely_bug": why, "hard_coded": "", "seed": None, "incomplete": ""}
 
 
 def student_row(report: dict) -> dict:
@@ -70,6 +86,7 @@ def student_row(report: dict) -> dict:
         "most_likely_bug": most_likely_bug(report["checks"]),
         "hard_coded": ", ".join(found["check"] for found in flagged_look_ups(report["checks"])),
         "seed": report.get("seed"),
+        "incomplete": "",
     }
 
 
@@ -115,7 +132,7 @@ def _fmt_rate(row: dict) -> str:
 
 def common_bugs(students: list[dict]) -> list[tuple[str, int]]:
     return Counter(row["most_likely_bug"] for row in students
-                   if row["most_likely_bug"] and row["verdict"] != "not graded").most_common()
+                   if row["most_likely_bug"] and row["verdict"] not in ("not graded", "incomplete")).most_common()
 
 
 def render_csv(summary: dict) -> str:

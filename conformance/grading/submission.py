@@ -54,47 +54,40 @@ def grading_options(args, seed: int, report: Path):
 
 def grade_submission(args, plugins=(), warm=None) -> int:
     """Grade ``args.submission``; print the report and the score; exit as ``certify`` would. ``plugins``: more
-    pytest plugins for its run (the profiler's); ``warm``: the class's ``WarmWorkers`` (else the run's own)."""
-    from conformance.boundary.isolation.supervisor import stop_all_workers
-    from conformance.boundary.isolation.warm import WarmWorkers
-    from conformance.boundary.loading import load
+    pytest plugins for its run (the profiler's); ``warm``: the class's ``WarmWorkers`` (else the run's own).
+    Stopped by SIGINT or SIGTERM, its report says incomplete and scores 0, and it exits 128 + the signal."""
+    from conformance.grading import janitor
+    from conformance.grading.interrupts import interrupts
+    from conformance.grading.run_record import run_identity
     from conformance.reports.safe_text import visible_text
-    from conformance.run import runs
-    from conformance.run.session import AwaitWorker, run_checks, unloadable_candidate
 
+    if warm is None:  # a grade of its own (a class's graders share their class's janitor)
+        janitor.start()
     started = time.monotonic()
     submission = Path(args.submission)
-    try:
-        spec = str(find_adapter(submission, args.adapter_name) if submission.is_dir() else submission)
-    except LoadError as exc:
-        spec, failure = str(submission / args.adapter_name), str(exc)
-    else:
-        failure = None
+    spec, failure = adapter_of(submission, args.adapter_name)
     seed = draw_seed(args.seed)
-    with tempfile.TemporaryDirectory() as tmp:
+    identity = run_identity(args, seed)
+    with interrupts() as stop, tempfile.TemporaryDirectory(prefix="conformance-grade-") as tmp:
+        janitor.remove_after_exit(tmp)
         report_path = Path(args.json) if args.json else Path(tmp) / "report.json"
         report_path.unlink(missing_ok=True)  # a report found after the run is this run's, and gets its score
-        options = grading_options(args, seed, report_path)
-        own = submission if submission.is_dir() else submission.parent  # what it may read of its own
-        run = runs.Run([spec], options, runs.limits(options, hide_suite_code=True, own_folder=str(own)),
-                       plugins=list(plugins), warm=warm or WarmWorkers())
         try:
-            candidate = unloadable_candidate(spec, failure) if failure else load(spec, **run.load_options(), wait=False)
-        except LoadError as exc:
-            candidate = unloadable_candidate(spec, str(exc))
-        run.candidates[spec] = candidate
-        run.plugins.append(AwaitWorker(candidate, on_failure="replace"))
-        try:
-            code = run_checks(run)
-        finally:
-            stop_all_workers()
-            if warm is None:
-                run.warm.close()
-            # whatever failed after the checks wrote their report, the grade and results.json are written
-            report = finish_report(report_path, submission, spec, args, time.monotonic() - started) \
-                if report_path.is_file() else None
-    if report is None:
-        return code
+            code = run_the_checks(args, submission, spec, failure, seed, report_path, plugins, warm)
+        except KeyboardInterrupt:
+            if not stop:
+                raise
+        finally:  # whatever failed after the checks wrote their report, the grade and results.json are written
+            if not stop and report_path.is_file():
+                report = finish_report(report_path, submission, spec, args, identity, time.monotonic() - started)
+        if stop:
+            report = finish_incomplete_report(report_path, submission, spec, args, identity,
+                                              f"interrupted by {stop.name}", time.monotonic() - started)
+            if report.get("complete") is not True:
+                print(f"score: 0 (incomplete: {report['incomplete']}; seed {seed}; grade it again to score it)")
+            return stop.exit_code
+        if not report_path.is_file():
+            return code
     note = report["grade"]["confinement"]
     print(visible_text(f"score: {report['grade']['score']:g} / {report['grade']['max_score']:g}"
                        f" (seed {seed}; replay: transformer-conformance grade {args.submission} --seed {seed})"
@@ -117,30 +110,95 @@ def look_up_lines(grade: dict) -> list[str]:
     return lines
 
 
-def finish_report(path: Path, submission: Path, spec: str, args, elapsed: float) -> dict:
-    """Add the submission, its score and the points used to the JSON report; write results.json if asked."""
+def adapter_of(submission: Path, adapter_name: str) -> tuple[str, str | None]:
+    """The adapter a grade runs, and why it cannot be loaded (None if it may be)."""
+    try:
+        return str(find_adapter(submission, adapter_name) if submission.is_dir() else submission), None
+    except LoadError as exc:
+        return str(submission / adapter_name), str(exc)
+
+
+def run_the_checks(args, submission: Path, spec: str, failure: str | None, seed: int, report_path: Path, plugins,
+                   warm) -> int:
+    """The checks of a grade, run on the submission's adapter (every one an error naming why if there is none);
+    the raw report to ``report_path``; ``run_checks``' exit code."""
+    from conformance.boundary.isolation.supervisor import stop_all_workers
+    from conformance.boundary.isolation.warm import WarmWorkers
+    from conformance.boundary.loading import load
+    from conformance.run import runs
+    from conformance.run.session import AwaitWorker, run_checks, unloadable_candidate
+
+    options = grading_options(args, seed, report_path)
+    own = submission if submission.is_dir() else submission.parent  # what it may read of its own
+    run = runs.Run([spec], options, runs.limits(options, hide_suite_code=True, own_folder=str(own)),
+                   plugins=list(plugins), warm=warm or WarmWorkers())
+    try:
+        try:
+            candidate = unloadable_candidate(spec, failure) if failure else load(spec, **run.load_options(), wait=False)
+        except LoadError as exc:
+            candidate = unloadable_candidate(spec, str(exc))
+        run.candidates[spec] = candidate
+        run.plugins.append(AwaitWorker(candidate, on_failure="replace"))
+        return run_checks(run)
+    finally:
+        stop_all_workers()
+        if warm is None:
+            run.warm.close()
+
+
+def finish_report(path: Path, submission: Path, spec: str, args, identity: dict, elapsed: float) -> dict:
+    """Add the submission, its score, the points used and the run to the JSON report, marked complete (in one
+    atomic write: a report cut short never says complete); write results.json if asked."""
     from conformance.grading.gradescope import build_results
     from conformance.grading.points import Points, report_loaded, totals
-    from conformance.reports.json_report import render
-    from conformance.reports.safe_text import json_text
+    from conformance.grading.run_record import mark_complete, write_report
     from conformance.judging.twins import flagged_look_ups
+    from conformance.reports.safe_text import json_text
 
     points = Points.from_toml(args.points) if args.points else Points()
     report = json.loads(path.read_text())
     scored = points.score_report(report)
     score, max_score = totals(scored)
-    report["submission"] = {"name": submission_name(submission), "path": str(submission), "adapter": spec}
+    report["submission"] = submission_record(submission, spec)
     note = confinement(report)
     report["grade"] = {"score": score, "max_score": max_score, "points": points.source,
                        "loaded": report_loaded(report), "reads_confined": not note, "confinement": note,
                        "lookups": flagged_look_ups(report["checks"]),
                        "withheld": {s.id: s.withheld for s in scored if s.withheld}}
-    path.write_text(render(report))
+    write_report(path, mark_complete(report, identity))
     if args.gradescope:
         results = build_results(report, points, execution_time=elapsed)
         Path(args.gradescope).write_text(json_text(results, indent=2) + "\n")
         print(f"Gradescope results written to {args.gradescope}", file=sys.stderr)
     return report
+
+
+def finish_incomplete_report(path: Path, submission: Path, spec: str, args, identity: dict, why: str,
+                             elapsed: float) -> dict:
+    """The report of a grade stopped before its end: what was judged (if anything), marked incomplete, 0 points;
+    results.json (if asked) says the same."""
+    from conformance.grading.run_record import is_complete, mark_incomplete, read_report, stand_in_report, write_report
+    from conformance.reports.safe_text import json_text
+
+    report = read_report(path) if path.is_file() else None
+    if report and is_complete(report):  # finished just before the signal: it stands
+        return report
+    judged = len(report.get("checks") or []) if report else 0
+    reason = f"{why} after {judged} checks were judged: the grade did not finish"
+    if report is None:
+        report = stand_in_report(submission_name(submission), str(submission), identity, reason)
+    report["submission"] = submission_record(submission, spec)
+    write_report(path, mark_incomplete(report, identity, reason))
+    if args.gradescope:
+        results = {"score": 0, "execution_time": int(round(elapsed)), "output_format": "text",
+                   "output": f"transformer-conformance: incomplete, 0 points: {reason}. Ask for a regrade.",
+                   "tests": []}
+        Path(args.gradescope).write_text(json_text(results, indent=2) + "\n")
+    return report
+
+
+def submission_record(submission: Path, spec: str) -> dict:
+    return {"name": submission_name(submission), "path": str(submission), "adapter": spec}
 
 
 def confinement(report: dict) -> str:

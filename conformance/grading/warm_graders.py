@@ -44,6 +44,7 @@ def fork_grader(folder: Path, report_path: Path, log_path: Path, seed: int, args
     """A grader for ``folder``, forked: its output to ``log_path``, its report to ``report_path``; its pid.
     ``die_with_parent``: it gets SIGKILL when this process dies (a grading server's, on a Dask worker)."""
     from conformance.diagnosis.answer_cache import CACHE_DIR_ENV
+    from conformance.grading.interrupts import let_through
     from conformance.grading.submission import grade_submission
     from conformance.reports.safe_text import never_fail_to_encode
     from conformance.run.cluster import dies_with
@@ -58,6 +59,7 @@ def fork_grader(folder: Path, report_path: Path, log_path: Path, seed: int, args
     try:
         if set_death_signal is not None:
             set_death_signal()
+        let_through()  # forked while the class held its signals back (classroom.grade_in_forks): a grader takes them
         with open(log_path, "w") as log:
             os.dup2(log.fileno(), 1)
             os.dup2(log.fileno(), 2)
@@ -91,11 +93,12 @@ def shared_answers(isolate: bool):
     submission), shared by every grader forked here; None where a worker could write to it: without Landlock
     (an older kernel), or in-process (``--no-isolate``). Removed at the end."""
     from conformance.boundary.isolation.sandbox import landlock_abi
+    from conformance.grading import janitor
 
     if not isolate or landlock_abi() < 1:
         yield None
         return
-    folder = tempfile.mkdtemp(prefix="answers-of-the-class-")
+    folder = janitor.remove_after_exit(tempfile.mkdtemp(prefix="answers-of-the-class-"))  # even if killed
     try:
         yield folder
     finally:
