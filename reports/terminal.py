@@ -44,14 +44,15 @@ def sandbox_lines(isolation: dict) -> list[str]:
     """What an isolated worker's sandbox could not do, and what it refused: never left unsaid."""
     lines = []
     if isolation.get("reads_confined") is False:
-        lines.append("sandbox: reads not confined (this kernel has no Landlock: the implementation could read any"
-                     " file this process can)")
+        lines.append("sandbox: reads not confined (no bubblewrap, and this kernel has no Landlock: the implementation"
+                     " could read any file this process can)")
     refused = isolation.get("refused") or []
     if refused:
         shown = "; ".join(f"{r['what']} {r['path']}" + (f" ({r['times']} times)" if r["times"] > 1 else "")
                           for r in refused[:5])
         more = isolation.get("refused_total", len(refused)) - sum(r["times"] for r in refused[:5])
-        lines.append(f"sandbox refused: {shown}" + (f"; and {more} more" if more > 0 else ""))
+        # the worker's own account (an audit hook in its process): what its code says, not what the grader counted
+        lines.append(f"sandbox refused (as the worker tells it): {shown}" + (f"; and {more} more" if more > 0 else ""))
     return lines
 
 

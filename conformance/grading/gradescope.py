@@ -62,6 +62,9 @@ def summary_text(report: dict, score: float, max_score: float, points: Points) -
     note = report.get("grade", {}).get("confinement")
     if note:
         lines.append(note)
+    walls = report.get("grade", {}).get("walls")
+    if walls:
+        lines.append(walls)
     hard_coded = [found["check"] for found in flagged_look_ups(report["checks"])]
     if hard_coded:
         lines.append("look-up: matches the published values but not the formula on fresh inputs (hard-coded?): "

@@ -56,7 +56,7 @@ def grade_submission(args, plugins=(), warm=None) -> int:
     """Grade ``args.submission``; print the report and the score; exit as ``certify`` would. ``plugins``: more
     pytest plugins for its run (the profiler's); ``warm``: the class's ``WarmWorkers`` (else the run's own).
     Stopped by SIGINT or SIGTERM, its report says incomplete and scores 0, and it exits 128 + the signal."""
-    from conformance.grading import janitor
+    from conformance.run import janitor
     from conformance.grading.interrupts import interrupts
     from conformance.grading.run_record import run_identity
     from conformance.reports.safe_text import visible_text
@@ -92,8 +92,9 @@ def grade_submission(args, plugins=(), warm=None) -> int:
     print(visible_text(f"score: {report['grade']['score']:g} / {report['grade']['max_score']:g}"
                        f" (seed {seed}; replay: transformer-conformance grade {args.submission} --seed {seed})"
                        + (f"; {note}" if note else "")))
-    for line in look_up_lines(report["grade"]):
-        print(visible_text(line))
+    for line in [report["grade"].get("walls") or "", *look_up_lines(report["grade"])]:
+        if line:
+            print(visible_text(line))
     return code
 
 
@@ -163,7 +164,7 @@ def finish_report(path: Path, submission: Path, spec: str, args, identity: dict,
     note = confinement(report)
     report["grade"] = {"score": score, "max_score": max_score, "points": points.source,
                        "loaded": report_loaded(report), "reads_confined": not note, "confinement": note,
-                       "lookups": flagged_look_ups(report["checks"]),
+                       "walls": walls_line(report), "lookups": flagged_look_ups(report["checks"]),
                        "withheld": {s.id: s.withheld for s in scored if s.withheld}}
     write_report(path, mark_complete(report, identity))
     if args.gradescope:
@@ -217,6 +218,29 @@ def confinement(report: dict) -> str:
     return ("reads not confined: this kernel has no Landlock (Linux 5.13+, ABI 1) and bubblewrap is absent, so the"
             " submission could read any file the grader can (a classmate's work, a solution); install bubblewrap"
             " (the package bubblewrap), or grade on a kernel with Landlock")
+
+
+def walls_line(report: dict) -> str:
+    """Which walls stood around the submission's worker, as the grader built them ("sandbox: bubblewrap ..."), and
+    what the worker built itself (its claim: code running in it could have said anything)."""
+    isolation = (report.get("implementations") or [{}])[0].get("isolation") or {}
+    if not isolation.get("isolated"):
+        return "sandbox: none (graded in this process, --no-isolate)"
+    walls, claims = isolation.get("walls") or {}, isolation.get("worker_claims") or {}
+    stood = []
+    if walls.get("bubblewrap"):
+        stood.append(f"bubblewrap (read-only files, no network, a {walls.get('tmp_mib')} MiB tmpfs)")
+    else:
+        stood.append("no bubblewrap (install the package bubblewrap for the strongest walls)")
+    abi = isolation.get("landlock_abi") or 0
+    stood.append(f"Landlock ABI {abi}" if abi else "no Landlock")
+    groups = [name for key, name in (("memory_cgroup", "memory"), ("pids_cgroup", "processes")) if walls.get(key)]
+    stood.append(f"control groups ({', '.join(groups)})" if groups else "no control groups (not writable here)")
+    if not walls.get("bubblewrap"):
+        own = [name for key, name in (("read_only_mounts", "read-only mounts"), ("own_network", "no network"),
+                                      ("sockets_refused", "no sockets")) if claims.get(key)]
+        stood.append("the worker's own walls (its claim): " + (", ".join(own) if own else "none"))
+    return "sandbox: " + "; ".join(stood)
 
 
 def submission_name(submission: Path) -> str:

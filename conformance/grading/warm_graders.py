@@ -93,7 +93,7 @@ def shared_answers(isolate: bool):
     submission), shared by every grader forked here; None where a worker could write to it: without Landlock
     (an older kernel), or in-process (``--no-isolate``). Removed at the end."""
     from conformance.boundary.isolation.sandbox import landlock_abi
-    from conformance.grading import janitor
+    from conformance.run import janitor
 
     if not isolate or landlock_abi() < 1:
         yield None

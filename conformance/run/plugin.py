@@ -118,7 +118,7 @@ def keep_hypothesis_files_out_of_the_working_directory(config) -> None:
 
     from hypothesis.configuration import set_hypothesis_home_dir
 
-    from conformance.grading.janitor import remove_after_exit
+    from conformance.run.janitor import remove_after_exit
 
     home = remove_after_exit(tempfile.mkdtemp(prefix="conformance-hypothesis-"))  # under grade: even if killed
     set_hypothesis_home_dir(home)

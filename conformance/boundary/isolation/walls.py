@@ -34,6 +34,7 @@ import os
 import secrets
 import shutil
 import subprocess
+import time
 from dataclasses import dataclass, field
 from functools import cache
 from pathlib import Path
@@ -128,6 +129,8 @@ def _within(path: str, tree: str) -> bool:
 
 # -- control groups ---------------------------------------------------------------------------------
 CGROUP_ROOT = Path("/sys/fs/cgroup")
+PREFIX = "conformance-worker-"
+STALE_S = 600  # a group this old and empty was left by a grader that was killed
 
 
 @dataclass
@@ -143,9 +146,21 @@ class ControlGroup:
     def create(cls, *, memory_mib: int, tasks: int) -> ControlGroup | None:
         """A fresh control group limiting memory to ``memory_mib`` (shared memory and tmpfs included, no swap)
         and tasks (processes and threads) to ``tasks``; None where the grader may not make one."""
-        name = f"worker-{secrets.token_hex(6)}"
+        name = f"{PREFIX}{secrets.token_hex(6)}"
         group = _create_v2(name, memory_mib, tasks) if _unified() else _create_v1(name, memory_mib, tasks)
+        if group is not None:
+            group.sweep_siblings()
         return group
+
+    def sweep_siblings(self) -> None:
+        """Remove the empty groups a grader killed (SIGKILL) left beside this one: an empty group is removable,
+        one with processes is not (the kernel refuses); only those older than ``STALE_S``, so that a group just
+        made for a worker about to join it is never taken."""
+        for folder in dict.fromkeys(path for path in (self.memory, self.pids) if path is not None):
+            for sibling in folder.parent.glob(f"{PREFIX}*"):
+                with contextlib.suppress(OSError):
+                    if sibling != folder and time.time() - sibling.stat().st_mtime > STALE_S:
+                        sibling.rmdir()
 
     def join_command(self) -> list[str]:
         """A prefix that puts the command that follows into this group before it runs (``exec``): nothing the

@@ -3,7 +3,7 @@
 A cold worker (``supervisor.Worker``) is a new ``python -I -B -u -`` that imports NumPy and torch before it imports
 the candidate. ``WarmWorkers`` starts one **warm process** per worker environment
 (thread count, ``--pass-env``): started exactly like a worker (the same interpreter and flags, the minimal
-environment, a new session, a temporary working directory, ``trampoline.py`` on its standard input), it imports
+environment, a new session, ``trampoline.py`` on its standard input; no folder of its own), it imports
 NumPy and torch from the Python installation, and nothing else (no candidate, nothing of the suite), then waits.
 Each worker it is asked for is a ``fork`` of it: the child takes the four pipes and the output file the grader
 sent (``SCM_RIGHTS``), becomes a session of its own, changes to its own working directory and environment, draws
@@ -29,14 +29,13 @@ import importlib.util
 import json
 import os
 import select
-import shutil
 import socket
 import subprocess
 import sys
 import tempfile
 from pathlib import Path
 
-from . import environment, reads
+from . import environment, reads, walls
 
 PRELOADED = ("numpy", "numpy.random", "torch")  # what candidates import; imported by the warm process when installed
 FORK_REPLY_S = 30.0  # the warm process answers a fork at once; past this it is stuck, and the worker starts cold
@@ -46,18 +45,18 @@ class WarmProcess:
     """One pre-imported process of a given worker environment, and the grader's end of its socket."""
 
     def __init__(self, threads: int, pass_env: tuple[str, ...]):
-        self.temp_dir = Path(tempfile.mkdtemp())
-        work = self.temp_dir / "work"
-        work.mkdir()
         self.socket, theirs = socket.socketpair(socket.AF_UNIX, socket.SOCK_SEQPACKET)
         their_fd = theirs.fileno()
         preload = [name for name in PRELOADED if importlib.util.find_spec(name) is not None]
         path = [entry for entry in sys.path if entry and _inside(entry, reads.python_trees())]
-        with open(self.temp_dir / "output.log", "wb") as log:
+        # no folder of its own: it only imports, and each child changes to its worker's; its output has no name,
+        # so a grader killed leaves nothing of it on disk
+        home = Path(tempfile.gettempdir())
+        with tempfile.TemporaryFile() as log:
             self.process = subprocess.Popen(
                 [sys.executable, "-I", "-B", "-u", "-"], stdin=subprocess.PIPE, stdout=log,
-                stderr=subprocess.STDOUT, cwd=work, pass_fds=(their_fd,), start_new_session=True,
-                env=environment.worker_environment(work, self.temp_dir, threads, pass_env))
+                stderr=subprocess.STDOUT, cwd="/", pass_fds=(their_fd,), start_new_session=True,
+                env=environment.worker_environment(home, home, threads, pass_env))
         theirs.close()
         self.dead = False  # it exited, or left a request unanswered: the next workers start cold
         program = Path(__file__).with_name("trampoline.py").read_text()
@@ -96,7 +95,6 @@ class WarmProcess:
         except subprocess.TimeoutExpired:
             self.process.kill()
             self.process.wait()
-        shutil.rmtree(self.temp_dir, ignore_errors=True)
 
 
 class Forked:
@@ -127,15 +125,17 @@ class WarmWorkers:
         self._owner = os.getpid()  # a forked grader uses its parent's processes; only the parent closes them
 
     def start(self, *, threads: int, pass_env: tuple[str, ...]) -> None:
-        """Start the warm process of this environment now (a class's, before its graders are forked)."""
+        """Start the warm process of this environment now (a class's, before its graders are forked); none where
+        bubblewrap runs the workers (each sandbox starts its own interpreter: nothing would fork from it)."""
         key = (threads, tuple(pass_env))
-        if key not in self._processes:
+        if key not in self._processes and walls.bubblewrap() is None:
             self._processes[key] = WarmProcess(threads, tuple(pass_env))
 
     def fork(self, *, threads: int, pass_env: tuple[str, ...], pipes: tuple[int, int, int, int], log_fd: int,
              cwd: str, env: dict[str, str], cgroup: list[str] = ()) -> Forked | None:
         self.start(threads=threads, pass_env=pass_env)
-        return self._processes[(threads, tuple(pass_env))].fork(pipes, log_fd, cwd, env, cgroup)
+        process = self._processes.get((threads, tuple(pass_env)))
+        return process.fork(pipes, log_fd, cwd, env, cgroup) if process is not None else None
 
     def close(self) -> None:
         if os.getpid() != self._owner:
