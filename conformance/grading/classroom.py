@@ -51,9 +51,9 @@ def grade_class(args) -> int:
     ``args.resume``, the finished reports of the same run are kept and only the others graded. Stopped by SIGINT
     or SIGTERM, the submissions not finished get incomplete reports (0 points), the summary says so, and the exit
     code is 128 + the signal's number."""
-    from conformance.run import janitor
     from conformance.grading.interrupts import interrupts
     from conformance.grading.run_record import run_identity
+    from conformance.run import janitor
 
     root = Path(args.submission)
     out = Path(args.out) if args.out else root.resolve().parent / f"{root.resolve().name}-grades"

@@ -56,10 +56,10 @@ def grade_submission(args, plugins=(), warm=None) -> int:
     """Grade ``args.submission``; print the report and the score; exit as ``certify`` would. ``plugins``: more
     pytest plugins for its run (the profiler's); ``warm``: the class's ``WarmWorkers`` (else the run's own).
     Stopped by SIGINT or SIGTERM, its report says incomplete and scores 0, and it exits 128 + the signal."""
-    from conformance.run import janitor
     from conformance.grading.interrupts import interrupts
     from conformance.grading.run_record import run_identity
     from conformance.reports.safe_text import visible_text
+    from conformance.run import janitor
 
     if warm is None:  # a grade of its own (a class's graders share their class's janitor)
         janitor.start()
