@@ -263,9 +263,9 @@ def test_after_sigkill_the_grading_leaves_nothing_in_the_temporary_folder(killed
     assert ours == [], f"left in TMPDIR={tmpdir} by the grading: {ours} (all that is left: {left})"
 
 
-@pytest.mark.skip(reason="the isolation's folders (the warm process's, the workers') are removed by the sandbox being"
-                         " rewritten in boundary/isolation; enable this when it removes them after a SIGKILL too")
 def test_after_sigkill_the_isolation_workers_folders_are_gone_too(killed):
+    """The warm process keeps no folder; a worker's is bubblewrap's tmpfs, or one its supervisor removes when the
+    grader that started it is gone."""
     _, tmpdir, left = killed
     assert isolation_folders(left) == [], f"left in TMPDIR={tmpdir} by the isolation: {isolation_folders(left)}"
 

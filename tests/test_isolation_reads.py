@@ -17,7 +17,7 @@ from pathlib import Path
 import pytest
 
 import conformance
-from conformance.boundary.isolation import reads
+from conformance.boundary.isolation import reads, walls
 from conformance.boundary.isolation.proxy import Limits, load_isolated
 from conformance.boundary.isolation.sandbox import READS_ABI, landlock_abi
 from conformance.cli import EXIT_USAGE, main
@@ -213,6 +213,50 @@ def test_without_landlock_the_report_and_the_grade_say_reads_are_not_confined(tm
         "reads not confined: this kernel has no Landlock")
     assert "sandbox: reads not confined" in out and "; reads not confined: this kernel has no Landlock" in out
     assert "reads not confined" in json.loads((tmp_path / "results.json").read_text())["output"]
+
+
+@pytest.mark.parametrize("bubblewrap", ["off", "on"])
+def test_a_grade_says_which_walls_stood(tmp_path, capsys, monkeypatch, bubblewrap):
+    """Where bubblewrap, Landlock and namespaces are all missing (simulated: CONFORMANCE_BUBBLEWRAP=off,
+    CONFORMANCE_NAMESPACES=off, Landlock not applied) the grade still runs, fails closed (a failing check: exit 1)
+    and says what was missing; with them, which stood. The walls line is the grader's, never the worker's word."""
+    if bubblewrap == "on" and walls.bubblewrap() is None:
+        pytest.skip("bubblewrap is not installed here")
+    real = runs.limits
+    if bubblewrap == "off":
+        monkeypatch.setattr(runs, "limits", lambda *a, **k: Limits(**{**real(*a, **k).__dict__, "landlock": False}))
+        monkeypatch.setenv("CONFORMANCE_BUBBLEWRAP", "off")
+        monkeypatch.setenv("CONFORMANCE_NAMESPACES", "off")
+    folder = tmp_path / "ada"
+    folder.mkdir()
+    (folder / "adapter.py").write_text(textwrap.dedent('''
+        import numpy as np
+        from conformance import Conventions
+
+        class Adapter:
+            conventions = Conventions(dtype="float64", framework="numpy")
+
+            def positional_encoding(self, n, d_model):
+                return np.ones((n, d_model))
+
+        adapter = Adapter()
+    '''))
+    report = tmp_path / "graded.json"
+    code = main(["grade", str(folder), "--json", str(report), "-k", "pe_position_0", "--gradescope",
+                 str(tmp_path / "results.json")])
+    out, graded = capsys.readouterr().out, json.loads(report.read_text())
+    line = graded["grade"]["walls"]
+    assert code == 1 and line in out and line in json.loads((tmp_path / "results.json").read_text())["output"]
+    isolation = graded["implementations"][0]["isolation"]
+    if bubblewrap == "off":
+        assert isolation["walls"]["bubblewrap"] is False and isolation["pid_namespace"] is False
+        assert line.startswith("sandbox: no bubblewrap") and "no Landlock" in line
+        assert "the worker's own walls (its claim): no sockets" in line  # seccomp needs no namespace
+        assert graded["grade"]["reads_confined"] is False
+    else:
+        assert isolation["walls"]["bubblewrap"] is True and isolation["walls"]["network"] == "none"
+        assert line.startswith("sandbox: bubblewrap (read-only files, no network, a 256 MiB tmpfs)")
+        assert graded["grade"]["reads_confined"] is True
 
 
 def test_the_processes_the_worker_sees_are_its_own(tmp_path):

@@ -89,12 +89,13 @@ def grade_submission(args, plugins=(), warm=None) -> int:
         if not report_path.is_file():
             return code
     note = report["grade"]["confinement"]
+    if report["grade"].get("walls"):
+        print(visible_text(report["grade"]["walls"]))
     print(visible_text(f"score: {report['grade']['score']:g} / {report['grade']['max_score']:g}"
                        f" (seed {seed}; replay: transformer-conformance grade {args.submission} --seed {seed})"
                        + (f"; {note}" if note else "")))
-    for line in [report["grade"].get("walls") or "", *look_up_lines(report["grade"])]:
-        if line:
-            print(visible_text(line))
+    for line in look_up_lines(report["grade"]):
+        print(visible_text(line))
     return code
 
 
@@ -223,6 +224,8 @@ def confinement(report: dict) -> str:
 def walls_line(report: dict) -> str:
     """Which walls stood around the submission's worker, as the grader built them ("sandbox: bubblewrap ..."), and
     what the worker built itself (its claim: code running in it could have said anything)."""
+    from conformance.boundary.isolation.sandbox import TMP_MIB
+
     isolation = (report.get("implementations") or [{}])[0].get("isolation") or {}
     if not isolation.get("isolated"):
         return "sandbox: none (graded in this process, --no-isolate)"
@@ -237,7 +240,8 @@ def walls_line(report: dict) -> str:
     groups = [name for key, name in (("memory_cgroup", "memory"), ("pids_cgroup", "processes")) if walls.get(key)]
     stood.append(f"control groups ({', '.join(groups)})" if groups else "no control groups (not writable here)")
     if not walls.get("bubblewrap"):
-        own = [name for key, name in (("read_only_mounts", "read-only mounts"), ("own_network", "no network"),
+        own = [name for key, name in (("read_only_mounts", "read-only mounts"),
+                                      ("tmpfs", f"a {TMP_MIB} MiB tmpfs as its folder"), ("own_network", "no network"),
                                       ("sockets_refused", "no sockets")) if claims.get(key)]
         stood.append("the worker's own walls (its claim): " + (", ".join(own) if own else "none"))
     return "sandbox: " + "; ".join(stood)

@@ -1,9 +1,9 @@
-"""Held-out hostile tests of the grader (issue 38, Deliver 7): each attack of the issue's "Why", graded as an
+"""Held-out hostile tests of the grader: each attack on it, graded as an
 instructor grades (a subprocess ``python -m conformance grade ...``, a class folder with the solution beside it, a
 secret in the grader's environment), with and without bubblewrap on the grader's PATH.
 
 Only observable outcomes are asserted: what the grade prints, writes, scores and leaves on disk. Written against
-the grader before the fix; collected only with RUN_HELDOUT_GRADING=1 (conftest.py beside this file).
+the grader before its walls were rebuilt; collected only with RUN_HELDOUT_GRADING=1 (tests/conftest.py).
 """
 
 from __future__ import annotations

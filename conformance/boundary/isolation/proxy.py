@@ -167,8 +167,9 @@ class ProxyAdapter:
             self.conventions = hello["conventions"]
             self.load_warnings: list[str] = hello["warnings"]
             self.claims = {key: hello[key] for key in ("landlock", "namespace", "private_proc", "walls")}
-            # the worker's account of itself can only lower what the grader knows it asked of the kernel
-            self.landlock: int = min(hello["landlock"], self.walls["landlock_abi"])
+            # what the grader asked of the kernel, applied before any of the candidate's code ran; the worker's
+            # own account (any code in it could write one) is its claim, kept apart
+            self.landlock: int = self.walls["landlock_abi"]
             self.namespace: str = "bubblewrap" if self.walls["bubblewrap"] else hello["namespace"]
             self.private_proc: bool = self.walls["bubblewrap"] or hello["private_proc"]
             self._parts = [part for part in hello["parts"] if part in ADAPTER_PARTS]
@@ -451,7 +452,7 @@ class ProxyAdapter:
 
 
 HELLO_FIELDS = ("conventions", "load_warnings", "landlock", "namespace", "private_proc", "model_class", "_parts")
-WORKER_WALLS = ("read_only_mounts", "own_network", "sockets_refused")  # what the worker says it built itself
+WORKER_WALLS = ("read_only_mounts", "tmpfs", "own_network", "sockets_refused")  # what the worker says it built itself
 REFUSED_KEYS = ("refused", "refused_total")
 REFUSED_KEPT = 20
 

@@ -244,15 +244,23 @@ def _mount_setattr(path: str, *, set_: int = 0, clear: int = 0, recursive: bool 
                            ctypes.byref(attr), ctypes.c_size_t(ctypes.sizeof(attr))) == 0
 
 
+TMP_MIB = 256  # the worker's temporary folder, a tmpfs of this size: its files, HOME and TMPDIR (a checkpoint fits)
+
+
 def freeze_file_system(writable: Path) -> bool:
-    """In the worker's own mount namespace (``mount_private_proc`` made it): every mount read-only, without
-    set-user-id and, where /dev is a mount of its own, without device nodes; but its temporary folder (bound
-    onto itself first) stays writable, and /dev keeps its devices. A mode, a time or a file outside its folder
-    cannot change (Landlock refuses writes, not ``chmod`` nor ``utime``); a device node a submission ships
-    cannot be opened. False (nothing changed) where the kernel refuses (before Linux 5.12)."""
+    """In the worker's own mount namespace (``mount_private_proc`` made it): its temporary folder becomes a tmpfs of
+    ``TMP_MIB`` (in memory, which its control group counts, never the machine's disk), and every other mount
+    read-only, without set-user-id and, where /dev is a mount of its own, without device nodes (/dev keeps its
+    devices). A mode, a time or a file outside its folder cannot change (Landlock refuses writes, not ``chmod``
+    nor ``utime``); a device node a submission ships cannot be opened. False (nothing changed) where the kernel
+    refuses (before Linux 5.12)."""
     folder = str(writable)
-    if _libc().mount(folder.encode(), folder.encode(), None, MS_BIND | MS_REC, None) != 0:
+    options = f"size={TMP_MIB}m,mode=0700".encode()
+    if _libc().mount(b"tmpfs", folder.encode(), b"tmpfs", MS_NOSUID | MS_NODEV, options) != 0:
         return False
+    work = writable / "work"  # the working folder it was started in is beneath the tmpfs now: made anew
+    work.mkdir(exist_ok=True)
+    os.chdir(work)
     separate_dev = os.path.ismount("/dev")
     if not _mount_setattr("/", set_=MOUNT_ATTR_RDONLY | MOUNT_ATTR_NOSUID | (MOUNT_ATTR_NODEV if separate_dev else 0)):
         return False

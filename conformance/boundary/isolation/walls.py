@@ -39,9 +39,8 @@ from dataclasses import dataclass, field
 from functools import cache
 from pathlib import Path
 
-from .sandbox import SYSTEM_FILES, SYSTEM_TREES, Reads
+from .sandbox import SYSTEM_FILES, SYSTEM_TREES, TMP_MIB, Reads
 
-TMP_MIB = 1024  # the worker's tmpfs: its working folder, HOME and TMPDIR (a model's checkpoint fits)
 DEVICE_FILES = ("/dev/urandom", "/dev/random")  # bubblewrap's --dev makes them
 
 

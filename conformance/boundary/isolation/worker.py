@@ -96,7 +96,8 @@ def load(start: dict, namespace: str, refused: Refusals):
     limit_threads(start.get("threads", 1))
     hello = describe_adapter(adapter, start["parts"], start["model_parts"])
     hello.update(landlock=landlock, namespace=namespace, private_proc=private_proc,
-                 walls={"read_only_mounts": in_bubblewrap or frozen, "own_network": in_bubblewrap or own_network,
+                 walls={"read_only_mounts": in_bubblewrap or frozen, "tmpfs": in_bubblewrap or frozen,
+                        "own_network": in_bubblewrap or own_network,
                         "sockets_refused": sockets_refused})
     return adapter, hello
 
