@@ -134,13 +134,18 @@ def watch(args) -> int:
 
 def grade(args, plugins=()) -> int:
     from conformance.grading.classroom import grade_class, is_class_folder, summarise
-    from conformance.grading.gradescope_setup import init_gradescope
+    from conformance.grading.gradescope_setup import GradescopeSetupError, init_gradescope
     from conformance.grading.points import Points, PointsError
     from conformance.grading.submission import grade_submission
 
     if args.init_gradescope:
-        for path in init_gradescope(args.init_gradescope, adapter_name=args.adapter_name, points=args.points,
-                                    training=args.training):
+        try:
+            written = init_gradescope(args.init_gradescope, adapter_name=args.adapter_name, points=args.points,
+                                      training=args.training)
+        except GradescopeSetupError as exc:
+            print(f"transformer-conformance grade --init-gradescope: {exc}", file=sys.stderr)
+            return EXIT_USAGE
+        for path in written:
             print(f"wrote {path}")
         return EXIT_OK
     if args.summarise:

@@ -6,6 +6,7 @@ import re
 import shutil
 import subprocess
 import sys
+import zipfile
 from pathlib import Path
 
 import jsonschema
@@ -225,8 +226,15 @@ def test_init_gradescope_writes_the_files_to_upload(tmp_path, capsys):
     folder = tmp_path / "autograder"
     run = (folder / "run_autograder").read_text()
     assert (folder / "run_autograder").stat().st_mode & 0o111 and (folder / "setup.sh").stat().st_mode & 0o111
-    assert 'pip install' in (folder / "setup.sh").read_text() and "transformer-conformance[torch]==" in (
-        folder / "setup.sh").read_text()
+    setup = (folder / "setup.sh").read_text()
+    (wheel,) = folder.glob("transformer_conformance-*.whl")  # the suite travels with the autograder
+    # installed from that file, never a name looked up on an index (where anyone may publish one); in bubblewrap
+    assert 'pip install' in setup and f'"/autograder/source/{wheel.name}[torch]"' in setup
+    assert "transformer-conformance[" not in setup and "bubblewrap" in setup
+    assert wheel.name in (folder / "README.txt").read_text()
+    with zipfile.ZipFile(wheel) as archive:  # the whole suite: the sandbox's walls and the golden fixtures
+        names = set(archive.namelist())
+    assert {"conformance/boundary/isolation/walls.py", "conformance/fixtures/published.toml"} <= names
     assert "--gradescope /autograder/results/results.json" in run
     Points.from_toml(folder / "points.toml")  # the template is a valid points file
     assert_commands_parse(run)

@@ -7,19 +7,24 @@ copies the student's files to ``/autograder/submission/`` and runs ``run_autogra
 
 from __future__ import annotations
 
+import shutil
+import subprocess
+import sys
+import tempfile
 from pathlib import Path
 
 from conformance.grading.points import TEMPLATE
-from conformance.results import suite_version
 
 SETUP = """#!/usr/bin/env bash
 # Gradescope runs this once, as root, when it builds the autograder image.
 set -euo pipefail
-apt-get update -q && apt-get install -y -q python3 python3-venv python3-pip
+# bubblewrap: the sandbox each submission's code runs in (docs/grading.md, "Walls").
+apt-get update -q && apt-get install -y -q python3 python3-venv python3-pip bubblewrap
 python3 -m venv /autograder/venv
-# CPU-only torch keeps the image small; the suite needs no GPU.
+# The suite from the wheel uploaded beside this script, never a name looked up on a package index. CPU-only torch
+# keeps the image small; the suite needs no GPU.
 /autograder/venv/bin/pip install -q --extra-index-url https://download.pytorch.org/whl/cpu \\
-    "transformer-conformance[torch]=={version}"
+    "/autograder/source/{wheel}[torch]"
 """
 
 RUN = """#!/usr/bin/env bash
@@ -38,8 +43,8 @@ fi
 exit 0
 """
 
-README = """Upload as a Gradescope autograder: zip setup.sh, run_autograder and points.toml (the files, not
-this folder): `cd {folder} && zip autograder.zip setup.sh run_autograder points.toml`.
+README = """Upload as a Gradescope autograder: zip setup.sh, run_autograder, points.toml and the suite's wheel (the
+files, not this folder): `cd {folder} && zip autograder.zip setup.sh run_autograder points.toml {wheel}`.
 Edit points.toml first (docs/grading.md in transformer-conformance describes it). Students submit
 {adapter_name} (and any modules it imports).
 """
@@ -47,14 +52,16 @@ Edit points.toml first (docs/grading.md in transformer-conformance describes it)
 
 def init_gradescope(folder: str, *, adapter_name: str = "adapter.py", points: str | None = None,
                     training: bool = False) -> list[Path]:
-    """Write setup.sh, run_autograder, points.toml (a copy of ``points`` or the template), README.txt."""
+    """Write setup.sh, run_autograder, points.toml (a copy of ``points`` or the template), README.txt and the suite's
+    wheel, built from this copy of the suite."""
     out = Path(folder)
     out.mkdir(parents=True, exist_ok=True)
+    wheel = build_wheel(out)
     files = {
-        "setup.sh": SETUP.format(version=suite_version()),
+        "setup.sh": SETUP.format(wheel=wheel.name),
         "run_autograder": RUN.format(adapter_name=adapter_name, training="" if training else "--no-training "),
         "points.toml": Path(points).read_text() if points else TEMPLATE,
-        "README.txt": README.format(folder=out, adapter_name=adapter_name),
+        "README.txt": README.format(folder=out, adapter_name=adapter_name, wheel=wheel.name),
     }
     written = []
     for name, text in files.items():
@@ -63,4 +70,39 @@ def init_gradescope(folder: str, *, adapter_name: str = "adapter.py", points: st
         if name in ("setup.sh", "run_autograder"):
             path.chmod(0o755)
         written.append(path)
-    return written
+    return [*written, wheel]
+
+
+# The files of the source tree a wheel is built from (pyproject.toml's package-dir maps the last four).
+SOURCE = ("pyproject.toml", "README.md", "conformance", "implementations", "reports", "fixtures")
+
+
+def build_wheel(out: Path) -> Path:
+    """The suite's wheel in ``out``, built (pip, without fetching anything) from a copy of the source tree this
+    suite runs from, so that the checkout gets no build folder. ``GradescopeSetupError`` where this suite was
+    installed from a wheel (no source tree beside it)."""
+    root = Path(__file__).resolve().parents[2]
+    if not all((root / name).exists() for name in SOURCE):
+        raise GradescopeSetupError(
+            f"expected the suite's source tree at {root} (pyproject.toml, conformance/, ...), to build the wheel the"
+            " autograder installs; got an installed copy. Fix: run --init-gradescope from a checkout of the suite")
+    for old in out.glob("transformer_conformance-*.whl"):
+        old.unlink()
+    with tempfile.TemporaryDirectory(prefix="conformance-wheel-") as tmp:
+        for name in SOURCE:
+            source, target = root / name, Path(tmp) / name
+            if source.is_dir():
+                shutil.copytree(source, target, ignore=shutil.ignore_patterns("__pycache__", "*.pyc"))
+            else:
+                shutil.copy2(source, target)
+        built = subprocess.run([sys.executable, "-m", "pip", "wheel", "-q", "--no-deps", "--no-build-isolation",
+                                "-w", str(out), tmp], capture_output=True, text=True, check=False)
+    wheels = sorted(out.glob("transformer_conformance-*.whl"))
+    if built.returncode != 0 or not wheels:
+        raise GradescopeSetupError(f"building the suite's wheel failed (pip exited {built.returncode}):"
+                                   f" {built.stderr.strip()[-800:]}. Fix: pip install setuptools wheel")
+    return wheels[-1]
+
+
+class GradescopeSetupError(RuntimeError):
+    """The autograder's files could not be written; the message says why and the fix."""
