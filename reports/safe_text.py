@@ -54,13 +54,20 @@ def csv_cell(value):
     if not isinstance(value, str):
         return value
     text = visible_text(value)
-    return "'" + text if text.startswith(SPREADSHEET_FORMULA_STARTS) else text
+    # a spreadsheet skips leading blanks (a tab, a space) before it reads a formula
+    return "'" + text if text.lstrip(" \t").startswith(SPREADSHEET_FORMULA_STARTS) else text
+
+
+# emphasis, code, links and images, strike-through; not "_" (inside a word it is no emphasis, and names and ids
+# are full of it) nor "\\" (paths)
+MARKDOWN_SPECIALS = re.compile(r"([`*\[\]~])")
 
 
 def markdown_cell(value) -> str:
-    """For a Markdown table's cell: visible text on one line, its pipes escaped (a pipe would end the cell) and
-    ``< >`` defused (Markdown renders inline HTML)."""
-    text = " ".join(visible_text(str(value)).split())
+    """For a Markdown table's cell: visible text on one line, its pipes escaped (a pipe would end the cell), ``< >``
+    defused (Markdown renders inline HTML), and the characters of emphasis, code and links escaped (a student named
+    ``[FULL MARKS](...)`` or ``**101 / 101**`` is shown as typed, not as a link or bold)."""
+    text = MARKDOWN_SPECIALS.sub(r"\\\1", " ".join(visible_text(str(value)).split()))
     return text.replace("|", "\\|").replace("<", "&lt;").replace(">", "&gt;")
 
 

@@ -114,8 +114,7 @@ def _count(ids: list[str]) -> str:
 
 
 def _detail(r: CheckResult) -> list[str]:
-    # split at newlines only: a carriage return (or another line break) stays visible, not a line of its own
-    lines = ["", f"--- {style(r.status).label} {r.id} ({r.section})", *visible_text(r.message).split("\n")]
+    lines = ["", f"--- {style(r.status).label} {r.id} ({r.section})", *message_lines(r.message)]
     if r.status == "advisory" and r.claim:
         lines.append(f"  advisory: {r.claim.get('text', '')} (a convention of this suite; --strict counts it)")
     if r.deviation:
@@ -123,6 +122,21 @@ def _detail(r: CheckResult) -> list[str]:
         lines.append(f"  declared deviation: {r.deviation['name']} ({confirmed})")
     if r.reproduction:
         lines.append(f"  reproduce: {r.reproduction}")
+    return lines
+
+
+def message_lines(message: str) -> list[str]:
+    """A check's message as lines: split at newlines only (a carriage return stays visible, not a line of its own);
+    every line after the first indented, and blank lines one at a time, so that no text a submission put in an
+    exception reads as a line of the report's own (a fake summary, "score: 101 / 101", a screenful of blanks)."""
+    first, *rest = visible_text(message).split("\n")
+    lines = [first]
+    for line in rest:
+        if not line.strip():
+            if lines[-1]:
+                lines.append("")
+            continue
+        lines.append(line if line[:1].isspace() else f"  {line}")
     return lines
 
 

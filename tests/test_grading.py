@@ -1,5 +1,7 @@
 """``grade``: points, Gradescope's results.json (validated against its documented fields), seeds, a class."""
 
+import csv
+import io
 import json
 import os
 import re
@@ -176,14 +178,15 @@ def test_a_folder_without_the_adapter_file_names_the_fix(tmp_path, capsys):
 
 
 # -- a class ---------------------------------------------------------------------------------------------
-def grade_class(klass: Path, out: Path, *options: str, env: dict | None = None, wait: bool = True):
+def grade_class(klass: Path, out: Path, *options: str, env: dict | None = None, wait: bool = True,
+                cwd: Path | None = None):
     """``grade CLASS`` as an instructor runs it: a process of its own, which forks one grader per submission (this
     test process must not fork: an earlier test here may have started JAX's threads). (exit code, output), or the
     process itself with ``wait=False``."""
     command = [sys.executable, "-m", "conformance", "grade", str(klass), "--out", str(out), "-k", PE_ONLY,
                "--seed", "7", *options]
     process = subprocess.Popen(command, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True,
-                               env={**os.environ, **(env or {})})
+                               env={**os.environ, **(env or {})}, cwd=cwd)
     if not wait:
         return process
     output, _ = process.communicate(timeout=600)
@@ -254,3 +257,32 @@ def assert_commands_parse(text: str) -> None:
     for command in commands:
         words = [w for w in re.sub(r"\$\{\{[^}]*\}\}", "X", command).split() if not w.startswith("#")]
         build_parser().parse_args(words)
+
+
+def test_students_named_to_break_the_class_are_graded_like_any_other(tmp_path):
+    """Folder names are the students' text when a class comes from a learning platform's export: a name as long as
+    a file's may be, a colon (not a module:attribute), a shell command substitution, Markdown, and a folder beside
+    the adapter 1000 levels deep. Each is graded as its honest copy is; the class goes on; nothing runs."""
+    honest = adapter_path("only_pe")
+    klass = tmp_path / "class"
+    names = ["ada", "L" * 250, "bob:1", "x$(touch${IFS}PWNED)", "[FULL MARKS](https:x) **101**", "deep"]
+    for name in names:
+        submission(klass, name, honest)
+    chain = [os.open(klass / "deep", os.O_RDONLY)]
+    for _ in range(1000):  # made relative to a descriptor: no path this long could be named
+        os.mkdir("a", dir_fd=chain[-1])
+        chain.append(os.open("a", os.O_RDONLY, dir_fd=chain[-1]))
+    try:
+        code, output = grade_class(klass, tmp_path / "grades", "--jobs", "2", cwd=tmp_path)
+    finally:  # bottom up, by descriptor: a recursive removal (pytest's own) would exceed Python's recursion limit
+        os.close(chain.pop())
+        while len(chain) > 0:
+            os.rmdir("a", dir_fd=chain[-1])
+            os.close(chain.pop())
+    rows = {row["student"]: row for row in csv.DictReader(io.StringIO((tmp_path / "grades" / "summary.csv")
+                                                                       .read_text()))}
+    assert len(rows) == len(names), output
+    assert {row["score"] for row in rows.values()} == {rows["ada"]["score"]}, output  # each as its honest copy
+    assert not any(path.name == "PWNED" for path in [*tmp_path.iterdir(), *klass.iterdir()])
+    summary = (tmp_path / "grades" / "summary.md").read_text()
+    assert "\\[FULL MARKS\\](https:x) \\*\\*101\\*\\*" in summary  # shown as typed: no link, no bold

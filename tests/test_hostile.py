@@ -448,3 +448,20 @@ class Adapter:
 
 adapter = Adapter()
 '''
+
+
+@pytest.mark.parametrize("bubblewrap", ["on", "off"])
+def test_the_calls_a_socket_filter_alone_misses_are_refused(tmp_path, monkeypatch, bubblewrap):
+    """io_uring's sockets, System V IPC, a user namespace, ptrace, the keyrings, x86_64's x32 numbering: refused by
+    the worker's seccomp filter, in bubblewrap and without (where System V IPC reached the machine's segments)."""
+    from conformance.boundary.isolation import walls
+
+    if bubblewrap == "on" and walls.bubblewrap() is None:
+        pytest.skip("bubblewrap is not installed here")
+    if bubblewrap == "off":
+        monkeypatch.setenv("CONFORMANCE_BUBBLEWRAP", "off")
+    report = tmp_path / "report.json"
+    main(["grade", hostile("reaches_past_seccomp"), "--json", str(report), "-k", "pe_position_0", "--seed", "0"])
+    (check,) = json.loads(report.read_text())["checks"]
+    assert check["status"] == "error" and "ALLOWED" not in check["message"], check["message"]
+    assert check["message"].count("refused errno") >= 7, check["message"]

@@ -251,7 +251,8 @@ def test_a_grade_says_which_walls_stood(tmp_path, capsys, monkeypatch, bubblewra
     if bubblewrap == "off":
         assert isolation["walls"]["bubblewrap"] is False and isolation["pid_namespace"] is False
         assert line.startswith("sandbox: no bubblewrap") and "no Landlock" in line
-        assert "the worker's own walls (its claim): no sockets" in line  # seccomp needs no namespace
+        # seccomp needs no namespace
+        assert "the worker's own walls (its claim): no sockets, io_uring or System V IPC" in line
         assert graded["grade"]["reads_confined"] is False
     else:
         assert isolation["walls"]["bubblewrap"] is True and isolation["walls"]["network"] == "none"

@@ -35,6 +35,7 @@ from conformance.reports.safe_text import (
     visible_text,
     xml_text,
 )
+from conformance.reports.terminal import message_lines
 
 ATTACKERS = ["raises_a_lone_surrogate", "terminal_escapes"]
 # what each attacker's message must still say, readably, in the JSON report and on the terminal
@@ -105,6 +106,21 @@ def test_a_csv_cell_never_starts_a_formula_and_a_markdown_cell_stays_one_cell():
     assert [csv_cell(value) for value in ("=HYPERLINK(\"x\")", "+1", "-1", "@SUM(A1)", "ada", 3, -1.5, None)] == \
         ["'=HYPERLINK(\"x\")", "'+1", "'-1", "'@SUM(A1)", "ada", 3, -1.5, None]
     assert markdown_cell("a | b\nc <img>") == "a \\| b c &lt;img&gt;"
+
+
+def test_a_message_cannot_write_a_line_of_the_report():
+    lines = message_lines("bad\nscore: 2 / 2\n\n\n\n2 passed\n  worst at index 3")
+    assert lines == ["bad", "  score: 2 / 2", "", "  2 passed", "  worst at index 3"]
+
+
+def test_a_message_s_fake_footer_is_indented_in_the_grade_s_output(tmp_path):
+    folder = submission(tmp_path, "mallory", str(HOSTILE / "fakes_the_report_footer.py"))
+    graded = grade_one(folder)
+    lines = graded.stdout.decode().splitlines()
+    assert [line for line in lines if line.startswith("score:")] == [lines[-1]]  # the grader's, the last
+    fake_sandbox = "sandbox: bubblewrap (read-only files, no network, a 256 MiB tmpfs); Landlock ABI 7"
+    assert not any(line.startswith("2 passed") or line == fake_sandbox for line in lines)
+    assert "\n\n\n" not in graded.stdout.decode()  # blank lines one at a time
 
 
 # -- graded alone ------------------------------------------------------------------------------------------------

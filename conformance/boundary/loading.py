@@ -20,7 +20,7 @@ from conformance.errors import LoadError
 def import_target(spec: str) -> Any:
     """Import ``module:attr`` or ``path.py[:attr]`` and return the attribute."""
     target = resolve(spec)
-    location = target.partition(":")[0]
+    location = importing.split_target(target)[0]
     if not location.endswith(".py") and not (location and all(p.isidentifier() for p in location.split("."))):
         raise LoadError(
             f"cannot read implementation {spec!r}. Fix: give a built-in name ({', '.join(builtin_names())},"
@@ -48,7 +48,7 @@ def is_builtin(spec: str) -> bool:
 
 
 def names_a_path(spec: str) -> bool:
-    return resolve(spec).partition(":")[0].endswith(".py")
+    return importing.split_target(resolve(spec))[0].endswith(".py")
 
 
 def should_isolate(spec: str, isolate: bool | None) -> bool:

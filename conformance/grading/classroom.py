@@ -19,6 +19,7 @@ the same run and grades the rest.
 from __future__ import annotations
 
 import contextlib
+import hashlib
 import json
 import os
 import signal
@@ -27,19 +28,33 @@ import time
 from pathlib import Path
 
 from conformance.grading.run_record import read_report
-from conformance.grading.submission import SKIPPED_FOLDERS, draw_seed
+from conformance.grading.submission import SKIPPED_FOLDERS, draw_seed, files_named
 
 
 def is_class_folder(path: Path, adapter_name: str) -> bool:
     """A folder of submission folders: it has no adapter of its own, its subfolders have."""
     if not path.is_dir() or (path / adapter_name).is_file():
         return False
-    return any(sub.is_dir() and next(sub.rglob(adapter_name), None) for sub in submission_folders(path))
+    return any(sub.is_dir() and files_named(sub, adapter_name) for sub in submission_folders(path))
 
 
 def submission_folders(path: Path) -> list[Path]:
     return sorted(sub for sub in path.iterdir()
                   if sub.is_dir() and not sub.name.startswith(".") and sub.name not in SKIPPED_FOLDERS)
+
+
+NAME_BYTES = 200  # of a folder's name kept in its report's file name (a file name holds 255 bytes)
+
+
+def report_file(folder: Path, suffix: str) -> str:
+    """The name of a submission's report (``NAME.json``) or output (``NAME.txt``) in ``--out``: its folder's name,
+    or, for a name too long for a file's, its first ``NAME_BYTES`` bytes and a digest of the whole (one student's
+    name never stops the class)."""
+    name = folder.name
+    if len(name.encode()) + len(suffix) <= 255:
+        return name + suffix
+    digest = hashlib.sha256(name.encode(errors="surrogateescape")).hexdigest()[:12]
+    return name.encode()[:NAME_BYTES].decode(errors="ignore") + f"-{digest}{suffix}"
 
 
 class ResumeError(ValueError):
@@ -99,7 +114,7 @@ def resumed_seed(seed: int | None, folders: list[Path], out: Path) -> int:
         return seed
     seeds: dict[int, list[str]] = {}
     for folder in folders:
-        report = read_report(out / f"{folder.name}.json") or {}
+        report = read_report(out / report_file(folder, ".json")) or {}
         run = report.get("run")
         if isinstance(run, dict) and "seed" in run:
             seeds.setdefault(run["seed"], []).append(folder.name)
@@ -118,7 +133,7 @@ def regraded(folders: list[Path], out: Path, identity: dict) -> list[Path]:
 
     again, why = [], []
     for folder in folders:
-        report = read_report(out / f"{folder.name}.json")
+        report = read_report(out / report_file(folder, ".json"))
         if report is None:
             reason = "no report"
         elif not is_complete(report):
@@ -161,9 +176,10 @@ def grade_in_forks(folders: list[Path], out: Path, identity: dict, args, begun: 
                     folder = pending.pop(0)
                     with held_back():  # a signal now would lose track of the grader being forked
                         try:
-                            (out / f"{folder.name}.json").unlink(missing_ok=True)
-                            pid = fork_grader(folder, out / f"{folder.name}.json", out / f"{folder.name}.txt",
-                                              identity["seed"], args, warm, answers, die_with_parent=True)
+                            (out / report_file(folder, ".json")).unlink(missing_ok=True)
+                            pid = fork_grader(folder, out / report_file(folder, ".json"),
+                                              out / report_file(folder, ".txt"), identity["seed"], args, warm,
+                                              answers, die_with_parent=True)
                         except OSError as exc:  # no grader for this one (no process, no file): its error alone
                             report = incomplete(folder, out, identity, None, f"its grader could not be started: {exc}")
                             done += 1
@@ -216,11 +232,12 @@ def finished_report(folder: Path, out: Path, identity: dict, how: str) -> dict:
     incomplete (0 points) and why."""
     from conformance.grading.run_record import is_complete
 
-    report = read_report(out / f"{folder.name}.json")
+    report = read_report(out / report_file(folder, ".json"))
     if report is not None and (is_complete(report) or marked_by_its_grader(report, identity)):
         return report
+    output = report_file(folder, ".txt")
     return incomplete(folder, out, identity, report,
-                      f"the grader of {folder.name} {how} before finishing its report (see {folder.name}.txt)")
+                      f"the grader of {folder.name} {how} before finishing its report (see {output})")
 
 
 def mark_unfinished(folders: list[Path], out: Path, identity: dict, begun: set[str], signal_name: str) -> None:
@@ -229,7 +246,7 @@ def mark_unfinished(folders: list[Path], out: Path, identity: dict, begun: set[s
     from conformance.grading.run_record import is_complete
 
     for folder in folders:
-        report = read_report(out / f"{folder.name}.json")
+        report = read_report(out / report_file(folder, ".json"))
         if report is not None and report.get("run") == identity and is_complete(report):
             continue
         if folder.name in begun:
@@ -254,12 +271,12 @@ def incomplete(folder: Path, out: Path, identity: dict, report: dict | None, rea
     if report is None or report.get("schema") != "transformer-conformance/report":
         report = stand_in_report(folder.name, str(folder), identity, reason)
     report.setdefault("submission", {"name": folder.name, "path": str(folder)})
-    write_report(out / f"{folder.name}.json", mark_incomplete(report, identity, reason))
+    write_report(out / report_file(folder, ".json"), mark_incomplete(report, identity, reason))
     return report
 
 
 def read_class_report(folder: Path, out: Path) -> dict:
-    return read_report(out / f"{folder.name}.json") or {"submission": {"name": folder.name, "path": str(folder)},
+    return read_report(out / report_file(folder, ".json")) or {"submission": {"name": folder.name, "path": str(folder)},
                                                         "complete": False, "incomplete": "no report"}
 
 
@@ -287,7 +304,7 @@ def cluster_report(folder: Path, out: Path, identity: dict, result) -> dict:
     from conformance.grading.run_record import is_complete, write_atomically
     from conformance.run.cluster import task_failure
 
-    report_path, log_path = out / f"{folder.name}.json", out / f"{folder.name}.txt"
+    report_path, log_path = out / report_file(folder, ".json"), out / report_file(folder, ".txt")
     report_path.unlink(missing_ok=True)
     if isinstance(result, BaseException):
         why = f"the task that graded {folder.name} failed: {task_failure(result)}"
@@ -296,8 +313,9 @@ def cluster_report(folder: Path, out: Path, identity: dict, result) -> dict:
     log_path.write_text(result["output"].replace(result["report_path"], str(report_path)))
     report = json.loads(result["report"]) if result["report"] else None
     if report is None or not is_complete(report):
+        output = report_file(folder, ".txt")
         return incomplete(folder, out, identity, report, f"the grader of {folder.name} on {result['host']} ended"
-                                                         f" before finishing its report (see {folder.name}.txt)")
+                                                         f" before finishing its report (see {output})")
     write_atomically(report_path, result["report"])
     return report
 
@@ -367,7 +385,7 @@ def other_runs_in(out: Path, folders: list[Path], identity: dict) -> list[tuple[
     """The reports in ``out`` of no submission of the class, graded in another run: (name, how it differs)."""
     from conformance.grading.run_record import differences
 
-    names = {folder.name for folder in folders}
+    names = {Path(report_file(folder, '.json')).stem for folder in folders}
     others = []
     for file in sorted(out.glob("*.json")):
         report = read_report(file)

@@ -123,7 +123,8 @@ def write_atomically(path: Path, text: str) -> None:
     """``text`` to ``path`` in one rename: a reader (or a kill) never finds it half written. The temporary file sits
     beside it (a rename does not cross file systems), named so that no ``*.json`` search picks it up."""
     path = Path(path)
-    handle, temporary = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.", suffix=".part")
+    # short: a report's own name may already be as long as a file name gets
+    handle, temporary = tempfile.mkstemp(dir=path.parent, prefix=".writing-", suffix=".part")
     try:
         with os.fdopen(handle, "w", encoding="utf-8") as file:
             file.write(text)

@@ -10,7 +10,9 @@ naming why, so its score is 0 of the same maximum as everyone's.
 from __future__ import annotations
 
 import json
+import os
 import secrets
+import shlex
 import sys
 import tempfile
 import time
@@ -21,14 +23,38 @@ from conformance.errors import LoadError
 SKIPPED_FOLDERS = {".git", "__pycache__", ".venv", "venv", "node_modules", "__MACOSX"}
 
 
+ADAPTER_DEPTH = 8  # folder levels searched for the adapter: a zip adds one or two, never hundreds
+
+
 def find_adapter(folder: Path, name: str) -> Path:
-    """The shallowest ``name`` under ``folder`` (a student's zip often adds a folder level)."""
-    found = [path for path in folder.rglob(name)
-             if path.is_file() and not SKIPPED_FOLDERS & set(path.relative_to(folder).parts[:-1])]
+    """The shallowest ``name`` under ``folder`` (a student's zip often adds a folder level), at most
+    ``ADAPTER_DEPTH`` levels down; links to folders are not followed."""
+    found = [path for path in files_named(folder, name)
+             if not SKIPPED_FOLDERS & set(path.relative_to(folder).parts[:-1])]
     if not found:
         raise LoadError(f"no {name} in {folder}. Fix: the submission must contain {name} (the adapter), or"
                         " name its file with --adapter-name")
     return min(found, key=lambda path: (len(path.relative_to(folder).parts), str(path)))
+
+
+def files_named(folder: Path, name: str, depth: int = ADAPTER_DEPTH) -> list[Path]:
+    """Regular files called ``name`` under ``folder``, at most ``depth`` levels down (no recursion: a submission's
+    thousand-level tree is walked as far as that and no further)."""
+    found, level = [], [folder]
+    for _ in range(depth + 1):
+        below = []
+        for current in level:
+            try:
+                entries = list(os.scandir(current))
+            except OSError:
+                continue
+            for entry in entries:
+                if entry.name == name and entry.is_file(follow_symlinks=False):
+                    found.append(Path(entry.path))
+                elif entry.is_dir(follow_symlinks=False):
+                    below.append(entry.path)
+        level = below
+    return found
 
 
 def draw_seed(seed: int | None) -> int:
@@ -92,7 +118,8 @@ def grade_submission(args, plugins=(), warm=None) -> int:
     if report["grade"].get("walls"):
         print(visible_text(report["grade"]["walls"]))
     print(visible_text(f"score: {report['grade']['score']:g} / {report['grade']['max_score']:g}"
-                       f" (seed {seed}; replay: transformer-conformance grade {args.submission} --seed {seed})"
+                       f" (seed {seed}; replay: transformer-conformance grade {shlex.quote(str(args.submission))}"
+                       f" --seed {seed})"
                        + (f"; {note}" if note else "")))
     for line in look_up_lines(report["grade"]):
         print(visible_text(line))
@@ -241,8 +268,10 @@ def walls_line(report: dict) -> str:
     stood.append(f"control groups ({', '.join(groups)})" if groups else "no control groups (not writable here)")
     if not walls.get("bubblewrap"):
         own = [name for key, name in (("read_only_mounts", "read-only mounts"),
-                                      ("tmpfs", f"a {TMP_MIB} MiB tmpfs as its folder"), ("own_network", "no network"),
-                                      ("sockets_refused", "no sockets")) if claims.get(key)]
+                                      ("tmpfs", f"a {TMP_MIB} MiB tmpfs as its folder"),
+                                      ("own_network", "no network, no IPC of the machine's"),
+                                      ("calls_filtered", "no sockets, io_uring or System V IPC (seccomp)"))
+               if claims.get(key)]
         stood.append("the worker's own walls (its claim): " + (", ".join(own) if own else "none"))
     return "sandbox: " + "; ".join(stood)
 

@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import contextlib
 import functools
+import shlex
 import shutil
 import sys
 import time
@@ -433,7 +434,9 @@ def _classify(item, call, candidate) -> CheckResult:
         section=check_section(item),
         status="passed",
         duration_s=round(call.duration, 6),
-        reproduction=f"transformer-conformance certify {candidate.name} -k '{check_id(item)}' --seed {seed}"
+        # quoted for a shell: a submission's path is its author's text (a folder named x$(touch y) runs nothing)
+        reproduction=f"transformer-conformance certify {shlex.quote(candidate.name)} -k '{check_id(item)}'"
+                     f" --seed {seed}"
                      + ("" if profile == "ci" else f" --profile {profile}")
                      + ("" if run.options.dtype is None else f" --dtype {run.options.dtype}"),
     )

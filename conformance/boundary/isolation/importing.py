@@ -22,10 +22,19 @@ class ImportFailed(Exception):
     """The implementation could not be imported. Chained to what its code raised, when it raised."""
 
 
+def split_target(target: str) -> tuple[str, str]:
+    """(location, attribute) of ``path.py[:attr]`` or ``module[:attr]``: split at the last colon when an identifier
+    follows it; a path to a .py file is whole, colons in its folders' names included (``bob:1/adapter.py``)."""
+    if target.endswith(".py"):
+        return target, ""
+    location, colon, attr = target.rpartition(":")
+    return (location, attr) if colon and attr.isidentifier() else (target, "")
+
+
 def import_target(target: str, *, module_name=None, spec: str | None = None) -> Any:
     """The attribute ``target`` names. ``module_name(path)``: the name a file is imported under (default: its
     stem); ``spec``: how the user named it, for messages."""
-    location, _, attr = target.partition(":")
+    location, attr = split_target(target)
     attr = attr or "adapter"
     if location.endswith(".py"):
         module = import_file(location, (module_name or default_name)(Path(location)))

@@ -97,7 +97,7 @@ def own_folder_of(spec: str, limits: Limits, *, builtin: bool) -> Path | None:
     file's or package's; None for a built-in (the suite's code, which the worker reads as such)."""
     if limits.own_folder:
         return Path(limits.own_folder).resolve()
-    return None if builtin else reads.own_folder(spec.partition(":")[0])
+    return None if builtin else reads.own_folder(importing.split_target(spec)[0])
 
 
 class _NeverForked(Exception):
@@ -452,7 +452,7 @@ class ProxyAdapter:
 
 
 HELLO_FIELDS = ("conventions", "load_warnings", "landlock", "namespace", "private_proc", "model_class", "_parts")
-WORKER_WALLS = ("read_only_mounts", "tmpfs", "own_network", "sockets_refused")  # what the worker says it built itself
+WORKER_WALLS = ("read_only_mounts", "tmpfs", "own_network", "calls_filtered")  # what the worker says it built itself
 REFUSED_KEYS = ("refused", "refused_total")
 REFUSED_KEPT = 20
 
@@ -609,9 +609,9 @@ def worker_spec(spec: str) -> str:
     same existence check as in-process loading."""
     from conformance.boundary.naming import resolve
 
-    location, colon, attr = resolve(spec).partition(":")
+    location, attr = importing.split_target(resolve(spec))
     if not location.endswith(".py"):
         return resolve(spec)
     if not Path(location).is_file():
         raise LoadError(f"no file {location!r}. Fix: check the path (relative to {Path.cwd()})")
-    return str(Path(location).resolve()) + colon + attr
+    return str(Path(location).resolve()) + (f":{attr}" if attr else "")

@@ -122,18 +122,26 @@ SCANNED = 20_000  # entries of a submission's folder looked at for device nodes:
 
 
 def device_nodes(folder: Path) -> list[str]:
-    """The device nodes under a submission's folder (links not followed): a device node it ships would open a
-    device of this machine wherever mounts do not refuse devices; the grader refuses to run it."""
-    found, seen = [], 0
-    for root, folders, files in os.walk(folder, followlinks=False):
-        for name in [*folders, *files]:
-            seen += 1
+    """The device nodes under a submission's folder (links not followed; a breadth-first walk of at most ``SCANNED``
+    entries, without recursion: a thousand-level tree is no error): a device node it ships would open a device of
+    this machine wherever mounts do not refuse devices; the grader refuses to run it."""
+    found, seen, level = [], 0, [str(folder)]
+    while level and seen <= SCANNED:
+        below = []
+        for current in level:
             try:
-                mode = os.lstat(os.path.join(root, name)).st_mode
+                entries = list(os.scandir(current))
             except OSError:
                 continue
-            if stat.S_ISCHR(mode) or stat.S_ISBLK(mode):
-                found.append(os.path.join(root, name))
-        if seen > SCANNED:
-            break
+            for entry in entries:
+                seen += 1
+                try:
+                    mode = entry.stat(follow_symlinks=False).st_mode
+                except OSError:
+                    continue
+                if stat.S_ISCHR(mode) or stat.S_ISBLK(mode):
+                    found.append(entry.path)
+                elif stat.S_ISDIR(mode):
+                    below.append(entry.path)
+        level = below
     return found

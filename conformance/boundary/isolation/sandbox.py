@@ -230,7 +230,7 @@ def mount_private_proc() -> bool:
 SYS_MOUNT_SETATTR, AT_FDCWD, AT_RECURSIVE = 442, -100, 0x8000  # mount_setattr: Linux 5.12
 MOUNT_ATTR_RDONLY, MOUNT_ATTR_NOSUID, MOUNT_ATTR_NODEV = 0x1, 0x2, 0x4
 MS_BIND = 4096
-CLONE_NEWNET = 0x40000000
+CLONE_NEWNET, CLONE_NEWIPC = 0x40000000, 0x08000000
 
 
 class _MountAttr(ctypes.Structure):
@@ -269,20 +269,35 @@ def freeze_file_system(writable: Path) -> bool:
     return _mount_setattr(folder, clear=MOUNT_ATTR_RDONLY)
 
 
-def leave_network() -> bool:
-    """A network namespace of the worker's own: no interface but a loopback that is down; no packet leaves, and
-    abstract Unix sockets of the machine are out of reach. False where the kernel refuses."""
-    return _libc().unshare(CLONE_NEWNET) == 0
+def leave_network_and_ipc() -> bool:
+    """Network and IPC namespaces of the worker's own: no interface but a loopback that is down (no packet leaves,
+    abstract Unix sockets of the machine out of reach), and no System V shared memory, semaphore or queue of the
+    machine's (what it makes there ends with it). False where the kernel refuses either."""
+    return _libc().unshare(CLONE_NEWNET | CLONE_NEWIPC) == 0
 
 
-# seccomp (Linux 3.5+): socket(2) fails with EACCES, for the worker and what it starts. Sockets are how a process
-# reaches a daemon (a named Unix socket, which neither Landlock nor a read-only mount refuses) or the network; a
-# computation needs none (the worker's channel is pipes made before; socketpair(2) stays allowed).
+# seccomp (Linux 3.5+): system calls a computation never needs fail, for the worker and what it starts. Sockets
+# (socket(2), and io_uring, which makes sockets without it) are how a process reaches a daemon (a named Unix socket,
+# which neither Landlock nor a read-only mount refuses) or a network; System V IPC reaches other processes' shared
+# memory by number (without an IPC namespace of its own); ptrace, process_vm_*, bpf, userfaultfd, perf_event_open
+# and the kernel's keyrings reach into other processes or the kernel; a user namespace of its own (unshare or clone
+# with CLONE_NEWUSER; clone3, whose flags a filter cannot read, answers ENOSYS and the C library falls back to
+# clone) is kernel surface. The worker's channel is pipes made before; socketpair(2) and memfd stay allowed.
 PR_SET_SECCOMP, SECCOMP_MODE_FILTER = 22, 2
-SYSCALL_SOCKET = {0xC000003E: 41, 0xC00000B7: 198}  # AUDIT_ARCH_X86_64, AUDIT_ARCH_AARCH64: socket's number
-BPF_LD_W_ABS, BPF_JEQ_K, BPF_RET_K = 0x20, 0x15, 0x06
+AUDIT_ARCH_X86_64, AUDIT_ARCH_AARCH64 = 0xC000003E, 0xC00000B7
+X32_SYSCALL_BIT = 0x40000000  # x86_64's x32 numbering: another way to name every call, refused whole
+REFUSED_CALLS = {  # by architecture: socket, io_uring_setup/enter/register, System V IPC, ptrace and the rest above
+    AUDIT_ARCH_X86_64: (41, 425, 426, 427, 29, 30, 31, 64, 65, 66, 68, 69, 70, 71, 220, 101, 310, 311, 321, 323, 298,
+                        248, 249, 250),
+    AUDIT_ARCH_AARCH64: (198, 425, 426, 427, 186, 187, 188, 189, 190, 191, 192, 193, 194, 195, 196, 117, 270, 271,
+                         280, 282, 241, 217, 218, 219),
+}
+NAMESPACE_CALLS = {AUDIT_ARCH_X86_64: (272, 56), AUDIT_ARCH_AARCH64: (97, 220)}  # unshare, clone: flags in arg 0
+CLONE3 = 435
+BPF_LD_W_ABS, BPF_JEQ_K, BPF_JGE_K, BPF_JSET_K, BPF_RET_K = 0x20, 0x15, 0x35, 0x45, 0x06
 SECCOMP_RET_ALLOW, SECCOMP_RET_ERRNO = 0x7FFF0000, 0x00050000
-EACCES = 13
+EACCES, EPERM, ENOSYS = 13, 1, 38
+NR, ARCH, ARG0 = 0, 4, 16  # offsets in struct seccomp_data (arg 0's low word, little-endian)
 
 
 class _SockFilter(ctypes.Structure):
@@ -293,16 +308,38 @@ class _SockFprog(ctypes.Structure):
     _fields_ = [("len", ctypes.c_uint16), ("filter", ctypes.POINTER(_SockFilter))]
 
 
-def forbid_sockets() -> bool:
-    """Install the seccomp filter that refuses ``socket(2)``; False where the kernel refuses it."""
-    program = [_SockFilter(BPF_LD_W_ABS, 0, 0, 4)]  # seccomp_data.arch
-    for arch, number in SYSCALL_SOCKET.items():
-        # this architecture? then load the call's number: socket -> refuse, else allow
-        program += [_SockFilter(BPF_JEQ_K, 0, 3, arch), _SockFilter(BPF_LD_W_ABS, 0, 0, 0),
-                    _SockFilter(BPF_JEQ_K, 0, 1, number), _SockFilter(BPF_RET_K, 0, 0, SECCOMP_RET_ERRNO | EACCES),
-                    _SockFilter(BPF_LD_W_ABS, 0, 0, 4)]  # not it: reload the architecture for the next test
-    program.append(_SockFilter(BPF_RET_K, 0, 0, SECCOMP_RET_ALLOW))
-    filters = (_SockFilter * len(program))(*program)
+def _refuse(errno: int) -> tuple:
+    return (BPF_RET_K, 0, 0, SECCOMP_RET_ERRNO | errno)
+
+
+def _architecture_rules(arch: int) -> list[tuple]:
+    """The filter's instructions for one architecture, once its number is loaded: (code, jt, jf, k) each."""
+    rules = [(BPF_LD_W_ABS, 0, 0, NR)]
+    if arch == AUDIT_ARCH_X86_64:
+        rules += [(BPF_JGE_K, 0, 1, X32_SYSCALL_BIT), _refuse(ENOSYS)]
+    for number in REFUSED_CALLS[arch]:
+        rules += [(BPF_JEQ_K, 0, 1, number), _refuse(EACCES)]
+    rules += [(BPF_JEQ_K, 0, 1, CLONE3), _refuse(ENOSYS)]
+    for number in NAMESPACE_CALLS[arch]:  # this call? then CLONE_NEWUSER in its flags: refused; else allowed
+        rules += [(BPF_JEQ_K, 0, 4, number), (BPF_LD_W_ABS, 0, 0, ARG0), (BPF_JSET_K, 0, 1, CLONE_NEWUSER),
+                  _refuse(EPERM), (BPF_RET_K, 0, 0, SECCOMP_RET_ALLOW)]
+    return [*rules, (BPF_RET_K, 0, 0, SECCOMP_RET_ALLOW)]
+
+
+def filter_program() -> list[tuple]:
+    """The whole filter: per known architecture its rules; any other architecture is let through (the filter is a
+    wall among others there)."""
+    program = []
+    for arch in REFUSED_CALLS:
+        rules = _architecture_rules(arch)
+        program += [(BPF_LD_W_ABS, 0, 0, ARCH), (BPF_JEQ_K, 0, len(rules), arch), *rules]
+    return [*program, (BPF_RET_K, 0, 0, SECCOMP_RET_ALLOW)]
+
+
+def narrow_system_calls() -> bool:
+    """Install the seccomp filter of ``filter_program``; False where the kernel refuses it."""
+    program = filter_program()
+    filters = (_SockFilter * len(program))(*(_SockFilter(*instruction) for instruction in program))
     prog = _SockFprog(len(program), filters)
     libc = _libc()
     if libc.prctl(PR_SET_NO_NEW_PRIVS, 1, 0, 0, 0) != 0:

@@ -75,14 +75,14 @@ def load(start: dict, namespace: str, refused: Refusals):
     mounted_proc = not in_bubblewrap and bool(namespace) and sandbox.mount_private_proc()
     # without bubblewrap, in the mount namespace it made for /proc: the walls bubblewrap would have built
     frozen = mounted_proc and sandbox.freeze_file_system(Path(start["temp_dir"]))
-    own_network = not in_bubblewrap and bool(namespace) and sandbox.leave_network()
+    own_network = not in_bubblewrap and bool(namespace) and sandbox.leave_network_and_ipc()
     if namespace:
         sandbox.drop_capabilities()
     reads, writable = sandbox.Reads(**start["reads"]), [Path(start["temp_dir"])]
     private_proc = in_bubblewrap or mounted_proc
     landlock = sandbox.restrict(writable=writable, reads=reads, private_proc=private_proc) \
         if start.get("landlock", True) else 0
-    sockets_refused = sandbox.forbid_sockets()
+    calls_filtered = sandbox.narrow_system_calls()
     if landlock:  # what the sandbox refuses, as far as Python's own opens and listings show it
         refused.watch(sandbox.read_rules(reads, private_proc), writable, absent_too=start.get("in_bubblewrap", False))
     target = importing.import_target(start["spec"])
@@ -98,7 +98,7 @@ def load(start: dict, namespace: str, refused: Refusals):
     hello.update(landlock=landlock, namespace=namespace, private_proc=private_proc,
                  walls={"read_only_mounts": in_bubblewrap or frozen, "tmpfs": in_bubblewrap or frozen,
                         "own_network": in_bubblewrap or own_network,
-                        "sockets_refused": sockets_refused})
+                        "calls_filtered": calls_filtered})
     return adapter, hello
 
 
