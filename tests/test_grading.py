@@ -272,6 +272,8 @@ def test_students_named_to_break_the_class_are_graded_like_any_other(tmp_path):
     for _ in range(1000):  # made relative to a descriptor: no path this long could be named
         os.mkdir("a", dir_fd=chain[-1])
         chain.append(os.open("a", os.O_RDONLY, dir_fd=chain[-1]))
+    (klass / ".hidden").mkdir()
+    (klass / "linked").symlink_to("ada")
     try:
         code, output = grade_class(klass, tmp_path / "grades", "--jobs", "2", cwd=tmp_path)
     finally:  # bottom up, by descriptor: a recursive removal (pytest's own) would exceed Python's recursion limit
@@ -284,5 +286,6 @@ def test_students_named_to_break_the_class_are_graded_like_any_other(tmp_path):
     assert len(rows) == len(names), output
     assert {row["score"] for row in rows.values()} == {rows["ada"]["score"]}, output  # each as its honest copy
     assert not any(path.name == "PWNED" for path in [*tmp_path.iterdir(), *klass.iterdir()])
+    assert "not graded: .hidden (hidden), linked (a link)" in output  # left out, but never unsaid
     summary = (tmp_path / "grades" / "summary.md").read_text()
     assert "\\[FULL MARKS\\](https:x) \\*\\*101\\*\\*" in summary  # shown as typed: no link, no bold

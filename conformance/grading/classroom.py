@@ -39,8 +39,28 @@ def is_class_folder(path: Path, adapter_name: str) -> bool:
 
 
 def submission_folders(path: Path) -> list[Path]:
-    return sorted(sub for sub in path.iterdir()
-                  if sub.is_dir() and not sub.name.startswith(".") and sub.name not in SKIPPED_FOLDERS)
+    """The class's submissions: its folders, but hidden ones, the tools' (``SKIPPED_FOLDERS``) and links (a link to
+    a classmate's folder would grade that folder twice, under another name)."""
+    return sorted(sub for sub in path.iterdir() if not skipped_because(sub) and sub.is_dir())
+
+
+def skipped_because(sub: Path) -> str:
+    """Why an entry of a class folder is not a submission ("" when it may be one)."""
+    if sub.is_symlink():
+        return "a link"
+    if sub.name.startswith("."):
+        return "hidden"
+    return "a tool's folder" if sub.name in SKIPPED_FOLDERS else ""
+
+
+def say_skipped(root: Path) -> None:
+    """Name the folders of the class that are not graded, and why: a student's folder is never left out unsaid."""
+    from conformance.reports.safe_text import visible_text
+
+    skipped = [f"{sub.name} ({skipped_because(sub)})" for sub in sorted(root.iterdir())
+               if skipped_because(sub) and sub.is_dir()]
+    if skipped:
+        print(visible_text(f"not graded: {', '.join(skipped)}"), flush=True)
 
 
 NAME_BYTES = 200  # of a folder's name kept in its report's file name (a file name holds 255 bytes)
@@ -74,6 +94,7 @@ def grade_class(args) -> int:
     out = Path(args.out) if args.out else root.resolve().parent / f"{root.resolve().name}-grades"
     out.mkdir(parents=True, exist_ok=True)
     folders = submission_folders(root)
+    say_skipped(root)
     seed = resumed_seed(args.seed, folders, out) if args.resume else draw_seed(args.seed)
     identity = run_identity(args, seed)
     to_grade = regraded(folders, out, identity) if args.resume else folders
