@@ -252,9 +252,11 @@ class ProxyAdapter:
         if isinstance(refused, list) and isinstance(total, int):
             kept = [entry for entry in refused[:REFUSED_KEPT] if _refusal(entry)]
             if self.walls["bubblewrap"]:  # a read of what is absent from its sandbox counts where it exists here
-                kept = [entry for entry in kept if entry[0] == "write" or os.path.lexists(entry[1])]
+                absent = [entry for entry in kept if entry[0] != "write" and not os.path.lexists(entry[1])]
+                kept = [entry for entry in kept if entry not in absent]
+                total -= sum(times for _, _, times in absent)  # nothing was refused there: it is nowhere
             self.refused = [[what, path[:300], times] for what, path, times in kept]
-            self.refused_total = max(total, len(self.refused))
+            self.refused_total = max(total, sum(times for _, _, times in self.refused))
 
     def _load_error(self, reply: dict) -> str:
         """The worker's load error, and what the environment has to do with it when the implementation's own
