@@ -98,6 +98,13 @@ def test_malformed_or_unsafe_messages_are_refused(header, buffers, message):
         decode(json.dumps(header).encode(), buffers)
 
 
+def test_a_header_nested_past_the_stack_is_malformed_not_a_crash():
+    from conformance.boundary.isolation.wire import parse_header
+
+    with pytest.raises(WireError, match="nested too deep"):
+        parse_header(b"[" * 200_000 + b"]" * 200_000)
+
+
 def test_a_large_message_arrives_whole_writable_and_aligned():
     read, write = os.pipe()
     channel = Channel(read, write)

@@ -265,6 +265,8 @@ def parse_header(header: bytes) -> Any:
         return json.loads(header)
     except ValueError as exc:
         raise WireError(f"header is not JSON: {exc}") from None
+    except RecursionError:  # nested deeper than the interpreter's stack: malformed as surely as bad JSON
+        raise WireError("header nested too deep to parse") from None
 
 
 def buffer_sizes(tree) -> list[int]:
