@@ -92,8 +92,8 @@ def test_markdown_of_a_fixed_failing_run(certify, snapshot):
 # What the tests compare a run's text with: a version of anything installed in it, or Hypothesis's wording of a
 # failing example, would fail every fresh install once the registry serves the next release. (test_requirements.py
 # is about versions, and names the lock's.)
-EXPECTED_TEXTS = ("tests/__snapshots__/*.ambr", "tests/heldout/*.toml", "implementations/mutants/expected.toml",
-                  "tests/*.py")
+EXPECTED_TEXTS = ("tests/__snapshots__/*.ambr", "tests/heldout/*.toml", "tests/heldout_uncatalogued/*.toml",
+                  "implementations/mutants/expected.toml", "tests/*.py")
 ABOUT_VERSIONS = {"tests/test_requirements.py", "tests/test_report_snapshots.py"}
 HYPOTHESIS_WORDING = ("reproduce_failure", "Failing test case:", "Falsifying example:")
 
