@@ -5,6 +5,7 @@
     python benchmarks/diagnosis_accuracy.py --scheduler tcp://HOST:8786   # one task per mutant on a Dask cluster
     python benchmarks/diagnosis_accuracy.py pre_norm softmax_over_queries
     python benchmarks/diagnosis_accuracy.py --heldout   # the bugs of tests/heldout/, never in the catalogue
+    python benchmarks/diagnosis_accuracy.py --heldout tests/heldout_uncatalogued   # another held-out folder
 
 For each mutant M of ``implementations/mutants/``, certified as the suite runs it (``--no-training``),
 every failing check whose result carries a diagnosis ("matches: <bug> (mutant:x), max diff ...", the
@@ -177,7 +178,7 @@ def score(name: str) -> dict:
 def score_heldout(path: str) -> dict:
     """One held-out bug's row: certified with the whole catalogue (it holds none of them)."""
     torch_threads()
-    table = tomllib.loads((HELDOUT / "expected.toml").read_text()).get(Path(path).stem, {})
+    table = tomllib.loads((Path(path).parent / "expected.toml").read_text()).get(Path(path).stem, {})
     words, consequences, accepted = table.get("described", ()), table.get("consequences", ()), table.get("named", ())
     started = time.perf_counter()
     report = certify(path, "--no-isolate")
@@ -197,7 +198,8 @@ def score_in_a_process(name: str, script: str, heldout: bool = False) -> dict:
     the script and the held-out files at the client's paths."""
     from conformance.run.cluster import dies_with
 
-    command = [sys.executable, script, "--row", *(["--heldout", Path(name).stem] if heldout else [name])]
+    held_out = ["--heldout", str(Path(name).parent), Path(name).stem]
+    command = [sys.executable, script, "--row", *(held_out if heldout else [name])]
     done = subprocess.run(command, capture_output=True, text=True, preexec_fn=dies_with(os.getpid()))
     if done.returncode != 0:
         raise RuntimeError(f"scoring {name} exited with {done.returncode}: {done.stderr[-2000:]}")
@@ -311,13 +313,15 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--jobs", type=int, default=1, help="bugs scored in parallel processes")
     parser.add_argument("--scheduler", metavar="ADDRESS", type=scheduler_address,
                         help="score on a Dask cluster, one task per bug: tcp://HOST:PORT or local:N")
-    parser.add_argument("--heldout", action="store_true", help="score the held-out bugs of tests/heldout/")
+    parser.add_argument("--heldout", nargs="?", const=str(HELDOUT), metavar="FOLDER",
+                        help="score the held-out bugs of FOLDER (default tests/heldout/), as its expected.toml says")
     parser.add_argument("--json", help="write the rows here")
     parser.add_argument("--row", action="store_true", help=argparse.SUPPRESS)  # one bug's row as JSON (a task)
     args = parser.parse_args(argv)
     if args.heldout:
-        paths = [str(HELDOUT / f"{name}.py") for name in args.names] or sorted(
-            str(p) for p in HELDOUT.glob("[!_]*.py"))
+        folder = Path(args.heldout)
+        paths = [str(folder / f"{name}.py") for name in args.names] or sorted(
+            str(p) for p in folder.glob("[!_]*.py"))
         fn, items = score_heldout, paths
     else:
         fn, items = score, args.names or mutants.names()
