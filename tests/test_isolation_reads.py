@@ -182,17 +182,12 @@ def test_an_honest_isolated_run_is_refused_nothing(tmp_path, certify):
     assert "sandbox" not in run.out
 
 
-def test_without_landlock_the_report_and_the_grade_say_reads_are_not_confined(tmp_path, capsys, monkeypatch):
-    real = runs.limits
-
-    def without_landlock(*args, **kwargs):
-        return Limits(**{**real(*args, **kwargs).__dict__, "landlock": False})
-
-    monkeypatch.setattr(runs, "limits", without_landlock)
-    monkeypatch.setenv("CONFORMANCE_BUBBLEWRAP", "off")  # bubblewrap's binds would confine the reads
+def pe_only_submission(tmp_path: Path, fill: str) -> Path:
+    """A graded submission ``ada`` whose positional encoding is ``np.<fill>((n, d_model))``: zeros pass position 0,
+    ones fail it."""
     folder = tmp_path / "ada"
     folder.mkdir()
-    (folder / "adapter.py").write_text(textwrap.dedent('''
+    (folder / "adapter.py").write_text(textwrap.dedent(f'''
         import numpy as np
         from conformance import Conventions
 
@@ -200,10 +195,23 @@ def test_without_landlock_the_report_and_the_grade_say_reads_are_not_confined(tm
             conventions = Conventions(dtype="float64", framework="numpy")
 
             def positional_encoding(self, n, d_model):
-                return np.zeros((n, d_model))
+                return np.{fill}((n, d_model))
 
         adapter = Adapter()
     '''))
+    return folder
+
+
+def without_landlock(monkeypatch) -> None:
+    """Every worker of this test's runs applies no Landlock (as on a kernel without it)."""
+    real = runs.limits
+    monkeypatch.setattr(runs, "limits", lambda *a, **k: Limits(**{**real(*a, **k).__dict__, "landlock": False}))
+
+
+def test_without_landlock_the_report_and_the_grade_say_reads_are_not_confined(tmp_path, capsys, monkeypatch):
+    without_landlock(monkeypatch)
+    monkeypatch.setenv("CONFORMANCE_BUBBLEWRAP", "off")  # bubblewrap's binds would confine the reads
+    folder = pe_only_submission(tmp_path, "zeros")
     report = tmp_path / "graded.json"
     main(["grade", str(folder), "--json", str(report), "-k", "pe_position_0", "--gradescope",
           str(tmp_path / "results.json")])
@@ -222,25 +230,11 @@ def test_a_grade_says_which_walls_stood(tmp_path, capsys, monkeypatch, bubblewra
     and says what was missing; with them, which stood. The walls line is the grader's, never the worker's word."""
     if bubblewrap == "on" and walls.bubblewrap() is None:
         pytest.skip("bubblewrap is not installed here")
-    real = runs.limits
     if bubblewrap == "off":
-        monkeypatch.setattr(runs, "limits", lambda *a, **k: Limits(**{**real(*a, **k).__dict__, "landlock": False}))
+        without_landlock(monkeypatch)
         monkeypatch.setenv("CONFORMANCE_BUBBLEWRAP", "off")
         monkeypatch.setenv("CONFORMANCE_NAMESPACES", "off")
-    folder = tmp_path / "ada"
-    folder.mkdir()
-    (folder / "adapter.py").write_text(textwrap.dedent('''
-        import numpy as np
-        from conformance import Conventions
-
-        class Adapter:
-            conventions = Conventions(dtype="float64", framework="numpy")
-
-            def positional_encoding(self, n, d_model):
-                return np.ones((n, d_model))
-
-        adapter = Adapter()
-    '''))
+    folder = pe_only_submission(tmp_path, "ones")
     report = tmp_path / "graded.json"
     code = main(["grade", str(folder), "--json", str(report), "-k", "pe_position_0", "--gradescope",
                  str(tmp_path / "results.json")])

@@ -10,7 +10,6 @@ naming why, so its score is 0 of the same maximum as everyone's.
 from __future__ import annotations
 
 import json
-import os
 import secrets
 import shlex
 import sys
@@ -38,23 +37,11 @@ def find_adapter(folder: Path, name: str) -> Path:
 
 
 def files_named(folder: Path, name: str, depth: int = ADAPTER_DEPTH) -> list[Path]:
-    """Regular files called ``name`` under ``folder``, at most ``depth`` levels down (no recursion: a submission's
-    thousand-level tree is walked as far as that and no further)."""
-    found, level = [], [folder]
-    for _ in range(depth + 1):
-        below = []
-        for current in level:
-            try:
-                entries = list(os.scandir(current))
-            except OSError:
-                continue
-            for entry in entries:
-                if entry.name == name and entry.is_file(follow_symlinks=False):
-                    found.append(Path(entry.path))
-                elif entry.is_dir(follow_symlinks=False):
-                    below.append(entry.path)
-        level = below
-    return found
+    """Regular files called ``name`` under ``folder``, at most ``depth`` levels down, links not followed."""
+    from conformance.boundary.isolation.reads import entries_under
+
+    return [Path(entry.path) for entry in entries_under(folder, depth=depth)
+            if entry.name == name and entry.is_file(follow_symlinks=False)]
 
 
 def draw_seed(seed: int | None) -> int:

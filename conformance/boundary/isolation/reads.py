@@ -23,6 +23,7 @@ import site
 import stat
 import sys
 import sysconfig
+from collections.abc import Iterator
 from pathlib import Path
 
 from conformance.boundary.isolation.sandbox import Reads
@@ -121,12 +122,11 @@ def _folder(package: str) -> str:
 SCANNED = 20_000  # entries of a submission's folder looked at for device nodes: a submission is small
 
 
-def device_nodes(folder: Path) -> list[str]:
-    """The device nodes under a submission's folder (links not followed; a breadth-first walk of at most ``SCANNED``
-    entries, without recursion: a thousand-level tree is no error): a device node it ships would open a device of
-    this machine wherever mounts do not refuse devices; the grader refuses to run it."""
-    found, seen, level = [], 0, [str(folder)]
-    while level and seen <= SCANNED:
+def entries_under(folder: Path, *, depth: int | None = None, limit: int | None = None) -> Iterator[os.DirEntry]:
+    """Every entry beneath ``folder``, breadth first, at most ``depth`` levels down and ``limit`` entries; links are
+    not followed and nothing recurses: a submission's thousand-level tree is walked as far as that, no error."""
+    level, seen, down = [str(folder)], 0, 0
+    while level and (depth is None or down <= depth):
         below = []
         for current in level:
             try:
@@ -135,13 +135,23 @@ def device_nodes(folder: Path) -> list[str]:
                 continue
             for entry in entries:
                 seen += 1
-                try:
-                    mode = entry.stat(follow_symlinks=False).st_mode
-                except OSError:
-                    continue
-                if stat.S_ISCHR(mode) or stat.S_ISBLK(mode):
-                    found.append(entry.path)
-                elif stat.S_ISDIR(mode):
+                if limit is not None and seen > limit:
+                    return
+                yield entry
+                if entry.is_dir(follow_symlinks=False):
                     below.append(entry.path)
-        level = below
+        level, down = below, down + 1
+
+
+def device_nodes(folder: Path) -> list[str]:
+    """The device nodes under a submission's folder (its first ``SCANNED`` entries): a device node it ships would
+    open a device of this machine wherever mounts do not refuse devices; the grader refuses to run it."""
+    found = []
+    for entry in entries_under(folder, limit=SCANNED):
+        try:
+            mode = entry.stat(follow_symlinks=False).st_mode
+        except OSError:
+            continue
+        if stat.S_ISCHR(mode) or stat.S_ISBLK(mode):
+            found.append(entry.path)
     return found
