@@ -120,7 +120,8 @@ def _torch_version() -> str:
 
 
 def digest_of(roots: dict[str, Path], versions: dict[str, str]) -> str:
-    """sha256 over the versions, and over every .py file under the roots (and every fixture file), by path."""
+    """sha256 over the versions, and over every .py and .json file under the roots (and every fixture file), by
+    path."""
     digest = hashlib.sha256()
     for name, value in sorted(versions.items()):
         _put(digest, b"V", f"{name}={value}".encode())
@@ -135,7 +136,7 @@ def _digested_files(root: Path, *, every_file: bool):
     for directory, subdirectories, files in os.walk(root):
         subdirectories[:] = [d for d in subdirectories if d != "__pycache__" and not d.startswith(".")]
         for file in files:
-            if (every_file and not file.startswith(".")) or file.endswith(".py"):
+            if (every_file and not file.startswith(".")) or file.endswith((".py", ".json")):  # .json: the neighbourhood
                 yield Path(directory) / file
 
 

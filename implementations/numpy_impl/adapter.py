@@ -296,8 +296,8 @@ class NumpyAdapter:
         attn, probs = self.multi_head_attention(x, x, x, self._part(weights, "self_attn."), h, keys)
         if record is not None:
             record["self_attn"] = probs
-        x = self._sublayer(x, attn, weights, "norm1", eps)
-        return self._sublayer(x, self.feed_forward(x, self._part(weights, "ffn.")), weights, "norm2", eps)
+        x1 = self._sublayer(x, attn, weights, "norm1", eps)  # each state named once: x, x1 (the layer's input kept)
+        return self._sublayer(x1, self.feed_forward(x1, self._part(weights, "ffn.")), weights, "norm2", eps)
 
     def decoder_layer(self, y, memory, weights, h, eps, tgt_mask, src_mask, *, record=None):
         """``record``, if a dict, receives the attention weights under "self_attn" and "cross_attn"."""
@@ -306,13 +306,13 @@ class NumpyAdapter:
         future = np.triu(np.full((T, T), -np.inf, dtype=self.dtype), k=1)
         self_mask = future[None] + tgt_mask[:, None, :]
         attn, record["self_attn"] = self.multi_head_attention(y, y, y, self._part(weights, "self_attn."), h, self_mask)
-        y = self._sublayer(y, attn, weights, "norm1", eps)
+        y1 = self._sublayer(y, attn, weights, "norm1", eps)  # each state named once: y, y1, y2
         cross_mask = np.broadcast_to(src_mask[:, None, :], (y.shape[0], T, S))
         cross, record["cross_attn"] = self.multi_head_attention(
-            y, memory, memory, self._part(weights, "cross_attn."), h, cross_mask
+            y1, memory, memory, self._part(weights, "cross_attn."), h, cross_mask
         )
-        y = self._sublayer(y, cross, weights, "norm2", eps)
-        return self._sublayer(y, self.feed_forward(y, self._part(weights, "ffn.")), weights, "norm3", eps)
+        y2 = self._sublayer(y1, cross, weights, "norm2", eps)
+        return self._sublayer(y2, self.feed_forward(y2, self._part(weights, "ffn.")), weights, "norm3", eps)
 
     def build_model(self, config, seed):
         return self.model_class(self, ModelConfig.from_dict(config), int(seed))

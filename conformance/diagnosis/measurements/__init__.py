@@ -86,6 +86,10 @@ def describe(candidate, question, tol, *, disk_cache: bool = True) -> list[dict]
     if asked is None:
         return []
     found = asked.refitted(knobs_of(candidate, asked.parts))
+    if not found:  # a neighbour of the paper's formulas, generated, confirmed on a third problem
+        from conformance.diagnosis.neighbourhood.search import formula_differences
+
+        found = formula_differences(asked)
     if not found:  # a formula that reproduces the answer says more than a reading of the answer
         found = [as_description(name, "answer", finding.text, finding.key, facts=finding.facts)
                  for name, finding in _answers(candidate, asked)]

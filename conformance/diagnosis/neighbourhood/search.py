@@ -1,0 +1,153 @@
+"""Search the generated neighbourhood where a failing question points, and confirm on problems drawn after it.
+
+``formula_differences(asked)``: for a failing question that no known bug explains (``measurements.confirm.Asked``:
+the candidate's and the paper's answers on the failing problem and a second one), the neighbours of the formulas the
+question reaches (those whose screen touched a part the question calls) are asked the failing problem; those that
+answer as the candidate are asked the second problem (where they must answer as the candidate, and not as the
+paper), then a third problem drawn after the search (``probe_of`` the second, fresh seed), where each finalist must
+still answer as the candidate: a guard against the many comparisons a search makes. Finalists that answer alike on
+all three are a tie and are said so ("equally: A or B"). A degenerate answer confirms nothing (``Asked.of``).
+"""
+
+from __future__ import annotations
+
+import functools
+import json
+import time
+
+import numpy as np
+
+from conformance.diagnosis.catalogue import named
+from conformance.diagnosis.degenerate import degenerate
+from conformance.diagnosis.matching import _answer, _distance, known_answer
+from conformance.diagnosis.neighbourhood.generate import PATH, build, mutated_source, stale
+from conformance.diagnosis.neighbourhood.words import statement
+
+# The screen problems (``generate._battery``) that show a deviation in each part a question may call.
+PART_SCREENS = {
+    "positional_encoding": ("positional_encoding",),
+    "layer_norm": ("layer_norm",),
+    "scaled_dot_product_attention": ("scaled_dot_product_attention",),
+    "multi_head_attention": ("multi_head_attention", "masked_self_attention"),
+    "feed_forward": ("feed_forward",),
+    "encoder_layer": ("encoder_layer",),
+    "decoder_layer": ("decoder_layer",),
+    "attention_sublayer": ("encoder_layer", "decoder_layer"),
+    "ffn_sublayer": ("encoder_layer", "decoder_layer"),
+    "learning_rate": ("learning_rate",),
+    "label_smoothed_loss": ("label_smoothed_loss",),
+    "parameter_count": ("parameter_count",),
+    "build_model": ("model_",),
+}
+MAX_SEARCH_SECONDS = 20.0  # a bound on one question's search (a model question at its largest)
+MAX_SHOWN = 3  # finalists that still differ from one another: more than this says little
+
+
+@functools.cache
+def neighbourhood() -> tuple[dict, ...]:
+    """The neighbours of ``neighbours.json``; none when the file is stale (the search then states nothing)."""
+    if stale() is not None:
+        return ()
+    return tuple(json.loads(PATH.read_text(encoding="utf-8"))["neighbours"])
+
+
+@functools.cache
+def neighbour_candidate(neighbour_id: str):
+    """One neighbour as a candidate of the catalogue (its answers kept on disk under its id)."""
+    from conformance.boundary.candidate import Candidate
+
+    found = next(n for n in neighbourhood() if n["id"] == neighbour_id)
+    adapter = build(found["owner"], found["formula"], mutated_source(found["owner"], found["formula"],
+                                                                      found["forms"][0]))
+    return named(Candidate(adapter, name=f"neighbour:{neighbour_id}", timeout_s=None), f"neighbour:{neighbour_id}")
+
+
+def reached(parts: set) -> list[dict]:
+    """The neighbours whose deviation the screen saw in a part the question calls."""
+    screens = tuple(screen for part in parts for screen in PART_SCREENS.get(part, ()))
+    if not screens:
+        return []
+    return [n for n in neighbourhood() if any(s.startswith(screens) for s in n["screen"])]
+
+
+def formula_differences(asked, *, deadline_s: float = MAX_SEARCH_SECONDS) -> list[dict]:
+    """The confirmed neighbours of this failing question, as descriptions (``as_description``), ties as one."""
+    from conformance.diagnosis.question import probe_of
+
+    if asked.candidate.conventions.dtype not in ("float32", "float64", None):
+        return []  # a half dtype's rounding is not the paper's float64: no neighbour reproduces it exactly
+    start, finalists = time.monotonic(), []
+    for neighbour in reached(asked.parts):
+        if time.monotonic() - start > deadline_s:
+            break
+        try:
+            candidate = neighbour_candidate(neighbour["id"])
+        except Exception:  # noqa: BLE001 - a neighbour that does not build states nothing
+            continue
+        confirmed = asked.reproduces(candidate)
+        if confirmed is not None:
+            finalists.append((neighbour, candidate, confirmed))
+    if not finalists:
+        return []
+    third = asked.candidate.fit(probe_of(asked.second))
+    mine = _answer(asked.question, asked.candidate, third)
+    paper = known_answer(asked.question, _paper(asked), third, disk_cache=asked.disk_cache)
+    if mine is None or paper is None or degenerate(mine, paper) or asked.same(mine, paper):
+        return []  # the third problem shows nothing: no finalist can be confirmed on it
+    kept = []
+    for neighbour, candidate, (here, there) in finalists:
+        theirs = known_answer(asked.question, candidate, third, disk_cache=asked.disk_cache)
+        if asked.same(mine, theirs):
+            kept.append((neighbour, theirs, here, there, _distance(mine, theirs)))
+    return _ties(kept)
+
+
+def _paper(asked):
+    from conformance.diagnosis.catalogue import paper
+
+    return paper()
+
+
+def _ties(kept: list) -> list[dict]:
+    """One description for every finalist; finalists that answer alike on the third problem as one tie."""
+    if not kept:
+        return []
+    groups: list[list] = []
+    for item in sorted(kept, key=lambda item: (item[4], item[0]["id"])):
+        for group in groups:
+            if np.shape(group[0][1]) == np.shape(item[1]) and np.allclose(group[0][1], item[1], rtol=1e-9,
+                                                                           atol=1e-12):
+                group.append(item)
+                break
+        else:
+            groups.append([item])
+    forms = [form for group in groups for neighbour, *_ in group for form in _forms(neighbour)]
+    neighbours = [neighbour for group in groups for neighbour, *_ in group]
+    best = groups[0][0]
+    return [_description(neighbours, forms, best[2], best[3], best[4])]
+
+
+def _forms(neighbour: dict) -> list[dict]:
+    return [{**form, "formula": neighbour["formula"], "section": neighbour["section"], "neighbour": neighbour["id"]}
+            for form in neighbour["forms"]]
+
+
+def _description(neighbours: list[dict], forms: list[dict], here: float, there: float, third: float) -> dict:
+    from conformance.diagnosis.measurements.base import as_description
+
+    shown = forms[:MAX_SHOWN]
+    statements = [statement(form) for form in shown]
+    more = f" (+{len(forms) - MAX_SHOWN} more)" if len(forms) > MAX_SHOWN else ""
+    text = statements[0] if len(statements) == 1 else \
+        "equally, on every problem asked: " + "; or ".join(statements) + more
+    key = "formula:" + "|".join(sorted(n["id"] for n in neighbours))
+    description = as_description("generated_neighbourhood", "formula", text, key, max_abs=here, probe_max_abs=there,
+                                 facts={"third_max_abs": third, "forms": [_plain_form(f) for f in forms[:10]]})
+    return description
+
+
+def _plain_form(form: dict) -> dict:
+    return {k: form[k] for k in ("neighbour", "formula", "section", "family", "words", "paper", "found",
+                                 "paper_piece", "found_piece")}
+
+

@@ -1,0 +1,143 @@
+"""A neighbour in words: the two formulas in the paper's notation, the changed piece marked, and what changed.
+
+Machine-written from the mutation itself (``change``: which operator did what to which piece), never from a list
+of bugs: "the square root left out", "reads y where the paper reads y1", "8 in place of 4 (÷2)".
+"""
+
+from __future__ import annotations
+
+import ast
+import math
+import re
+
+import numpy as np
+
+# How a reader names what a formula calls.
+FUNCTION_WORDS = {
+    "sqrt": "the square root", "square": "the square", "exp": "exp", "exp2": "2^x", "log": "the natural log",
+    "log10": "log10", "log2": "log2", "mean": "the mean", "sum": "the sum", "max": "max", "min": "min",
+    "maximum": "max", "minimum": "min", "triu": "triu (the part above the diagonal)",
+    "tril": "tril (the part below the diagonal)", "sin": "sin", "cos": "cos", "var": "the variance",
+    "std": "the standard deviation", "activation": "ReLU", "layer_norm": "LayerNorm", "_softmax": "softmax",
+    "softmax": "softmax", "scale_scores": "the scaling of the scores", "mask_scores": "the mask",
+    "project": "the projection", "feed_forward": "the feed-forward network", "_sublayer": "the residual and LayerNorm",
+    "multi_head_attention": "the attention", "_attend": "the attention", "layer_norm_denominator": "the denominator",
+    "layer_norm_variance": "the variance", "isneginf": "isneginf", "isinf": "isinf", "where": "where",
+    "reversed": "the reversed order", "range": "range", "einsum": "einsum", "transpose": "the transpose",
+    "reshape": "the reshape", "pe_interleave": "the interleaving", "pe_frequencies": "the frequencies",
+    "smoothed_target": "the smoothed target", "token_losses": "the per-token losses", "reduce_loss": "the reduction",
+}
+OPERATOR_WORDS = {ast.Add: "+", ast.Sub: "-", ast.Mult: "×", ast.Div: "/", ast.BitOr: "or", ast.BitAnd: "and",
+                  ast.Eq: "==", ast.NotEq: "!=", ast.Lt: "<", ast.LtE: "<=", ast.Gt: ">", ast.GtE: ">=", ast.Pow: "^", ast.MatMult: "@"}
+
+NOTATION = (
+    (r"\bweights\[(['\"])([\w.]+)\1\]", r"\2"),
+    (r"\bself\.activation\(", "ReLU("),
+    (r"\bself\.layer_norm\(", "LayerNorm("),
+    (r"\bself\.config\.|\bcfg\.|\bself\.adapter\.|\bself\.", ""),
+    (r"\bnp\.|\bmath\.", ""),
+    (r"\bsqrt\(", "√("),
+    (r"\bepsilon\b|\beps\b", "ε"),
+    (r"\bgamma\b", "γ"),
+    (r"\bbeta\b", "β"),
+    (r" ?\*\* ?", "^"),
+    (r"^return ", ""),
+)
+
+
+def notation(code: str) -> str:
+    """Python as the paper writes it, where it has a way: √, ε, γ, β, ^, W1 for weights['W1'], no prefixes."""
+    for pattern, replacement in NOTATION:
+        code = re.sub(pattern, replacement, code)
+    return code
+
+
+def _name(node: ast.AST) -> str:
+    from conformance.diagnosis.neighbourhood.operators import callee
+
+    if isinstance(node, ast.Call):
+        name = callee(node) or ast.unparse(node.func)
+        return FUNCTION_WORDS.get(name, name)
+    return notation(ast.unparse(node))
+
+
+def _value(node: ast.AST) -> float | None:
+    """A piece without variables, evaluated (log10(10000.0) -> 4.0); None when it reads anything."""
+    if any(isinstance(n, ast.Name) and n.id not in ("np", "math") for n in ast.walk(node)):
+        return None
+    try:
+        value = eval(compile(ast.Expression(node), "<piece>", "eval"), {"np": np, "math": math})  # noqa: S307
+        return float(value)
+    except Exception:  # noqa: BLE001 - a piece that is not a number
+        return None
+
+
+def _ratio(new: float, old: float) -> str:
+    if old == 0 or new == 0 or new == old:
+        return ""
+    r = new / old
+    return f" (×{r:.4g})" if abs(r) >= 1 else f" (÷{1 / r:.4g})"
+
+
+def change(old: ast.AST, new: ast.AST, family: str) -> str:
+    """What the operator did to ``old``, in words."""
+    old_text, new_text = notation(ast.unparse(old)), notation(ast.unparse(new))
+    dumped = {ast.dump(part) for part in ast.walk(old)}
+    if family == "constant":
+        a, b = _value(old), _value(new)
+        off = " (off by one)" if a is not None and b is not None and abs(a - b) == 1 else ""
+        return f"{new_text} in place of {old_text}{off}"
+    if family == "term":
+        if isinstance(old, ast.Call) and ast.dump(new) in dumped:
+            return f"{_name(old)} left out"
+        if isinstance(old, ast.BinOp) and ast.dump(new) in (ast.dump(old.left), ast.dump(old.right)):
+            dropped = old.right if ast.dump(new) == ast.dump(old.left) else old.left
+            return f"the term {notation(ast.unparse(dropped))} left out"
+        if isinstance(old, ast.UnaryOp):
+            return f"the minus sign of {old_text} left out" if isinstance(old.op, ast.USub) else "the negation left out"
+        if isinstance(old, ast.BinOp) and isinstance(new, ast.BinOp) and type(old.op) is not type(new.op):
+            return f"{OPERATOR_WORDS.get(type(new.op), '?')} in place of {OPERATOR_WORDS.get(type(old.op), '?')}"
+        if isinstance(old, ast.BinOp) and isinstance(new, ast.BinOp):
+            return f"the term {notation(ast.unparse(old.right))} counted twice"
+        if isinstance(old, ast.Compare):
+            return f"{OPERATOR_WORDS.get(type(new.ops[0]), '?')} in place of {OPERATOR_WORDS.get(type(old.ops[0]), '?')}"
+        return f"{old_text} becomes {new_text}"
+    if family == "confusion":
+        return f"{_name(new)} in place of {_name(old)}"
+    if family == "axis":
+        return f"{new_text} in place of {old_text} (keepdims)"
+    if family == "variable":
+        return f"reads {new_text} where the paper reads {old_text}"
+    if family == "order":
+        return _order(old, new)
+    return f"{new_text} in place of {old_text}"
+
+
+def _order(old: ast.AST, new: ast.AST) -> str:
+    from conformance.diagnosis.neighbourhood.operators import callee
+
+    if isinstance(new, ast.Call) and callee(new) == "reversed":
+        return "the loop runs in reverse order"
+    if isinstance(old, ast.Call) and isinstance(new, ast.Call) and callee(old) == callee(new):
+        return f"two arguments of {_name(old)} swapped"
+    if isinstance(old, ast.Call) and isinstance(new, ast.BinOp):  # f(a + b) -> a + f(b)
+        return f"{notation(ast.unparse(new.left))} added after {_name(old)}, not inside it"
+    if isinstance(old, ast.Call) and isinstance(new, ast.Call):
+        return f"{_name(old)} and {_name(new)} applied in the other order"
+    if isinstance(old, ast.BinOp) and isinstance(new, ast.Call):
+        return f"the factor {notation(ast.unparse(old.left))} moved inside {_name(new)}"
+    if isinstance(old, ast.BinOp) and isinstance(new, ast.BinOp):
+        return "a factor moved across a sum"
+    return f"{notation(ast.unparse(new))} in place of {notation(ast.unparse(old))}"
+
+
+def statement(form: dict) -> str:
+    """"§3.1 layer_norm_denominator: the square root left out: computes ⟦variance + ε⟧ where the paper computes
+    ⟦√(variance + ε)⟧"; a piece without variables also evaluated ("= 4, the paper's 9.21 (÷2.303)")."""
+    found, paper = notation(form["found"]), notation(form["paper"])
+    where = f"{form['section']} " if form.get("section") else ""
+    value = ""
+    a, b = (_value(ast.parse(piece, mode="eval").body) for piece in (form["found_piece"], form["paper_piece"]))
+    if a is not None and b is not None and a != b and form["family"] != "constant":
+        value = f" (= {a:.6g}, the paper's {b:.6g}{_ratio(a, b)})"
+    return f"{where}{form['formula']}: {form.get('words', '')}{value}: computes {found} where the paper computes {paper}"
