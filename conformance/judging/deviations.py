@@ -81,7 +81,8 @@ def _components(match: dict) -> frozenset[str]:
 
 def named_by_diagnosis(result) -> set[str]:
     """The catalogue entries and structural patterns a failing check's diagnosis names."""
-    return {name for match in result.diagnosis or [] for name in _components(match)} | set(result.patterns or [])
+    return {name for match in result.diagnosis or [] if not match.get("contradicted_by")
+            for name in _components(match)} | set(result.patterns or [])
 
 
 def attribute(result, deviations: list[Deviation]) -> dict | None:

@@ -646,9 +646,11 @@ class ResultCollector:
     def report(self) -> dict:
         """The run's report, built once, after the last result (every rendering reads this dict)."""
         if self._report is None:
+            from conformance.diagnosis.evidence import withdraw_contradicted
             from conformance.judging.twins import annotate_hard_coding
             from conformance.run.report import build_report
 
+            withdraw_contradicted(self.results)
             annotate_hard_coding(self.results)
             self._report = build_report(self.results, self.metadata())
         return self._report

@@ -65,13 +65,12 @@ def formula_source(owner: str, name: str) -> str:
 
 
 def sections() -> dict[str, str]:
-    """Each formula's paper section, read from the oracle's own "# -- §3.5 ..." comments."""
+    """Each formula's paper section and its title, read from the oracle's own "# -- §3.5 ..." comments."""
     found, current = {}, ""
     for line in inspect.getsource(_module()).splitlines():
         stripped = line.strip()
         if stripped.startswith("# --"):
-            title = stripped.removeprefix("# --").strip()
-            current = "§" + title.split("§", 1)[1].split()[0] if "§" in title else " ".join(title.split()[:2])
+            current = stripped.removeprefix("# --").strip(" -")  # "§3.4 embeddings and the output projection"
         elif stripped.startswith("def "):
             found.setdefault(stripped[4:].split("(")[0], current)
     return found
@@ -154,7 +153,8 @@ def mutations(owner: str, name: str):
     source = formula_source(owner, name)
     fn = ast.parse(source).body[0]
     names, keys = _scope(fn)
-    context = {"names": names, "keys": keys, "owner": owner}
+    returned = {id(node.value) for node in ast.walk(fn) if isinstance(node, ast.Return) and node.value is not None}
+    context = {"names": names, "keys": keys, "owner": owner, "returned": returned}
     skip = _inert(fn)
     nodes = [node for node in ast.walk(fn) if id(node) not in skip and node is not fn]
     for site, node in enumerate(nodes):
@@ -166,7 +166,7 @@ def mutations(owner: str, name: str):
                 tree = copy.deepcopy(fn)
                 _replace(tree, _same_node(fn, tree, node), new)
                 yield Mutation(owner, name, family, site, ast.unparse(ast.fix_missing_locations(tree)), paper, found,
-                               ast.unparse(node), ast.unparse(new), change(node, new, family))
+                               ast.unparse(node), ast.unparse(new), change(node, new, family, name))
 
 
 MARK = "__changed_piece__"
@@ -218,22 +218,50 @@ def _recompiled_users(function: str, namespace: dict) -> tuple[dict, dict]:
     return adapter, model
 
 
-def build(owner: str, formula: str, source: str):
-    """The NumPy implementation with one formula replaced by ``source``: an adapter instance."""
+def build(owner: str, formula: str, source: str, at: dict | None = None):
+    """The NumPy implementation with one formula replaced by ``source``: an adapter instance. ``at`` (a call site:
+    {"owner", "formula", "call"}): the replacement only where that formula makes that call; everywhere else the
+    paper's formula."""
     module = _module()
     namespace = dict(vars(module))
-    adapter_methods: dict = {}
-    model_methods: dict = {}
+    methods: dict[str, dict] = {"adapter": {}, "model": {}}
     if owner == "module":
         namespace[formula] = _compiled(source, formula, namespace)
-        adapter_methods, model_methods = _recompiled_users(formula, namespace)
-    elif owner == "model":
-        model_methods[formula] = _compiled(source, formula, namespace)
+        methods["adapter"], methods["model"] = _recompiled_users(formula, namespace)
+    elif at is None:
+        methods[owner][formula] = _compiled(source, formula, namespace)
     else:
-        adapter_methods[formula] = _compiled(source, formula, namespace)
-    model_class = type("NeighbourModel", (module.NumpyModel,), model_methods)
-    adapter_class = type("GeneratedNeighbour", (module.NumpyAdapter,), {**adapter_methods, "model_class": model_class})
+        renamed = f"{formula}__at_{at['formula']}_{at['call']}"
+        methods[owner][renamed] = _compiled(source.replace(f"def {formula}(", f"def {renamed}(", 1), renamed, namespace)
+        methods[at["owner"]][at["formula"]] = _compiled(_redirected(at, renamed), at["formula"], namespace)
+    model_class = type("NeighbourModel", (module.NumpyModel,), methods["model"])
+    adapter_class = type("GeneratedNeighbour", (module.NumpyAdapter,), {**methods["adapter"], "model_class": model_class})
     return adapter_class()
+
+
+def call_sites(owner: str, formula: str) -> list[dict]:
+    """Where the other formulas call ``formula`` (self.f(...) or self.adapter.f(...)): [{owner, formula, call,
+    line}], ``call`` the call's index in its formula's walk, ``line`` the statement that makes it."""
+    if owner == "module":
+        return []
+    sites = []
+    for caller_owner, names in (("adapter", ADAPTER_FORMULAS), ("model", MODEL_FORMULAS)):
+        for name in names:
+            fn = ast.parse(formula_source(caller_owner, name)).body[0]
+            for index, node in enumerate(ast.walk(fn)):
+                if isinstance(node, ast.Call) and isinstance(node.func, ast.Attribute) and node.func.attr == formula \
+                        and ast.unparse(node.func.value) in ("self", "self.adapter"):
+                    sites.append({"owner": caller_owner, "formula": name, "call": index,
+                                  "line": ast.unparse(_statement(fn, node))})
+    return sites
+
+
+def _redirected(at: dict, renamed: str) -> str:
+    """The calling formula's source with its one call (``at["call"]``) redirected to ``renamed``."""
+    fn = ast.parse(formula_source(at["owner"], at["formula"])).body[0]
+    call = list(ast.walk(fn))[at["call"]]
+    call.func.attr = renamed
+    return ast.unparse(fn)
 
 
 # --------------------------------------------------------------------------------------------------
@@ -381,10 +409,42 @@ def generate(progress=None) -> dict:
                               "screen": [battery[i][0] for i in differs], "forms": [form]}
         if progress:
             progress(f"{name}: {tried} mutations tried, {len(groups)} neighbours")
+    tried += _specialised(groups, paper, battery, progress)
     neighbours = list(groups.values())
     for i, neighbour in enumerate(neighbours):
         neighbour["id"] = f"{neighbour['formula']}#{i}"
     return {"oracle": oracle_digest(), "tried": tried, "neighbours": neighbours}
+
+
+def _specialised(groups: dict, paper: list, battery, progress=None) -> int:
+    """Each neighbour of a formula called from several places, at one call site only (a slip in the decoder's
+    feed-forward sublayer, not the encoder's): added to ``groups``; returns how many were tried."""
+    tried = 0
+    for neighbour in list(groups.values()):
+        sites = call_sites(neighbour["owner"], neighbour["formula"])
+        if len(sites) < 2:
+            continue
+        form = neighbour["forms"][0]
+        source = mutated_source(neighbour["owner"], neighbour["formula"], form)
+        for site in sites:
+            tried += 1
+            at = {k: site[k] for k in ("owner", "formula", "call", "line")}
+            try:
+                answers = fingerprint(build(neighbour["owner"], neighbour["formula"], source, at), battery)
+            except Exception:  # noqa: BLE001 - no neighbour
+                continue
+            differs = _differs(answers, paper)
+            if not differs:
+                continue
+            digest = _digest(answers)
+            placed = {**form, "at": at}
+            if digest in groups:
+                groups[digest]["forms"].append(placed)
+                continue
+            groups[digest] = {**neighbour, "screen": [battery[i][0] for i in differs], "forms": [placed]}
+    if progress:
+        progress(f"call sites: {tried} tried, {len(groups)} neighbours")
+    return tried
 
 
 def mutated_source(owner: str, formula: str, form: dict) -> str:

@@ -150,6 +150,12 @@ def _moved_factor(node: ast.BinOp) -> Iterator[tuple[ast.AST, str]]:
     if isinstance(node.op, ast.Add) and isinstance(left, ast.BinOp) and isinstance(left.op, ast.Mult):
         total = ast.BinOp(copy.deepcopy(left.left), ast.Add(), copy.deepcopy(right))
         yield ast.BinOp(total, ast.Mult(), copy.deepcopy(left.right)), "order"
+    # the leftmost factor s of s * a / d + b taken out: s * (a / d + b) (a gain applied to the shift too)
+    if isinstance(node.op, ast.Add) and isinstance(left, ast.BinOp) and isinstance(left.op, ast.Mult | ast.Div) \
+            and isinstance(left.left, ast.BinOp) and isinstance(left.left.op, ast.Mult):
+        inner = ast.BinOp(copy.deepcopy(left.left.right), copy.deepcopy(left.op), copy.deepcopy(left.right))
+        total = ast.BinOp(inner, ast.Add(), copy.deepcopy(right))
+        yield ast.BinOp(copy.deepcopy(left.left.left), ast.Mult(), total), "order"
     if isinstance(node.op, ast.Mult) and isinstance(left, ast.BinOp) and isinstance(left.op, ast.Add):
         for scaled, kept in ((left.left, left.right), (left.right, left.left)):
             product = ast.BinOp(copy.deepcopy(scaled), ast.Mult(), copy.deepcopy(right))
@@ -180,6 +186,18 @@ def term(node: ast.AST, context: dict) -> Iterator[tuple[ast.AST, str]]:
     elif isinstance(node, ast.Call) and node.args and callee(node) not in INERT_CALLS \
             and not isinstance(node.args[0], ast.Starred) and _owner(node) in ("self", "np", "math", None):
         yield copy.deepcopy(node.args[0]), "term"  # the operation left out: f(x, ...) -> x
+
+
+def again(node: ast.AST, context: dict) -> Iterator[tuple[ast.AST, str]]:
+    """An operation of the formula applied once more, to what it returns: f(a) @ W + b -> f(f(a) @ W + b)."""
+    if id(node) not in context.get("returned", ()):
+        return
+    seen = set()
+    for call in ast.walk(node):
+        if isinstance(call, ast.Call) and _owner(call) == "self" and len(call.args) == 1 and not call.keywords \
+                and call is not node and callee(call) not in seen:
+            seen.add(callee(call))
+            yield ast.Call(copy.deepcopy(call.func), [copy.deepcopy(node)], []), "term"
 
 
 def axis(node: ast.AST, context: dict) -> Iterator[tuple[ast.AST, str]]:
@@ -228,5 +246,5 @@ def confusion(node: ast.AST, context: dict) -> Iterator[tuple[ast.AST, str]]:
                         f" + 0.044715 * ({ast.unparse(z)}) ** 3)))", mode="eval").body, "confusion"
 
 
-OPERATORS = (constant, variable, order, term, axis, confusion)
+OPERATORS = (constant, variable, order, term, again, axis, confusion)
 FAMILIES = ("constant", "variable", "order", "term", "axis", "confusion")

@@ -19,7 +19,7 @@ import numpy as np
 
 from conformance.diagnosis.catalogue import named
 from conformance.diagnosis.degenerate import degenerate
-from conformance.diagnosis.matching import _answer, _distance, known_answer
+from conformance.diagnosis.matching import _answer, _costlier, _distance, known_answer
 from conformance.diagnosis.neighbourhood.generate import PATH, build, mutated_source, stale
 from conformance.diagnosis.neighbourhood.words import statement
 
@@ -57,8 +57,9 @@ def neighbour_candidate(neighbour_id: str):
     from conformance.boundary.candidate import Candidate
 
     found = next(n for n in neighbourhood() if n["id"] == neighbour_id)
-    adapter = build(found["owner"], found["formula"], mutated_source(found["owner"], found["formula"],
-                                                                      found["forms"][0]))
+    form = found["forms"][0]
+    adapter = build(found["owner"], found["formula"], mutated_source(found["owner"], found["formula"], form),
+                    form.get("at"))
     return named(Candidate(adapter, name=f"neighbour:{neighbour_id}", timeout_s=None), f"neighbour:{neighbour_id}")
 
 
@@ -77,6 +78,7 @@ def formula_differences(asked, *, deadline_s: float = MAX_SEARCH_SECONDS) -> lis
     if asked.candidate.conventions.dtype not in ("float32", "float64", None):
         return []  # a half dtype's rounding is not the paper's float64: no neighbour reproduces it exactly
     start, finalists = time.monotonic(), []
+    second_first = _costlier(asked.problem, asked.second)  # a base-size check: the small problem rules out most
     for neighbour in reached(asked.parts):
         if time.monotonic() - start > deadline_s:
             break
@@ -84,7 +86,7 @@ def formula_differences(asked, *, deadline_s: float = MAX_SEARCH_SECONDS) -> lis
             candidate = neighbour_candidate(neighbour["id"])
         except Exception:  # noqa: BLE001 - a neighbour that does not build states nothing
             continue
-        confirmed = asked.reproduces(candidate)
+        confirmed = _reproduces(asked, candidate, second_first)
         if confirmed is not None:
             finalists.append((neighbour, candidate, confirmed))
     if not finalists:
@@ -100,6 +102,19 @@ def formula_differences(asked, *, deadline_s: float = MAX_SEARCH_SECONDS) -> lis
         if asked.same(mine, theirs):
             kept.append((neighbour, theirs, here, there, _distance(mine, theirs)))
     return _ties(kept)
+
+
+def _reproduces(asked, candidate, second_first: bool) -> tuple[float, float] | None:
+    """``asked.reproduces``, asking the cheaper problem first: (max diff on the failing problem, on the second)."""
+    if not second_first:
+        return asked.reproduces(candidate)
+    there = known_answer(asked.question, candidate, asked.second, disk_cache=asked.disk_cache)
+    if not asked.same(asked.mine_second, there) or asked.same(there, asked.paper_second):
+        return None
+    here = known_answer(asked.question, candidate, asked.problem, disk_cache=asked.disk_cache)
+    if not asked.same(asked.mine, here):
+        return None
+    return _distance(asked.mine, here), _distance(asked.mine_second, there)
 
 
 def _paper(asked):
@@ -148,6 +163,6 @@ def _description(neighbours: list[dict], forms: list[dict], here: float, there: 
 
 def _plain_form(form: dict) -> dict:
     return {k: form[k] for k in ("neighbour", "formula", "section", "family", "words", "paper", "found",
-                                 "paper_piece", "found_piece")}
+                                 "paper_piece", "found_piece", "at") if k in form}
 
 

@@ -30,6 +30,26 @@ FUNCTION_WORDS = {
 OPERATOR_WORDS = {ast.Add: "+", ast.Sub: "-", ast.Mult: "×", ast.Div: "/", ast.BitOr: "or", ast.BitAnd: "and",
                   ast.Eq: "==", ast.NotEq: "!=", ast.Lt: "<", ast.LtE: "<=", ast.Gt: ">", ast.GtE: ">=", ast.Pow: "^", ast.MatMult: "@"}
 
+# What the oracle's names hold, for a reader who has not read it: (formula, name) first, then the name alone.
+ROLES = {
+    "x": "the layer's input", "x1": "the state after the self-attention sublayer", "y": "the layer's input",
+    "y1": "the state after the masked self-attention sublayer", "y2": "the state after the cross-attention sublayer",
+    "memory": "the encoder's output", "q": "the queries", "k": "the keys", "v": "the values",
+    "query": "the queries' input", "key": "the keys' input", "value": "the values' input",
+    "attn": "the self-attention's output", "cross": "the cross-attention's output", "centred": "x - μ",
+    "variance": "σ²", "log_p": "the log-probabilities", "src_mask": "the source padding mask",
+    "tgt_mask": "the target padding mask", "future": "the causal mask", "self_mask": "the self-attention's mask",
+    "cross_mask": "the cross-attention's mask", "'Q'": "W_Q", "'K'": "W_K", "'V'": "W_V", "'O'": "W_O",
+    ("token_losses", "q"): "the smoothed target", ("smoothed_target", "q"): "the smoothed target",
+    ("label_smoothed_loss", "q"): "the smoothed target",
+}
+
+
+def role(formula: str, name: str) -> str:
+    found = ROLES.get((formula, name)) or ROLES.get(name)
+    return f"{notation(name)} ({found})" if found else notation(name)
+
+
 NOTATION = (
     (r"\bweights\[(['\"])([\w.]+)\1\]", r"\2"),
     (r"\bself\.activation\(", "ReLU("),
@@ -79,8 +99,8 @@ def _ratio(new: float, old: float) -> str:
     return f" (×{r:.4g})" if abs(r) >= 1 else f" (÷{1 / r:.4g})"
 
 
-def change(old: ast.AST, new: ast.AST, family: str) -> str:
-    """What the operator did to ``old``, in words."""
+def change(old: ast.AST, new: ast.AST, family: str, formula: str = "") -> str:
+    """What the operator did to ``old`` in ``formula``, in words."""
     old_text, new_text = notation(ast.unparse(old)), notation(ast.unparse(new))
     dumped = {ast.dump(part) for part in ast.walk(old)}
     if family == "constant":
@@ -88,6 +108,8 @@ def change(old: ast.AST, new: ast.AST, family: str) -> str:
         off = " (off by one)" if a is not None and b is not None and abs(a - b) == 1 else ""
         return f"{new_text} in place of {old_text}{off}"
     if family == "term":
+        if isinstance(new, ast.Call) and new.args and ast.dump(new.args[0]) == ast.dump(old):
+            return f"{_name(new)} applied once more, to the result"
         if isinstance(old, ast.Call) and ast.dump(new) in dumped:
             return f"{_name(old)} left out"
         if isinstance(old, ast.BinOp) and ast.dump(new) in (ast.dump(old.left), ast.dump(old.right)):
@@ -107,7 +129,7 @@ def change(old: ast.AST, new: ast.AST, family: str) -> str:
     if family == "axis":
         return f"{new_text} in place of {old_text} (keepdims)"
     if family == "variable":
-        return f"reads {new_text} where the paper reads {old_text}"
+        return f"reads {role(formula, ast.unparse(new))} where the paper reads {role(formula, ast.unparse(old))}"
     if family == "order":
         return _order(old, new)
     return f"{new_text} in place of {old_text}"
@@ -126,6 +148,9 @@ def _order(old: ast.AST, new: ast.AST) -> str:
         return f"{_name(old)} and {_name(new)} applied in the other order"
     if isinstance(old, ast.BinOp) and isinstance(new, ast.Call):
         return f"the factor {notation(ast.unparse(old.left))} moved inside {_name(new)}"
+    if isinstance(old, ast.BinOp) and isinstance(new, ast.BinOp) and isinstance(new.op, ast.Mult) \
+            and isinstance(new.left, ast.Name | ast.Attribute | ast.Subscript):
+        return f"the factor {notation(ast.unparse(new.left))} applied to the whole sum"
     if isinstance(old, ast.BinOp) and isinstance(new, ast.BinOp):
         return "a factor moved across a sum"
     return f"{notation(ast.unparse(new))} in place of {notation(ast.unparse(old))}"
@@ -135,9 +160,11 @@ def statement(form: dict) -> str:
     """"§3.1 layer_norm_denominator: the square root left out: computes ⟦variance + ε⟧ where the paper computes
     ⟦√(variance + ε)⟧"; a piece without variables also evaluated ("= 4, the paper's 9.21 (÷2.303)")."""
     found, paper = notation(form["found"]), notation(form["paper"])
-    where = f"{form['section']} " if form.get("section") else ""
+    where = f"{form['section']}, " if form.get("section") else ""
     value = ""
     a, b = (_value(ast.parse(piece, mode="eval").body) for piece in (form["found_piece"], form["paper_piece"]))
     if a is not None and b is not None and a != b and form["family"] != "constant":
         value = f" (= {a:.6g}, the paper's {b:.6g}{_ratio(a, b)})"
-    return f"{where}{form['formula']}: {form.get('words', '')}{value}: computes {found} where the paper computes {paper}"
+    only = f" (only where {form['at']['formula']} calls it: {notation(form['at']['line'])})" if form.get("at") else ""
+    return (f"{where}{form['formula']}: {form.get('words', '')}{value}{only}: computes {found} where the paper"
+            f" computes {paper}")

@@ -1,0 +1,65 @@
+"""Evidence ranks: a name that a passing check contradicts is withdrawn.
+
+A known bug is named when its answer equals the candidate's on a failing check and on a second problem. The
+run holds more evidence than that one check: every check the candidate passed. A known bug that fails one of
+them (the catalogue says which: ``implementations/mutants/expected.toml``) cannot be what the candidate computes
+there, so the name is withdrawn and the check says which passing check contradicts it. A parameter count that
+only arithmetic "confirms" is the usual case: the count matches a known bug's, and the model-level check the
+same bug fails passed.
+
+Only single known bugs are judged: a combination's parts change each other's effects, so what one part fails
+alone says nothing of the combination.
+"""
+
+from __future__ import annotations
+
+import functools
+
+WITHDRAWN = "withdrawn"
+
+
+@functools.cache
+def _fails() -> dict[str, frozenset[str]]:
+    """{mutant: the checks certifying it fails (--no-training)}; empty when the catalogue is absent."""
+    try:
+        from conformance.implementations import mutants
+
+        return {name: table.caught_by | table.errored for name, table in mutants.expected().items()
+                if not table.training}
+    except Exception:  # noqa: BLE001 - no catalogue, nothing to contradict
+        return {}
+
+
+def contradictions(mutant: str, passed: set[str]) -> list[str]:
+    """The passing checks that ``mutant`` fails, sorted."""
+    return sorted(_fails().get(mutant, frozenset()) & passed)
+
+
+def withdraw_contradicted(results: list) -> None:
+    """For each failing check whose first match is a single known bug that a passing check of the same
+    implementation contradicts: the match marked ``contradicted_by``, the likely cause withdrawn, the message
+    told why (once; idempotent)."""
+    passed: dict[str, set[str]] = {}
+    for result in results:
+        if result.status == "passed":
+            passed.setdefault(result.impl, set()).add(result.id)
+    for result in results:
+        if result.status not in ("failed", "error") or not result.diagnosis:
+            continue
+        for match in result.diagnosis:
+            if match.get("mutants") or match.get("contradicted_by"):
+                continue
+            against = contradictions(match["mutant"], passed.get(result.impl, set()))
+            if against:
+                match["contradicted_by"] = against
+        first = result.diagnosis[0]
+        if first.get("contradicted_by") and f"mutant:{first['mutant']}" in (result.likely_cause or ""):
+            result.likely_cause = None
+            shown = ", ".join(first["contradicted_by"][:3]) + (" ..." if len(first["contradicted_by"]) > 3 else "")
+            result.message += (f"\n  {WITHDRAWN}: mutant:{first['mutant']} matched here, but it fails {shown},"
+                               " which passed in this run: not what the candidate computes")
+
+
+def standing(diagnosis: list[dict]) -> list[dict]:
+    """The matches no passing check contradicts."""
+    return [match for match in diagnosis or [] if not match.get("contradicted_by")]
