@@ -36,7 +36,10 @@ def fmt_descriptions(descriptions: list[dict]) -> list[str]:
     lines = []
     for found in descriptions:
         where = ""
-        if found.get("max_abs") is not None:
+        if found.get("kind") == "formula":
+            problems = (found.get("facts") or {}).get("problems", 2)
+            where = f", confirmed on {problems} problems" + (", the last drawn after the search" if problems > 2 else "")
+        elif found.get("max_abs") is not None:
             where = (f", reproduced on a second, bigger problem (max diff {found['max_abs']:.1g} here,"
                      f" {found['probe_max_abs']:.1g} there)")
         lines.append(f"  measured (no known bug matches): {found['text']}{where}")

@@ -55,6 +55,7 @@ def registry() -> list[Measurement]:
         nonfinite,
         positional,
         schedule,
+        sensitivity,
         smoothing,
     )
 

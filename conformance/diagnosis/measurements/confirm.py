@@ -50,10 +50,7 @@ class Asked:
     @classmethod
     def of(cls, candidate, question: Question, tol, *, disk_cache: bool = True) -> Asked | None:
         """The question's answers, or None when they are no evidence of anything."""
-        from conformance.diagnosis.catalogue import catalogue_dtype, paper
-
-        dtype = catalogue_dtype(candidate)
-        reference = paper() if dtype is None else paper(dtype)
+        reference = paper_for_description(candidate)
         second = question.second()
         if reference is None or second is None:
             return None
@@ -100,6 +97,20 @@ class Asked:
         self.max_abs, self.probe_max_abs = confirmed
         return [as_description(knob.key.split(":", 1)[0], "refit", knob.text, knob.key, max_abs=confirmed[0],
                                probe_max_abs=confirmed[1], facts=knob.facts) for knob in used.values()]
+
+
+def paper_for_description(candidate):
+    """The paper's answers a description is judged against: the NumPy implementation's (float64) for a float64
+    candidate, whose right answer the float32 reference's rounding would call wrong; else the reference's (in the
+    candidate's half dtype)."""
+    from conformance.diagnosis.catalogue import catalogue_dtype, numpy_paper, paper
+
+    dtype = catalogue_dtype(candidate)
+    if dtype is not None:
+        return paper(dtype)
+    if getattr(candidate.conventions, "dtype", None) == "float64" and numpy_paper() is not None:
+        return numpy_paper()
+    return paper()
 
 
 _NEIGHBOURS: dict = {}

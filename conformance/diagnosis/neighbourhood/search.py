@@ -4,7 +4,7 @@
 the candidate's and the paper's answers on the failing problem and a second one), the neighbours of the formulas the
 question reaches (those whose screen touched a part the question calls) are asked the failing problem; those that
 answer as the candidate are asked the second problem (where they must answer as the candidate, and not as the
-paper), then a third problem drawn after the search (``probe_of`` the second, fresh seed), where each finalist must
+paper), then a third problem drawn after the search (``third_problem``: other sizes, fresh values), where each finalist must
 still answer as the candidate: a guard against the many comparisons a search makes. Finalists that answer alike on
 all three are a tie and are said so ("equally: A or B"). A degenerate answer confirms nothing (``Asked.of``).
 """
@@ -73,8 +73,6 @@ def reached(parts: set) -> list[dict]:
 
 def formula_differences(asked, *, deadline_s: float = MAX_SEARCH_SECONDS) -> list[dict]:
     """The confirmed neighbours of this failing question, as descriptions (``as_description``), ties as one."""
-    from conformance.diagnosis.question import probe_of
-
     if asked.candidate.conventions.dtype not in ("float32", "float64", None):
         return []  # a half dtype's rounding is not the paper's float64: no neighbour reproduces it exactly
     start, finalists = time.monotonic(), []
@@ -91,7 +89,11 @@ def formula_differences(asked, *, deadline_s: float = MAX_SEARCH_SECONDS) -> lis
             finalists.append((neighbour, candidate, confirmed))
     if not finalists:
         return []
-    third = asked.candidate.fit(probe_of(asked.second))
+    drawn = third_problem(asked.second)
+    if drawn is None:  # a question of a kind no third problem can be drawn for: confirmed on two, as a name is
+        return _ties([(n, _answer(asked.question, c, asked.second), here, there, there)
+                      for n, c, (here, there) in finalists], problems=2)
+    third = asked.candidate.fit(drawn)
     mine = _answer(asked.question, asked.candidate, third)
     paper = known_answer(asked.question, _paper(asked), third, disk_cache=asked.disk_cache)
     if mine is None or paper is None or degenerate(mine, paper) or asked.same(mine, paper):
@@ -117,14 +119,42 @@ def _reproduces(asked, candidate, second_first: bool) -> tuple[float, float] | N
     return _distance(asked.mine, here), _distance(asked.mine_second, there)
 
 
+def third_problem(second):
+    """A problem drawn after the search, of the second problem's kind, other sizes and values; None for a kind
+    this does not know (the schedule's points: the second problem holds both the warm-up and the decay)."""
+    from conformance.config import ModelConfig
+    from conformance.diagnosis.question import PROBE_SEED, probe_of
+    from conformance.problems.scenarios import SmoothedLossProblem
+
+    drawn = probe_of(second)
+    if drawn is not None:
+        return drawn
+    if isinstance(second, ModelConfig):  # a parameter count: every size other than the two asked
+        return second.replace(src_vocab=71, tgt_vocab=71 if second.share_embeddings else 67, d_model=40, h=5,
+                              d_ff=72, N=4)
+    if isinstance(second, SmoothedLossProblem):
+        rng = np.random.default_rng(PROBE_SEED + 3)
+        n, v = second.logits.shape[0] + 3, second.logits.shape[1] + 4
+        targets = rng.integers(0, v, n)
+        targets[0] = (second.pad_id + 1) % v
+        targets[rng.random(n) < 0.25] = second.pad_id
+        return SmoothedLossProblem(rng.normal(0, 2.0, (n, v)), targets, 0.2, second.pad_id)
+    if isinstance(second, dict) and isinstance(second.get("seed"), int):
+        return {**second, "seed": second["seed"] + PROBE_SEED,
+                **{k: v + 2 for k, v in second.items() if k != "seed" and isinstance(v, int) and v > 1}}
+    if isinstance(second, tuple) and len(second) == 2 and all(isinstance(v, int) for v in second):
+        return (second[0] + 7, second[1] + 8)  # a positional table: more rows, wider (still even)
+    return None
+
+
 def _paper(asked):
-    from conformance.diagnosis.catalogue import paper
+    from conformance.diagnosis.measurements.confirm import paper_for_description
 
-    return paper()
+    return paper_for_description(asked.candidate)
 
 
-def _ties(kept: list) -> list[dict]:
-    """One description for every finalist; finalists that answer alike on the third problem as one tie."""
+def _ties(kept: list, problems: int = 3) -> list[dict]:
+    """One description for every finalist; finalists that answer alike on the last problem as one tie."""
     if not kept:
         return []
     groups: list[list] = []
@@ -139,7 +169,7 @@ def _ties(kept: list) -> list[dict]:
     forms = [form for group in groups for neighbour, *_ in group for form in _forms(neighbour)]
     neighbours = [neighbour for group in groups for neighbour, *_ in group]
     best = groups[0][0]
-    return [_description(neighbours, forms, best[2], best[3], best[4])]
+    return [_description(neighbours, forms, best[2], best[3], best[4], problems)]
 
 
 def _forms(neighbour: dict) -> list[dict]:
@@ -147,7 +177,8 @@ def _forms(neighbour: dict) -> list[dict]:
             for form in neighbour["forms"]]
 
 
-def _description(neighbours: list[dict], forms: list[dict], here: float, there: float, third: float) -> dict:
+def _description(neighbours: list[dict], forms: list[dict], here: float, there: float, third: float,
+                 problems: int) -> dict:
     from conformance.diagnosis.measurements.base import as_description
 
     shown = forms[:MAX_SHOWN]
@@ -157,7 +188,8 @@ def _description(neighbours: list[dict], forms: list[dict], here: float, there: 
         "equally, on every problem asked: " + "; or ".join(statements) + more
     key = "formula:" + "|".join(sorted(n["id"] for n in neighbours))
     description = as_description("generated_neighbourhood", "formula", text, key, max_abs=here, probe_max_abs=there,
-                                 facts={"third_max_abs": third, "forms": [_plain_form(f) for f in forms[:10]]})
+                                 facts={"problems": problems, "last_max_abs": third,
+                                        "forms": [_plain_form(f) for f in forms[:10]]})
     return description
 
 
