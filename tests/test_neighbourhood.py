@@ -51,7 +51,8 @@ def test_each_operator_family_proposes_its_slips():
 def test_an_operation_is_applied_again_only_to_what_a_formula_returns():
     node = ast.parse("self.activation(x) @ W", mode="eval").body
     context = {"names": [], "keys": [], "returned": {id(node)}}
-    assert [ast.unparse(new) for new, _ in operators.again(node, context)] == ["self.activation(self.activation(x) @ W)"]
+    again = [ast.unparse(new) for new, _ in operators.again(node, context)]
+    assert again == ["self.activation(self.activation(x) @ W)"]
     assert list(operators.again(node, {**context, "returned": set()})) == []
 
 

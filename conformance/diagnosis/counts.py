@@ -203,6 +203,19 @@ MORE_TERMS = (
          lambda c: f"-{c.N} decoder layers x 2 x {c.d_model}"),
     Term("a LayerNorm fewer in each encoder layer", lambda c: -2 * c.d_model * c.N,
          lambda c: f"-{c.N} encoder layers x 2 x {c.d_model}"),
+    Term("an extra LayerNorm in each decoder layer", lambda c: 2 * c.d_model * c.N,
+         lambda c: f"{c.N} decoder layers x 2 x {c.d_model}"),
+    Term("an extra LayerNorm in each encoder layer", lambda c: 2 * c.d_model * c.N,
+         lambda c: f"{c.N} encoder layers x 2 x {c.d_model}"),
+    # each bias of the feed-forward network on its own, and the inner one at the model's width
+    Term("no inner feed-forward bias b1", lambda c: -c.d_ff * 2 * c.N, lambda c: f"-{2 * c.N} FFNs x {c.d_ff:,}"),
+    Term("no output feed-forward bias b2", lambda c: -c.d_model * 2 * c.N,
+         lambda c: f"-{2 * c.N} FFNs x {c.d_model}"),
+    Term("the inner feed-forward bias b1 sized d_model, not d_ff", lambda c: (c.d_model - c.d_ff) * 2 * c.N,
+         lambda c: f"{2 * c.N} FFNs x ({c.d_model} - {c.d_ff:,})"),
+    # one projection's bias (of W_Q, W_K, W_V, W_O) missing in every attention
+    Term("a projection's bias missing in every attention", lambda c: -c.d_model * _attentions(c)
+         if c.attention_bias else 0, lambda c: f"-{_attentions(c)} attentions x {c.d_model}", (1, 2, 3)),
 )
 
 

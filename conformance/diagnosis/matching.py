@@ -130,7 +130,7 @@ def _distance(a, b) -> float:
 
 
 def confirmed_matches(candidate, question: Question, tol: Tolerance, *, actual=None,
-                      disk_cache: bool = True) -> list[dict]:
+                      disk_cache: bool = True, with_profile: bool = True) -> list[dict]:
     """The known bugs whose answer equals the candidate's on the failing problem and on a second one where
     they differ from the paper's: [{mutant, bug, max_abs, probe_max_abs}], closest first. When no single bug
     is confirmed, the combinations of known bugs (``combined_matches``): {mutant: "a+b", mutants: [a, b], ...}."""
@@ -149,12 +149,12 @@ def confirmed_matches(candidate, question: Question, tol: Tolerance, *, actual=N
         asked = {bug.name: known_answer(question, bug.candidate, problem, disk_cache=disk_cache) for bug in known}
         first = [(bug, _distance(mine, asked[bug.name])) for bug in known if same(mine, asked[bug.name])]
         confirmed = _confirm(second, first) if first else []
-    if confirmed:  # remembered: the combinations of later checks try it first (combined_matches)
-        _PROFILES.setdefault(candidate, set()).update((match["mutant"],) for match in confirmed)
+    if confirmed:
         return confirmed
     answers = [(bug, asked[bug.name] if bug.name in asked
                 else known_answer(question, bug.candidate, problem, disk_cache=disk_cache)) for bug in known]
-    return combined_matches(second, problem, mine, answers)
+    return combined_matches(second, problem, mine, answers, profile=_profile(candidate, disk_cache)
+                            if with_profile else set())
 
 
 def offered(candidate, question: Question, tol: Tolerance, matches: list[dict], *,
@@ -280,18 +280,20 @@ def _confirm(second: _Second, first) -> list[dict]:
 # Several bugs at once
 # --------------------------------------------------------------------------------------------------
 # A search over compositions of single bugs (``combine``), cheapest guesses first, each stage confirmed
-# before the next: (0) what was confirmed on this candidate before: its combinations, alone and each with one
-# more bug, then its single bugs each with one more (PROFILE_SINGLE_PAIRS at most); (1) pairs among the
-# TOP_SINGLES closest singles; (2) the ANCHORS closest singles, each
-# with every other single it composes with (a bug that dominates the output hides a weak partner deep in
-# the ranking); (3) the TRIPLE_SEEDS closest unconfirmed pairs, each extended by one of the TOP_SINGLES.
+# before the next: (0) the candidate's profile (``_profile``: what its logits on one fixed model problem are
+# confirmed to be): its combinations, alone and each with one more bug, then its single bugs each with one more
+# (PROFILE_SINGLE_PAIRS at most); (1) pairs among the TOP_SINGLES closest singles; (2) the ANCHORS closest
+# singles, each with every other single it composes with (a bug that dominates the output hides a weak partner
+# deep in the ranking); (3) the TRIPLE_SEEDS closest unconfirmed pairs, each extended by one of the TOP_SINGLES.
 # Every composed candidate asked is a rerun of the question; MAX_RERUNS bounds them per failing check,
 # confirmations on the second problem included (60 layer or small-model runs: about a second in torch).
+# The profile is a fixed question of the candidate, asked once: what another check confirmed never reorders the
+# search, so a failure's explanation does not depend on which checks ran before it.
 TOP_SINGLES = 6
 ANCHORS = 2
 TRIPLE_SEEDS = 3
 MAX_RERUNS = 60
-PROFILE_SINGLE_PAIRS = 30  # pairs tried for the single bugs confirmed on the candidate: half the reruns at most
+PROFILE_SINGLE_PAIRS = 30  # pairs tried for the profile's single bugs: half the reruns at most
 
 
 def closest_singles(mine, papers, same, answers) -> list:
@@ -325,7 +327,7 @@ def _papers(question: Question, problem, disk_cache: bool, candidate=None) -> li
     return [answer for answer in answers if answer is not None]
 
 
-def combined_matches(second: _Second, problem, mine, answers) -> list[dict]:
+def combined_matches(second: _Second, problem, mine, answers, *, profile: set = frozenset()) -> list[dict]:
     """Combinations of known bugs (``combine``) whose answer equals the candidate's on the failing problem
     and on the second one, where they differ from the paper's; the first stage that confirms one ends the
     search. Never more than MAX_RERUNS questions asked of composed candidates."""
@@ -335,11 +337,8 @@ def combined_matches(second: _Second, problem, mine, answers) -> list[dict]:
     ranked = [known.name for known in closest_singles(mine, papers, second.same, answers)]
     search = _CombinationSearch(second, problem, mine)
     top = ranked[:TOP_SINGLES]
-    # Real code deviates in the same places for every check: the combinations already confirmed on this
-    # candidate, alone and each with one more bug, come first (OpenNMT-py's pre-norm and final norms,
-    # confirmed on its encoder's output, with the mask bug its source-padding invariance adds).
     known = {bug.name for bug, _ in answers}  # the catalogue of this search: a left-out bug stays out
-    profile = {names for names in _PROFILES.get(second.candidate, ()) if set(names) <= known}
+    profile = {names for names in profile if set(names) <= known}
     combined, singles = {names for names in profile if len(names) > 1}, sorted(n for n in profile if len(n) == 1)
     # Single bugs that answer like the candidate here were refuted by the second problem: seeds for the stage
     # that adds what this problem cannot show.
@@ -348,8 +347,8 @@ def combined_matches(second: _Second, problem, mine, answers) -> list[dict]:
     stages = (
         lambda: itertools.chain(combined, ((*names, name) for names in sorted(combined) for name in ranked
                                            if name not in names)),
-        # A single bug confirmed elsewhere on this candidate, with one more that only this problem shows
-        # (Marian's sines-then-cosines, named on its logits, with the finite fill an empty source shows).
+        # A single bug of the profile with one more that only this problem shows (Marian's sines-then-cosines,
+        # confirmed on its logits, with the finite fill an empty source shows).
         lambda: itertools.islice(((*names, name) for names in singles for name in ranked if name not in names),
                                  PROFILE_SINGLE_PAIRS),
         lambda: itertools.combinations(top, 2),
@@ -362,7 +361,6 @@ def combined_matches(second: _Second, problem, mine, answers) -> list[dict]:
         found = search.confirmed(search.ask(stage())) or _seen_only_by_the_second(search, papers, answers)
         if found:
             break
-    _PROFILES.setdefault(second.candidate, set()).update(tuple(match["mutants"]) for match in found)
     return found
 
 
@@ -420,8 +418,34 @@ def _explaining(rest, correct, answers) -> list[str]:
     return [name for *_, name in sorted(scored)]
 
 
-# candidate -> the combinations (sorted name tuples) confirmed on it so far in this process
+# candidate -> its profile: the known bugs (name tuples) confirmed on one fixed model question
 _PROFILES: weakref.WeakKeyDictionary = weakref.WeakKeyDictionary()
+
+
+def _profile(candidate, disk_cache: bool) -> set:
+    """What the candidate's logits on one fixed model problem are confirmed to be (single known bugs or a
+    combination), asked once per candidate whichever check asks first: the same for every failing check."""
+    from conformance.problems import questions
+    from conformance.problems.scenarios import ModelSizes
+
+    if candidate in _PROFILES:
+        return _PROFILES[candidate]
+    _PROFILES[candidate] = set()
+    provides = getattr(candidate, "provides", None)  # a stand-in candidate (tests) has no model to ask
+    if provides is None or not provides("build_model"):
+        return set()
+    from conformance.config import ModelConfig
+    from conformance.tolerances import MODEL, for_dtype
+
+    sizes = ModelSizes(ModelConfig(src_vocab=12, tgt_vocab=12, d_model=8, h=2, d_ff=16, N=2), B=2, S=5, T=4, seed=11)
+    model_tol = for_dtype(MODEL, candidate.conventions.dtype)
+    try:
+        matches = confirmed_matches(candidate, Question(questions.logits, sizes), model_tol, disk_cache=disk_cache,
+                                    with_profile=False)
+    except Exception:  # noqa: BLE001 - a candidate whose model cannot answer has no profile
+        matches = []
+    _PROFILES[candidate] = {tuple(match.get("mutants") or [match["mutant"]]) for match in matches}
+    return _PROFILES[candidate]
 
 
 class _CombinationSearch:

@@ -38,7 +38,8 @@ def fmt_descriptions(descriptions: list[dict]) -> list[str]:
         where = ""
         if found.get("kind") == "formula":
             problems = (found.get("facts") or {}).get("problems", 2)
-            where = f", confirmed on {problems} problems" + (", the last drawn after the search" if problems > 2 else "")
+            after = ", the last drawn after the search" if problems > 2 else ""
+            where = f", confirmed on {problems} problems{after}"
         elif found.get("max_abs") is not None:
             where = (f", reproduced on a second, bigger problem (max diff {found['max_abs']:.1g} here,"
                      f" {found['probe_max_abs']:.1g} there)")

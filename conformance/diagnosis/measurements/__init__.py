@@ -43,6 +43,9 @@ from conformance.diagnosis.measurements.base import (  # noqa: F401 - the packag
 )
 
 
+COUNTS = {"parameter_count"}  # the questions a sum of components' sizes explains before any formula
+
+
 def registry() -> list[Measurement]:
     """Every measurement, its modules imported."""
     from conformance.diagnosis.measurements import (  # noqa: F401 - each module registers its measurements
@@ -86,14 +89,19 @@ def describe(candidate, question, tol, *, disk_cache: bool = True) -> list[dict]
     asked = Asked.of(candidate, question, tol, disk_cache=disk_cache)
     if asked is None:
         return []
-    found = asked.refitted(knobs_of(candidate, asked.parts))
-    if not found:  # a neighbour of the paper's formulas, generated, confirmed on a third problem
-        from conformance.diagnosis.neighbourhood.search import formula_differences
+    from conformance.diagnosis.neighbourhood.search import formula_differences
 
+    def read_off():
+        return [as_description(name, "answer", finding.text, finding.key, facts=finding.facts)
+                for name, finding in _answers(candidate, asked)]
+
+    found = asked.refitted(knobs_of(candidate, asked.parts))
+    if not found and asked.parts <= COUNTS:  # a count: its components' sizes say more than a formula's arithmetic
+        found = read_off() or formula_differences(asked)
+    if not found:  # a neighbour of the paper's formulas, generated, confirmed on a third problem
         found = formula_differences(asked)
     if not found:  # a formula that reproduces the answer says more than a reading of the answer
-        found = [as_description(name, "answer", finding.text, finding.key, facts=finding.facts)
-                 for name, finding in _answers(candidate, asked)]
+        found = read_off()
     keys = {d["key"] for d in found}
     for name, finding in findings_of(candidate, asked.parts):
         if finding.key not in keys and set(finding.parts) & asked.parts:

@@ -235,7 +235,8 @@ def build(owner: str, formula: str, source: str, at: dict | None = None):
         methods[owner][renamed] = _compiled(source.replace(f"def {formula}(", f"def {renamed}(", 1), renamed, namespace)
         methods[at["owner"]][at["formula"]] = _compiled(_redirected(at, renamed), at["formula"], namespace)
     model_class = type("NeighbourModel", (module.NumpyModel,), methods["model"])
-    adapter_class = type("GeneratedNeighbour", (module.NumpyAdapter,), {**methods["adapter"], "model_class": model_class})
+    adapter_class = type("GeneratedNeighbour", (module.NumpyAdapter,),
+                         {**methods["adapter"], "model_class": model_class})
     return adapter_class()
 
 

@@ -4,9 +4,9 @@
 the candidate's and the paper's answers on the failing problem and a second one), the neighbours of the formulas the
 question reaches (those whose screen touched a part the question calls) are asked the failing problem; those that
 answer as the candidate are asked the second problem (where they must answer as the candidate, and not as the
-paper), then a third problem drawn after the search (``third_problem``: other sizes, fresh values), where each finalist must
-still answer as the candidate: a guard against the many comparisons a search makes. Finalists that answer alike on
-all three are a tie and are said so ("equally: A or B"). A degenerate answer confirms nothing (``Asked.of``).
+paper), then a third problem drawn after the search (``third_problem``: other sizes, fresh values), where each
+finalist must still answer as the candidate: a guard against the many comparisons a search makes. Finalists that
+answer alike on all three are a tie and are said so ("equally: A or B"). A degenerate answer confirms nothing.
 """
 
 from __future__ import annotations

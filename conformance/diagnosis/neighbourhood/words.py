@@ -28,7 +28,8 @@ FUNCTION_WORDS = {
     "smoothed_target": "the smoothed target", "token_losses": "the per-token losses", "reduce_loss": "the reduction",
 }
 OPERATOR_WORDS = {ast.Add: "+", ast.Sub: "-", ast.Mult: "×", ast.Div: "/", ast.BitOr: "or", ast.BitAnd: "and",
-                  ast.Eq: "==", ast.NotEq: "!=", ast.Lt: "<", ast.LtE: "<=", ast.Gt: ">", ast.GtE: ">=", ast.Pow: "^", ast.MatMult: "@"}
+                  ast.Eq: "==", ast.NotEq: "!=", ast.Lt: "<", ast.LtE: "<=", ast.Gt: ">", ast.GtE: ">=",
+                  ast.Pow: "^", ast.MatMult: "@"}
 
 # What the oracle's names hold, for a reader who has not read it: (formula, name) first, then the name alone.
 ROLES = {
@@ -122,7 +123,8 @@ def change(old: ast.AST, new: ast.AST, family: str, formula: str = "") -> str:
         if isinstance(old, ast.BinOp) and isinstance(new, ast.BinOp):
             return f"the term {notation(ast.unparse(old.right))} counted twice"
         if isinstance(old, ast.Compare):
-            return f"{OPERATOR_WORDS.get(type(new.ops[0]), '?')} in place of {OPERATOR_WORDS.get(type(old.ops[0]), '?')}"
+            mirror, original = (OPERATOR_WORDS.get(type(node.ops[0]), "?") for node in (new, old))
+            return f"{mirror} in place of {original}"
         return f"{old_text} becomes {new_text}"
     if family == "confusion":
         return f"{_name(new)} in place of {_name(old)}"
