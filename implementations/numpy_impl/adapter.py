@@ -314,6 +314,16 @@ class NumpyAdapter:
         y2 = self._sublayer(y1, cross, weights, "norm2", eps)
         return self._sublayer(y2, self.feed_forward(y2, self._part(weights, "ffn.")), weights, "norm3", eps)
 
+    def attention_sublayer(self, x, memory, weights, h, eps, mask):
+        """LayerNorm(x + MultiHead(x, kv, kv)), kv = memory or x: the coarse part, from the same formulas."""
+        kv = x if memory is None else memory
+        attn, _ = self.multi_head_attention(x, kv, kv, weights, h, mask)
+        return self._sublayer(x, attn, weights, "norm", eps)
+
+    def ffn_sublayer(self, x, weights, eps):
+        """LayerNorm(x + FFN(x)): the coarse part, from the same formulas."""
+        return self._sublayer(x, self.feed_forward(x, weights), weights, "norm", eps)
+
     def build_model(self, config, seed):
         return self.model_class(self, ModelConfig.from_dict(config), int(seed))
 

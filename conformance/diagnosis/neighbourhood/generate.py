@@ -38,7 +38,8 @@ PATH = Path(__file__).with_name("neighbours.json")
 ADAPTER_FORMULAS = (
     "pe_positions", "pe_frequencies", "pe_interleave", "sinusoids", "layer_norm_variance", "layer_norm_denominator",
     "layer_norm", "scale_scores", "mask_scores", "softmax", "attention_weights", "scaled_dot_product_attention",
-    "_attend", "project", "multi_head_attention", "activation", "feed_forward", "_sublayer", "encoder_layer",
+    "_attend", "project", "multi_head_attention", "activation", "feed_forward", "_sublayer", "attention_sublayer",
+    "ffn_sublayer", "encoder_layer",
     "decoder_layer", "learning_rate", "smoothed_target", "token_losses", "reduce_loss", "label_smoothed_loss",
     "attention_parameters", "ffn_parameters", "encoder_layer_parameters", "decoder_layer_parameters",
     "embedding_parameters", "output_parameters", "parameter_count",
@@ -322,6 +323,11 @@ def _battery():
             [r.ravel() for r in a.multi_head_attention(x, memory, memory, attn, 2, cross_mask)])),
         ("masked_self_attention", lambda a: a.multi_head_attention(x, x, x, attn, 2, causal)[0]),
         ("feed_forward", lambda a: a.feed_forward(x, ffn)),
+        ("attention_sublayer", lambda a: np.concatenate([
+            a.attention_sublayer(x, None, {**attn, "norm.gamma": gamma, "norm.beta": beta}, 2, 1e-6, causal).ravel(),
+            a.attention_sublayer(x, memory, {**attn, "norm.gamma": gamma, "norm.beta": beta}, 2, 1e-6,
+                                 cross_mask).ravel()])),
+        ("ffn_sublayer", lambda a: a.ffn_sublayer(x, {**ffn, "norm.gamma": gamma, "norm.beta": beta}, 1e-6)),
         ("encoder_layer", lambda a: a.encoder_layer(memory, enc, 2, 1e-6, src_mask)),
         ("decoder_layer", lambda a: a.decoder_layer(x, memory, dec, 2, 1e-6, tgt_mask, src_mask)),
         ("learning_rate", lambda a: np.array([a.learning_rate(s, 512, 4000)
