@@ -53,3 +53,23 @@ def test_each_known_difference_is_named_alone(config, extra, term):
 def test_a_difference_no_known_terms_give_stays_unexplained():
     assert explained(base_config(), lambda c: 12_345) is None
     assert explained(base_config(), lambda c: 0) is None
+
+
+def test_a_sum_that_fits_two_sizes_by_coincidence_is_refused_at_a_third():
+    """Written by a red team: LayerNorm counted as its gain only and no b_O. At the toy size, two sizes leave room
+    for biases + learned positions to fit as well; the third size refuses that sum and keeps the true one."""
+    from conftest import adapter_path
+
+    from conformance.boundary.loading import load
+    from conformance.diagnosis.counts import confirmed_at_third, explain_more, third_size
+
+    candidate = load(adapter_path("param_count_norm_gain_only_and_no_output_bias"), isolate=False)
+    config = toy_config()
+    second = candidate.fit(second_size(config))
+    third = candidate.fit(third_size(second))
+    args = (config, candidate.parameter_count(config), second, candidate.parameter_count(second), third,
+            candidate.parameter_count(third))
+    assert "learned positions" in explain_count(*args[:4])  # the coincidence, at two sizes
+    assert confirmed_at_third(explain_count, *args) is None
+    text = confirmed_at_third(explain_more, *args)
+    assert "LayerNorm without beta (-10 norms x 64: -640) + a projection's bias missing in every attention" in text

@@ -157,7 +157,8 @@ def test_a_name_a_passing_check_contradicts_is_withdrawn():
     withdraw_contradicted(results)
     assert named.likely_cause is None
     assert named.diagnosis[0]["contradicted_by"] == ["greedy_decoding_stops_at_the_end_token_then_pads"]
-    assert "withdrawn: mutant:greedy_never_stops matched here, but it fails" in named.message
+    assert "withdrawn: mutant:greedy_never_stops fails greedy_decoding_stops_at_the_end_token_then_pads, which passed" \
+        in named.message
     withdraw_contradicted(results)
     assert named.message.count("withdrawn") == 1
 

@@ -12,6 +12,7 @@ So "+37,927,048" becomes "untied source and target tables (2 x 37,000 x 512) + o
 from __future__ import annotations
 
 import itertools
+import re
 from collections.abc import Callable
 from dataclasses import dataclass
 
@@ -84,6 +85,28 @@ def positions(remainder: int, config: ModelConfig) -> int | None:
     """The rows R of positional tables with R x d == remainder and R >= MIN_LENGTH; else None."""
     rows, left = divmod(remainder, config.d_model)
     return rows if remainder > 0 and not left and rows >= MIN_LENGTH else None
+
+
+def third_size(config: ModelConfig) -> ModelConfig:
+    """A third configuration of the same kind, other sizes again: a sum of terms that fits two sizes by
+    coincidence (a few norms' worth of learned positions) rarely fits a third."""
+    return config.replace(src_vocab=71, tgt_vocab=71 if config.share_embeddings else 67, d_model=40, h=5, d_ff=72,
+                          N=4)
+
+
+def terms_of(text: str | None) -> str | None:
+    """An explanation's terms without the numbers of one size: equal for the same terms at any size."""
+    return None if text is None else re.sub(r"[-+]?\d[\d,.]*", "#", text.split(";")[0])
+
+
+def confirmed_at_third(explain, config: ModelConfig, got: int, probe: ModelConfig, probe_got: int,
+                       third: ModelConfig, third_got: int) -> str | None:
+    """``explain(config, got, probe, probe_got)`` when the same terms also explain the difference with the third
+    size in the second's place (the text names it), else None."""
+    text = explain(config, got, probe, probe_got)
+    if text is None or terms_of(text) != terms_of(explain(config, got, third, third_got)):
+        return None
+    return f"{text}, and at a third ({_sizes(third)})"
 
 
 def second_size(config: ModelConfig) -> ModelConfig:

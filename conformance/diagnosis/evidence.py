@@ -56,8 +56,10 @@ def withdraw_contradicted(results: list) -> None:
         if first.get("contradicted_by") and f"mutant:{first['mutant']}" in (result.likely_cause or ""):
             result.likely_cause = None
             shown = ", ".join(first["contradicted_by"][:3]) + (" ..." if len(first["contradicted_by"]) > 3 else "")
-            result.message += (f"\n  {WITHDRAWN}: mutant:{first['mutant']} matched here, but it fails {shown},"
-                               " which passed in this run: not what the candidate computes")
+            result.message += (f"\n  {WITHDRAWN}: mutant:{first['mutant']} fails {shown}, which passed in this run,"
+                               " so it is not what the candidate computes; what this check asks, the candidate"
+                               " answers as it does (on two problems): a deviation of that kind, confined to what"
+                               " this check asks, is likely")
 
 
 def standing(diagnosis: list[dict]) -> list[dict]:

@@ -42,7 +42,6 @@ from conformance.diagnosis.measurements.base import (  # noqa: F401 - the packag
     measurement,
 )
 
-
 COUNTS = {"parameter_count"}  # the questions a sum of components' sizes explains before any formula
 
 

@@ -13,7 +13,6 @@
 from __future__ import annotations
 
 import math
-import re
 
 import numpy as np
 
@@ -150,19 +149,31 @@ def answer_where(asked):
              "difference <n> = <terms> (a sum of the components' sizes; the same terms at a second size)")
 def parameter_count(asked):
     from conformance.config import ModelConfig
-    from conformance.diagnosis.counts import explain_count, explain_more, explain_sizes
+    from conformance.diagnosis.counts import (
+        confirmed_at_third,
+        explain_count,
+        explain_more,
+        explain_sizes,
+        terms_of,
+        third_size,
+    )
 
     if not isinstance(asked.problem, ModelConfig) or not isinstance(asked.second, ModelConfig):
         return None
     got, probe_got = int(round(float(asked.mine))), int(round(float(asked.mine_second)))
+    third = asked.candidate.fit(third_size(asked.second))
+    third_got = int(round(float(asked.question.ask(asked.candidate, third))))
     # One component at another size is one term: tried before sums of several, which a coincidence can fit too
-    # (a hard-coded d_ff of 64 on d_model 2 is also biases + norms + 273 rows of positions, at both sizes).
-    text = explain_sizes(asked.problem, got, asked.second, probe_got) or \
-        explain_count(asked.problem, got, asked.second, probe_got) or \
-        explain_more(asked.problem, got, asked.second, probe_got)
+    # (a hard-coded d_ff of 64 on d_model 2 is also biases + norms + 273 rows of positions, at both sizes). Each
+    # sum must hold at a third size too: two sizes leave room for coincidences.
+    text = None
+    for explain in (explain_sizes, explain_count, explain_more):
+        text = confirmed_at_third(explain, asked.problem, got, asked.second, probe_got, third, third_got)
+        if text is not None:
+            break
     if text is None:
         return None
-    terms = re.sub(r"[-+]?\d[\d,.]*", "#", text.split(";")[0])  # the terms without this size's numbers
+    terms = terms_of(text)
     return Finding(f"parameter count {text}", f"parameter_count:{terms}", ("parameter_count",),
                    {"difference": got - _paper_count(asked.problem)})
 

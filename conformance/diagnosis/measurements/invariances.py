@@ -410,8 +410,8 @@ def _layer_findings(candidate, stack: str) -> list[Finding]:
     unused = sorted(name.removeprefix("unused ") for name in first & second if name.startswith("unused "))
     if unused:
         found.append(Finding(f"the candidate's {part}: its output does not change when {', '.join(unused)} do: those"
-                             " weights are not read (probed at two sizes)", f"{part}:unused {unused}", (part,),
-                             {"probe": "unused weights", "weights": unused}))
+                             " weights are not read, or their effect cancels (probed at two sizes)",
+                             f"{part}:unused {unused}", (part,), {"probe": "unused weights", "weights": unused}))
     return found
 
 
@@ -463,7 +463,7 @@ def _part_unused(candidate, part: str) -> list[Finding]:
     if not unused:
         return []
     return [Finding(f"the candidate's {part}: its output does not change when {', '.join(unused)} do: those weights"
-                    " are not read (probed at two sizes)", f"{part}:unused {unused}", (part,),
+                    " are not read, or their effect cancels (probed at two sizes)", f"{part}:unused {unused}", (part,),
                     {"probe": "unused weights", "weights": unused})]
 
 

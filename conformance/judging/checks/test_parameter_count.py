@@ -14,7 +14,7 @@ from hypothesis import strategies as st
 from conformance.compare import assert_true
 from conformance.config import ModelConfig, base_config, german_config, toy_config
 from conformance.diagnosis import Question
-from conformance.diagnosis.counts import explain_count, second_size
+from conformance.diagnosis.counts import confirmed_at_third, explain_count, second_size, third_size
 from conformance.errors import PartNotImplemented
 from conformance.paper import claims, published
 from conformance.tolerances import Tolerance
@@ -44,7 +44,9 @@ def assert_count(candidate, check, config: ModelConfig, expected: int, what: str
     second = candidate.fit(second_size(config))  # a second size the candidate declares it builds
     check.claim(got == expected, f"{what}: got {got:,}, expected {expected:,} (difference {got - expected:+,})",
                 ask=Question(count, config, probe=second, tol=EXACT),
-                locate=lambda: explain_count(config, got, second, count(candidate, second)),
+                locate=lambda: confirmed_at_third(explain_count, config, got, second, count(candidate, second),
+                                                  third := candidate.fit(third_size(config)),
+                                                  count(candidate, third)),
                 expected=expected, actual=got)
 
 
