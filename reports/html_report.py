@@ -185,6 +185,17 @@ def _claim_lines(report: dict, check: dict) -> list[str]:
     return lines
 
 
+def _described(description: dict) -> str:
+    """A description; a generated neighbour's as its two formulas, one under the other, the changed piece marked."""
+    text = escape(description["text"])
+    if description.get("kind") != "formula" or text.count("⟦") != text.count("⟧") or ": computes " not in text:
+        return text
+    text = text.replace("⟦", "<mark>").replace("⟧", "</mark>")
+    text = text.replace(": computes ", ":<br><code>computes ").replace(" where the paper computes ",
+                                                                      "</code><br><code>the paper computes ")
+    return text.replace("; or ", "</code><br>or ") + "</code>"
+
+
 def _detail_lines(check: dict) -> list[str]:
     items = []
     if check.get("margin") is not None:
@@ -212,7 +223,7 @@ def _detail_lines(check: dict) -> list[str]:
         out.append("<p><b>diagnosis</b>: the output matches these known bugs, closest first</p>"
                    f"<table><tr><th>mutant</th><th>bug</th><th>max diff</th></tr>{rows}</table>")
     if check.get("descriptions"):
-        rows = "".join(f"<li>{escape(d['text'])} <span class=\"muted\">({escape(d['measurement'])},"
+        rows = "".join(f"<li>{_described(d)} <span class=\"muted\">({escape(d['measurement'])},"
                        f" {escape(d['kind'])})</span></li>" for d in check["descriptions"])
         out.append("<p><b>measured</b> (no known bug matches; each confirmed on a second problem)</p>"
                    f"<ul>{rows}</ul>")

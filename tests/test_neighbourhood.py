@@ -172,3 +172,20 @@ def test_a_name_no_passing_check_contradicts_stands_and_a_combination_is_not_jud
     withdraw_contradicted([single, combined, other])
     assert single.likely_cause == "b (mutant:greedy_never_stops)" and "contradicted_by" not in single.diagnosis[0]
     assert combined.likely_cause == "c"
+
+
+def test_reports_show_the_two_formulas_one_under_the_other_with_the_piece_marked():
+    from conformance.diagnosis.message import fmt_descriptions
+    from conformance.reports.html_report import _described
+
+    found = {"kind": "formula", "measurement": "generated_neighbourhood", "facts": {"problems": 3},
+             "text": "§3.3 FFN, feed_forward: the term b2 counted twice: computes ⟦ReLU(x) + 2 * b2⟧ where the paper"
+                     " computes ⟦ReLU(x) + b2⟧"}
+    assert fmt_descriptions([found]) == [
+        "  measured (no known bug matches): §3.3 FFN, feed_forward: the term b2 counted twice, confirmed on 3"
+        " problems, the last drawn after the search:", "      computes ⟦ReLU(x) + 2 * b2⟧",
+        "      where the paper computes ⟦ReLU(x) + b2⟧"]
+    assert _described(found) == ("§3.3 FFN, feed_forward: the term b2 counted twice:<br><code>computes <mark>ReLU(x)"
+                                  " + 2 * b2</mark></code><br><code>the paper computes <mark>ReLU(x) + b2</mark></code>")
+    hostile = {**found, "kind": "probe", "text": "⟦<script>⟧"}
+    assert _described(hostile) == "⟦&lt;script&gt;⟧"  # only a generated formula is marked up, and always escaped

@@ -43,8 +43,27 @@ def fmt_descriptions(descriptions: list[dict]) -> list[str]:
         elif found.get("max_abs") is not None:
             where = (f", reproduced on a second, bigger problem (max diff {found['max_abs']:.1g} here,"
                      f" {found['probe_max_abs']:.1g} there)")
-        lines.append(f"  measured (no known bug matches): {found['text']}{where}")
+        two = formula_lines(found)
+        if two is None:
+            lines.append(f"  measured (no known bug matches): {found['text']}{where}")
+        else:
+            head, computes, paper = two
+            lines += [f"  measured (no known bug matches): {head}{where}:", f"      computes {computes}",
+                      f"      where the paper computes {paper}"]
     return lines
+
+
+def formula_lines(found: dict) -> tuple[str, str, str] | None:
+    """A generated neighbour's statement as (what changed, the candidate's formula, the paper's), for a reader who
+    compares the two formulas line by line; None for any other description, or a tie of several."""
+    text = found.get("text", "")
+    if found.get("kind") != "formula" or text.startswith("equally") or ": computes " not in text:
+        return None
+    head, rest = text.split(": computes ", 1)
+    if " where the paper computes " not in rest:
+        return None
+    computes, paper = rest.split(" where the paper computes ", 1)
+    return head, computes, paper
 
 
 # Said by the ablation of a model-only adapter and by any failing check whose question gets two answers.
