@@ -14,6 +14,7 @@ from __future__ import annotations
 import functools
 import json
 import time
+import weakref
 
 import numpy as np
 
@@ -72,12 +73,60 @@ def reached(parts: set) -> list[dict]:
 
 
 def formula_differences(asked, *, deadline_s: float = MAX_SEARCH_SECONDS) -> list[dict]:
-    """The confirmed neighbours of this failing question, as descriptions (``as_description``), ties as one."""
+    """The confirmed neighbours of this failing question, as descriptions (``as_description``), ties as one. A
+    model's question first asks the neighbours of the candidate's model profile (``model_profile``), and searches
+    every neighbour (with a smaller budget) only when none of those answers as the candidate."""
     if asked.candidate.conventions.dtype not in ("float32", "float64", None):
         return []  # a half dtype's rounding is not the paper's float64: no neighbour reproduces it exactly
+    if "build_model" in asked.parts:
+        profile = model_profile(asked.candidate, asked.disk_cache)
+        if profile:
+            found = _confirmed(asked, profile, deadline_s)
+            if found:
+                return found
+            deadline_s = PROFILED_SEARCH_SECONDS
+    return _confirmed(asked, reached(asked.parts), deadline_s)
+
+
+# A model question costs a model's run per neighbour, and a failing model fails many checks: the whole model
+# neighbourhood is searched once per candidate, on one fixed question (its logits on a small padded problem), and the
+# neighbours confirmed there are what every model question asks first. The profile depends on the candidate only,
+# never on which check failed first.
+PROFILED_SEARCH_SECONDS = 5.0
+_MODEL_PROFILES: weakref.WeakKeyDictionary = weakref.WeakKeyDictionary()
+
+
+def model_profile(candidate, disk_cache: bool = True) -> list[dict]:
+    """The neighbours confirmed on the candidate's logits on one fixed model problem (empty when its logits there
+    are the paper's, or nothing reproduces them)."""
+    if candidate in _MODEL_PROFILES:
+        return _MODEL_PROFILES[candidate]
+    _MODEL_PROFILES[candidate] = []
+    from conformance.config import ModelConfig
+    from conformance.diagnosis.measurements.confirm import Asked
+    from conformance.diagnosis.question import Question
+    from conformance.problems import questions
+    from conformance.problems.scenarios import ModelSizes
+    from conformance.tolerances import MODEL, for_dtype
+
+    sizes = ModelSizes(ModelConfig(src_vocab=12, tgt_vocab=12, d_model=8, h=2, d_ff=16, N=2), B=2, S=5, T=4, seed=11)
+    try:
+        asked = Asked.of(candidate, Question(questions.logits, sizes), for_dtype(MODEL, candidate.conventions.dtype),
+                         disk_cache=disk_cache)
+        found = [] if asked is None else _confirmed(asked, reached({"build_model"}), MAX_SEARCH_SECONDS)
+    except Exception:  # noqa: BLE001 - a model that cannot answer has no profile
+        found = []
+    ids = {form["neighbour"] for description in found for form in description["facts"]["forms"]}
+    _MODEL_PROFILES[candidate] = [n for n in neighbourhood() if n["id"] in ids]
+    return _MODEL_PROFILES[candidate]
+
+
+def _confirmed(asked, neighbours: list[dict], deadline_s: float) -> list[dict]:
+    """Of ``neighbours``, those that answer as the candidate on the failing and the second problem, confirmed on
+    a third drawn now; as descriptions."""
     start, finalists = time.monotonic(), []
     second_first = _costlier(asked.problem, asked.second)  # a base-size check: the small problem rules out most
-    for neighbour in reached(asked.parts):
+    for neighbour in neighbours:
         if time.monotonic() - start > deadline_s:
             break
         try:
@@ -166,10 +215,17 @@ def _ties(kept: list, problems: int = 3) -> list[dict]:
                 break
         else:
             groups.append([item])
-    forms = [form for group in groups for neighbour, *_ in group for form in _forms(neighbour)]
+    forms = _simplest([form for group in groups for neighbour, *_ in group for form in _forms(neighbour)])
     neighbours = [neighbour for group in groups for neighbour, *_ in group]
     best = groups[0][0]
     return [_description(neighbours, forms, best[2], best[3], best[4], problems)]
+
+
+def _simplest(forms: list[dict]) -> list[dict]:
+    """The forms less those confined to one call site where the same change everywhere answers alike: what was asked
+    reaches only that call site, so the two are one computation there, and the plain form is the simpler to read."""
+    general = {form["key"] for form in forms if not form.get("at")}
+    return [form for form in forms if not (form.get("at") and form["key"] in general)]
 
 
 def _forms(neighbour: dict) -> list[dict]:
