@@ -14,14 +14,15 @@ import pytest
 from conftest import adapter_path
 
 from conformance.boundary.loading import load
+from conformance.config import ModelConfig
 from conformance.diagnosis.evidence import withdraw_contradicted
 from conformance.diagnosis.measurements.confirm import Asked
 from conformance.diagnosis.neighbourhood import generate, operators, search, words
 from conformance.diagnosis.question import Question
 from conformance.problems import questions
-from conformance.problems.scenarios import LayerSizes
+from conformance.problems.scenarios import LayerSizes, ModelSizes
 from conformance.results import CheckResult
-from conformance.tolerances import LAYER, for_dtype
+from conformance.tolerances import LAYER, MODEL, for_dtype
 
 TOL = for_dtype(LAYER, "float64")  # the tolerance a float64 candidate's layer checks judge with
 
@@ -185,7 +186,20 @@ def test_reports_show_the_two_formulas_one_under_the_other_with_the_piece_marked
         "  measured (no known bug matches): §3.3 FFN, feed_forward: the term b2 counted twice, confirmed on 3"
         " problems, the last drawn after the search:", "      computes ⟦ReLU(x) + 2 * b2⟧",
         "      where the paper computes ⟦ReLU(x) + b2⟧"]
-    assert _described(found) == ("§3.3 FFN, feed_forward: the term b2 counted twice:<br><code>computes <mark>ReLU(x)"
-                                  " + 2 * b2</mark></code><br><code>the paper computes <mark>ReLU(x) + b2</mark></code>")
+    assert _described(found) == ("§3.3 FFN, feed_forward: the term b2 counted twice:<br><code>computes"
+                                  " <mark>ReLU(x) + 2 * b2</mark></code><br><code>the paper computes"
+                                  " <mark>ReLU(x) + b2</mark></code>")
     hostile = {**found, "kind": "probe", "text": "⟦<script>⟧"}
     assert _described(hostile) == "⟦&lt;script&gt;⟧"  # only a generated formula is marked up, and always escaped
+
+
+def test_a_model_only_adapter_is_profiled_once_on_a_fixed_question_and_its_checks_ask_the_profile():
+    candidate = load(adapter_path("model_ffn_second_bias_doubled"), isolate=False)
+    profile = search.model_profile(candidate)
+    assert [n["formula"] for n in profile] == ["feed_forward"]
+    assert search.model_profile(candidate) is profile  # once per candidate, whichever check asks first
+    assert search.model_profile(load("numpy", isolate=False)) == []  # the paper's logits: nothing to profile
+    sizes = ModelSizes(ModelConfig(src_vocab=12, tgt_vocab=12, d_model=8, h=2, d_ff=16, N=2), B=2, S=6, T=5, seed=3)
+    asked = Asked.of(candidate, Question(questions.decoded, sizes), for_dtype(MODEL, "float64"))
+    (found,) = search.formula_differences(asked)
+    assert "feed_forward: the term b2 counted twice" in found["text"]

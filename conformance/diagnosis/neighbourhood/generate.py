@@ -307,7 +307,11 @@ def _battery():
     def model(a, config, what):
         built = a.build_model(config.as_dict(), 3)
         built.params  # noqa: B018 - drawn from the seed
-        built._params = {k: v * 4.0 if k.endswith(("E", "E_src", "E_tgt")) else v for k, v in built._params.items()}
+        # the seed's draw has zero biases and betas and unit gains: moved, so that a slip in any of them shows
+        noise = np.random.default_rng(7)
+        built._params = {k: v * 4.0 if k.endswith(("E", "E_src", "E_tgt")) else
+                         v + 0.3 * noise.normal(size=v.shape) if v.ndim == 1 else v
+                         for k, v in sorted(built._params.items())}
         if what == "forward":
             return built.forward(src, tgt)
         if what == "weights":
