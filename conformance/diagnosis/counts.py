@@ -226,9 +226,9 @@ MORE_TERMS = (
          lambda c: f"-{c.N} decoder layers x 2 x {c.d_model}"),
     Term("a LayerNorm fewer in each encoder layer", lambda c: -2 * c.d_model * c.N,
          lambda c: f"-{c.N} encoder layers x 2 x {c.d_model}"),
-    Term("an extra LayerNorm in each decoder layer", lambda c: 2 * c.d_model * c.N,
+    Term("a LayerNorm more in each decoder layer", lambda c: 2 * c.d_model * c.N,
          lambda c: f"{c.N} decoder layers x 2 x {c.d_model}"),
-    Term("an extra LayerNorm in each encoder layer", lambda c: 2 * c.d_model * c.N,
+    Term("a LayerNorm more in each encoder layer", lambda c: 2 * c.d_model * c.N,
          lambda c: f"{c.N} encoder layers x 2 x {c.d_model}"),
     # each bias of the feed-forward network on its own, and the inner one at the model's width
     Term("no inner feed-forward bias b1", lambda c: -c.d_ff * 2 * c.N, lambda c: f"-{2 * c.N} FFNs x {c.d_ff:,}"),
