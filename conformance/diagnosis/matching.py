@@ -426,7 +426,6 @@ def _profile(candidate, disk_cache: bool) -> set:
     """What the candidate's logits on one fixed model problem are confirmed to be (single known bugs or a
     combination), asked once per candidate whichever check asks first: the same for every failing check."""
     from conformance.problems import questions
-    from conformance.problems.scenarios import ModelSizes
 
     if candidate in _PROFILES:
         return _PROFILES[candidate]
@@ -434,10 +433,10 @@ def _profile(candidate, disk_cache: bool) -> set:
     provides = getattr(candidate, "provides", None)  # a stand-in candidate (tests) has no model to ask
     if provides is None or not provides("build_model"):
         return set()
-    from conformance.config import ModelConfig
+    from conformance.diagnosis.question import profile_problem
     from conformance.tolerances import MODEL, for_dtype
 
-    sizes = ModelSizes(ModelConfig(src_vocab=12, tgt_vocab=12, d_model=8, h=2, d_ff=16, N=2), B=2, S=5, T=4, seed=11)
+    sizes = profile_problem()
     model_tol = for_dtype(MODEL, candidate.conventions.dtype)
     try:
         matches = confirmed_matches(candidate, Question(questions.logits, sizes), model_tol, disk_cache=disk_cache,

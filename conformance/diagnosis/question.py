@@ -33,6 +33,15 @@ class Question:
         return self.probe if self.probe is not None else probe_of(self.problem)
 
 
+def profile_problem():
+    """The one fixed model problem a candidate's profile is asked on (the combination search's and the
+    neighbourhood's): small, padded, the same whichever check asks first."""
+    from conformance.config import ModelConfig
+    from conformance.problems.scenarios import ModelSizes
+
+    return ModelSizes(ModelConfig(src_vocab=12, tgt_vocab=12, d_model=8, h=2, d_ff=16, N=2), B=2, S=5, T=4, seed=11)
+
+
 def probe_of(problem: Any) -> Any:
     """A second, non-degenerate problem of the same kind: several heads, several positions with padding,
     two layers, d_model 16, fresh seed; the features a candidate declares (biases, eps, d_ff ratio) kept."""

@@ -24,6 +24,7 @@ from __future__ import annotations
 
 import ast
 import copy
+import math
 from collections.abc import Iterator
 
 # Calls whose left-out or swapped forms are no neighbour of a formula: conversions, the dtype's bookkeeping.
@@ -216,17 +217,13 @@ def confusion(node: ast.AST, context: dict) -> Iterator[tuple[ast.AST, str]]:
     name, owner = callee(node), _owner(node)
     if owner in ("np", "math", None) and name in CONFUSED_FUNCTIONS:
         for other in CONFUSED_FUNCTIONS[name]:
-            if owner == "math" and other in ("square", "exp2", "isinf", "minimum", "maximum", "triu", "tril"):
-                continue
+            if (owner == "math" and not hasattr(math, other)) or (owner is None and other not in ("max", "min")):
+                continue  # math has no square or tril; a bare call is a builtin: only max and min have a twin
             call = copy.deepcopy(node)
-            if isinstance(call.func, ast.Attribute):
-                call.func.attr = other
-                if owner == "math" and other == "square":
-                    continue
-            elif other in ("max", "min"):
+            if owner is None:
                 call.func.id = other
             else:
-                continue
+                call.func.attr = other
             yield call, "confusion"
     elif owner not in ("np", "math", "self") and isinstance(node.func, ast.Attribute) and name in CONFUSED_METHODS:
         for other in CONFUSED_METHODS[name]:

@@ -102,14 +102,12 @@ def model_profile(candidate, disk_cache: bool = True) -> list[dict]:
     if candidate in _MODEL_PROFILES:
         return _MODEL_PROFILES[candidate]
     _MODEL_PROFILES[candidate] = []
-    from conformance.config import ModelConfig
     from conformance.diagnosis.measurements.confirm import Asked
-    from conformance.diagnosis.question import Question
+    from conformance.diagnosis.question import Question, profile_problem
     from conformance.problems import questions
-    from conformance.problems.scenarios import ModelSizes
     from conformance.tolerances import MODEL, for_dtype
 
-    sizes = ModelSizes(ModelConfig(src_vocab=12, tgt_vocab=12, d_model=8, h=2, d_ff=16, N=2), B=2, S=5, T=4, seed=11)
+    sizes = profile_problem()
     try:
         asked = Asked.of(candidate, Question(questions.logits, sizes), for_dtype(MODEL, candidate.conventions.dtype),
                          disk_cache=disk_cache)
@@ -172,6 +170,7 @@ def third_problem(second):
     """A problem drawn after the search, of the second problem's kind, other sizes and values; None for a kind
     this does not know (the schedule's points: the second problem holds both the warm-up and the decay)."""
     from conformance.config import ModelConfig
+    from conformance.diagnosis.counts import third_size
     from conformance.diagnosis.question import PROBE_SEED, probe_of
     from conformance.problems.scenarios import SmoothedLossProblem
 
@@ -179,8 +178,7 @@ def third_problem(second):
     if drawn is not None:
         return drawn
     if isinstance(second, ModelConfig):  # a parameter count: every size other than the two asked
-        return second.replace(src_vocab=71, tgt_vocab=71 if second.share_embeddings else 67, d_model=40, h=5,
-                              d_ff=72, N=4)
+        return third_size(second)
     if isinstance(second, SmoothedLossProblem):
         rng = np.random.default_rng(PROBE_SEED + 3)
         n, v = second.logits.shape[0] + 3, second.logits.shape[1] + 4
