@@ -30,6 +30,7 @@ PUBLISHED_PE = {"published_positional_encoding_values", "published_wavelengths",
 DECODER_OUTPUTS = {"decode_matches_reference", "logits_match_reference", "logits_match_reference_at_base_size"}
 COUNTS = {"parameter_count_without_attention_biases", "parameter_count_matches_formula_for_any_config"}
 ONLY_PADDED_ROWS = "only the outputs at padded positions differ from the paper's (every real position is the paper's)"
+TARGET_MASK_TERM_LEFT_OUT = "decoder_layer: the term tgt_mask[:, None, :] left out"
 DECODER_CHECKS = ("-k", "decode_matches or logits_match")
 
 
@@ -172,10 +173,14 @@ def test_the_output_bias_is_listed_and_counted(report):
 
 @pytest.mark.slow
 def test_unmasked_target_padding_changes_only_padded_rows(paper_table):
-    """With the paper's table, the decoder's outputs still differ, at padded target positions only."""
+    """With the paper's table, the decoder's outputs still differ, at padded target positions only: each message
+    says so, or names the formula the generated neighbourhood confirms (the target's padding term left out of the
+    decoder's self-attention mask), on at least one check."""
     assert failed(paper_table) == DECODER_OUTPUTS
-    for check in DECODER_OUTPUTS:
-        assert ONLY_PADDED_ROWS in by_id(paper_table)[check]["message"], check
+    messages = {check: by_id(paper_table)[check]["message"] for check in DECODER_OUTPUTS}
+    for check, message in messages.items():
+        assert ONLY_PADDED_ROWS in message or TARGET_MASK_TERM_LEFT_OUT in message, (check, message)
+    assert any(TARGET_MASK_TERM_LEFT_OUT in message for message in messages.values()), messages
 
 
 @pytest.mark.slow

@@ -130,10 +130,11 @@ def _distance(a, b) -> float:
 
 
 def confirmed_matches(candidate, question: Question, tol: Tolerance, *, actual=None,
-                      disk_cache: bool = True, with_profile: bool = True) -> list[dict]:
+                      disk_cache: bool = True, profile: frozenset | None = None) -> list[dict]:
     """The known bugs whose answer equals the candidate's on the failing problem and on a second one where
     they differ from the paper's: [{mutant, bug, max_abs, probe_max_abs}], closest first. When no single bug
-    is confirmed, the combinations of known bugs (``combined_matches``): {mutant: "a+b", mutants: [a, b], ...}."""
+    is confirmed, the combinations of known bugs (``combined_matches``): {mutant: "a+b", mutants: [a, b], ...},
+    starting from ``profile`` (by default the candidate's, ``_profile``)."""
     problem = candidate.fit(question.problem)  # every candidate is asked exactly what this one was
     mine = _answer(question, candidate, problem) if actual is None else np.asarray(actual, np.float64)
     if mine is None or not np.isfinite(mine).all():
@@ -153,8 +154,8 @@ def confirmed_matches(candidate, question: Question, tol: Tolerance, *, actual=N
         return confirmed
     answers = [(bug, asked[bug.name] if bug.name in asked
                 else known_answer(question, bug.candidate, problem, disk_cache=disk_cache)) for bug in known]
-    return combined_matches(second, problem, mine, answers, profile=_profile(candidate, disk_cache)
-                            if with_profile else set())
+    return combined_matches(second, problem, mine, answers,
+                            profile=_profile(candidate, disk_cache) if profile is None else profile)
 
 
 def offered(candidate, question: Question, tol: Tolerance, matches: list[dict], *,
@@ -280,14 +281,14 @@ def _confirm(second: _Second, first) -> list[dict]:
 # Several bugs at once
 # --------------------------------------------------------------------------------------------------
 # A search over compositions of single bugs (``combine``), cheapest guesses first, each stage confirmed
-# before the next: (0) the candidate's profile (``_profile``: what its logits on one fixed model problem are
-# confirmed to be): its combinations, alone and each with one more bug, then its single bugs each with one more
-# (PROFILE_SINGLE_PAIRS at most); (1) pairs among the TOP_SINGLES closest singles; (2) the ANCHORS closest
-# singles, each with every other single it composes with (a bug that dominates the output hides a weak partner
-# deep in the ranking); (3) the TRIPLE_SEEDS closest unconfirmed pairs, each extended by one of the TOP_SINGLES.
-# Every composed candidate asked is a rerun of the question; MAX_RERUNS bounds them per failing check,
-# confirmations on the second problem included (60 layer or small-model runs: about a second in torch).
-# The profile is a fixed question of the candidate, asked once: what another check confirmed never reorders the
+# before the next: (0) the candidate's profile (``_profile``: what its fixed ladder of questions, from its parts
+# to its logits, is confirmed to be): its combinations, alone and each with one more bug, then its single bugs
+# each with one more (PROFILE_SINGLE_PAIRS at most); (1) pairs among the TOP_SINGLES closest singles; (2) the
+# ANCHORS closest singles, each with every other single it composes with (a bug that dominates the output hides
+# a weak partner deep in the ranking); (3) the TRIPLE_SEEDS closest unconfirmed pairs, each extended by one of
+# the TOP_SINGLES. Every composed candidate asked is a rerun of the question; MAX_RERUNS bounds them per failing
+# check, confirmations on the second problem included (60 layer or small-model runs: about a second in torch).
+# The profile is asked once per candidate, on fixed questions: what another check confirmed never reorders the
 # search, so a failure's explanation does not depend on which checks ran before it.
 TOP_SINGLES = 6
 ANCHORS = 2
@@ -418,33 +419,35 @@ def _explaining(rest, correct, answers) -> list[str]:
     return [name for *_, name in sorted(scored)]
 
 
-# candidate -> its profile: the known bugs (name tuples) confirmed on one fixed model question
+# candidate -> its profile: the known bugs (name tuples) confirmed on its fixed ladder of questions
 _PROFILES: weakref.WeakKeyDictionary = weakref.WeakKeyDictionary()
 
 
 def _profile(candidate, disk_cache: bool) -> set:
-    """What the candidate's logits on one fixed model problem are confirmed to be (single known bugs or a
-    combination), asked once per candidate whichever check asks first: the same for every failing check."""
-    from conformance.problems import questions
+    """The known bugs (single or combined) confirmed on the candidate's profile ladder (``profile_ladder``: fixed
+    questions from its parts to its logits, each rung's search starting from the rungs below), asked once per
+    candidate whichever check asks first: the same for every failing check."""
+    from conformance.diagnosis.question import profile_ladder
+    from conformance.tolerances import for_candidate
 
     if candidate in _PROFILES:
         return _PROFILES[candidate]
     _PROFILES[candidate] = set()
-    provides = getattr(candidate, "provides", None)  # a stand-in candidate (tests) has no model to ask
-    if provides is None or not provides("build_model"):
+    provides = getattr(candidate, "provides", None)  # a stand-in candidate (tests) has no parts to ask
+    if provides is None:
         return set()
-    from conformance.diagnosis.question import profile_problem
-    from conformance.tolerances import MODEL, for_dtype
-
-    sizes = profile_problem()
-    model_tol = for_dtype(MODEL, candidate.conventions.dtype)
-    try:
-        matches = confirmed_matches(candidate, Question(questions.logits, sizes), model_tol, disk_cache=disk_cache,
-                                    with_profile=False)
-    except Exception:  # noqa: BLE001 - a candidate whose model cannot answer has no profile
-        matches = []
-    _PROFILES[candidate] = {tuple(match.get("mutants") or [match["mutant"]]) for match in matches}
-    return _PROFILES[candidate]
+    profile: set = set()
+    for part, question, table in profile_ladder(candidate):
+        if not provides(part):
+            continue
+        try:
+            matches = confirmed_matches(candidate, question, for_candidate(table, candidate), disk_cache=disk_cache,
+                                        profile=frozenset(profile))
+        except Exception:  # noqa: BLE001 - a part that cannot answer adds nothing to the profile
+            matches = []
+        profile |= {tuple(sorted(match.get("mutants") or [match["mutant"]])) for match in matches}
+    _PROFILES[candidate] = profile
+    return profile
 
 
 class _CombinationSearch:

@@ -42,6 +42,28 @@ def profile_problem():
     return ModelSizes(ModelConfig(src_vocab=12, tgt_vocab=12, d_model=8, h=2, d_ff=16, N=2), B=2, S=5, T=4, seed=11)
 
 
+def profile_ladder(candidate) -> list[tuple[str, Question, Any]]:
+    """The fixed questions a candidate's profile of known bugs is asked, from its parts to its model: (the part the
+    question needs, the question, its tolerance table). Real code deviates in the same places for every check, and a
+    part shows fewer of its deviations at once than the model: each rung's search starts from what the rungs below
+    confirmed (OpenNMT-py's pre-norm on its encoder layer, then its final norms on its memory, then its mask on the
+    padded logits)."""
+    from conformance.problems import questions
+    from conformance.problems.scenarios import LayerSizes
+    from conformance.tolerances import ELEMENTWISE, LAYER, MODEL
+
+    longest = getattr(candidate, "longest", lambda n: n)
+    sizes = profile_problem()
+    layer = LayerSizes(B=2, S=5, T=4, h=2, d_k=4, d_ff=16, bias=True, seed=11)
+    return [
+        ("positional_encoding", Question(questions.positional_encoding_table, (longest(50), 64), probe=(12, 32)),
+         ELEMENTWISE),
+        ("encoder_layer", Question(questions.encoder_layer_output, layer), LAYER),
+        ("model.encode", Question(questions.memory, sizes), MODEL),
+        ("build_model", Question(questions.logits, sizes), MODEL),
+    ]
+
+
 def probe_of(problem: Any) -> Any:
     """A second, non-degenerate problem of the same kind: several heads, several positions with padding,
     two layers, d_model 16, fresh seed; the features a candidate declares (biases, eps, d_ff ratio) kept."""

@@ -56,6 +56,11 @@ def _drawn_once(draw):
 # --------------------------------------------------------------------------------------------------
 
 
+def positional_encoding_table(candidate, size: tuple[int, int]) -> np.ndarray:
+    """PE(n, d_model) for ``size`` = (n, d_model)."""
+    return candidate.positional_encoding(*size)
+
+
 @_drawn_once
 def encoder_layer_problem(sizes: LayerSizes):
     """Weights, x (B, S, d_model) and a trailing source padding mask (B, S)."""
