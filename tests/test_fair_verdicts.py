@@ -1,4 +1,7 @@
-"""A check fails only for the claim it makes: a layer bug is not a mask bug, a padded position is not a real one."""
+"""A check fails only for the claim it makes: a layer bug is not a mask bug, a padded position is not a real one, an
+adapter's own error is not a verdict about the paper, a declared configuration is not asked outside itself."""
+
+from conftest import adapter_path
 
 
 def test_padded_query_rows_are_judged_only_where_the_layer_is_right(certify):
@@ -16,3 +19,35 @@ def test_target_padding_invariance_looks_at_real_positions_only(certify):
     rows with a finite fill) changes only padded positions, and passes it."""
     run = certify("mutant:query_rows_also_masked", "-k", "appending_target_padding", "--no-training")
     assert run.statuses() == {"appending_target_padding_leaves_real_logits_unchanged": "passed"}, run.out
+
+
+def test_a_declared_output_matrix_is_not_asked_about_the_tying(certify):
+    """A candidate that declares an output matrix of its own (tie_output False only) cannot be asked about §3.4's
+    tying: not implemented, the declaration the reason; one that declares separate source and target tables is
+    asked about its target table, and passes as the reference."""
+    untied = certify(adapter_path("untied_tables"), "-k", "changing_an_unused", "--no-training")
+    check = untied.report["checks"][0]
+    assert check["status"] == "not_implemented", check
+    assert "declares tie_output in (False,) only" in check["message"], check["message"]
+    separate = certify(adapter_path("separate_tables_tied_output"), "-k", "changing_an_unused", "--no-training")
+    assert separate.statuses() == {"changing_an_unused_embedding_row_changes_only_its_logit": "passed"}, separate.out
+
+
+def test_the_long_source_check_reads_only_the_long_sources_refusal(certify):
+    """The adapter's own error (load_weights cannot place a name) is this check's error, not a table's length; a
+    table of 512 rows is found and measured: 512 tokens encode, 1,100 do not."""
+    broken = certify(adapter_path("load_weights_name_error"), "-k", "longer_than_1024", "--no-training")
+    check = broken.report["checks"][0]
+    assert check["status"] == "error", check
+    assert "KeyError" in check["message"] and "fixed length" not in check["message"], check["message"]
+    table = certify(adapter_path("positions_table_512"), "-k", "longer_than_1024", "--no-training")
+    check = table.report["checks"][0]
+    assert check["status"] == "advisory", check
+    assert "and 512 tokens encode" in check["message"], check["message"]
+
+
+def test_the_dropout_twin_differs_from_its_model_in_dropout_only(certify):
+    """A trained parameter outside the canonical names (a learned logit offset, as an output bias) is no dropout:
+    the twin and the model both load the same canonical weights, and a model whose dropout is the paper's passes."""
+    run = certify(adapter_path("trained_parameter_beyond_the_paper"), "-k", "evaluation_mode_has_no_dropout")
+    assert run.statuses() == {"evaluation_mode_has_no_dropout": "passed"}, run.out

@@ -258,10 +258,15 @@ def test_evaluation_mode_has_no_dropout(candidate, check, rng, seed):
             "two greedy decodings of the same sources differ (dropout acts in training only)",
             expected="identical outputs", actual="different outputs",
         )
+    # The twin differs in dropout only: both load the same canonical weights, so that every parameter the paper does
+    # not name (learned positions, an output bias) takes the same identity value in both (load_weights' contract).
     twin = candidate.build_model(config.replace(dropout=0.0, recipe=dataclasses.replace(config.recipe, dropout=0.0)),
                                  seed=seed)
-    twin.load_weights(model.dump_weights())
-    check.close(first, twin.forward(batch.src, batch.tgt_in), for_candidate(MODEL, candidate),
+    weights = model.dump_weights()
+    model.load_weights(weights)
+    twin.load_weights(weights)
+    check.close(model.forward(batch.src, batch.tgt_in), twin.forward(batch.src, batch.tgt_in),
+                for_candidate(MODEL, candidate),
                 what="logits at dropout 0.1 vs the same weights at dropout 0 (evaluation mode)")
 
 
