@@ -51,3 +51,22 @@ def test_the_dropout_twin_differs_from_its_model_in_dropout_only(certify):
     the twin and the model both load the same canonical weights, and a model whose dropout is the paper's passes."""
     run = certify(adapter_path("trained_parameter_beyond_the_paper"), "-k", "evaluation_mode_has_no_dropout")
     assert run.statuses() == {"evaluation_mode_has_no_dropout": "passed"}, run.out
+
+
+def test_the_failing_example_is_the_one_the_check_ran(certify):
+    """Hypothesis draws a bias-free layer first; the candidate declares biases, so the layer ran with them: the
+    printed example says bias=True, and that it was fitted."""
+    run = certify(adapter_path("pre_norm_with_biases_declared"), "-k", "encoder_layer_matches_reference and not base",
+                  "--no-training", "--no-diagnosis")
+    message = run.report["checks"][0]["message"]
+    example = message[message.index("Failing test case:"):]
+    assert "bias=True" in example and "bias=False" not in example, example
+    assert "(sizes as run: fitted to the configurations the candidate declares)" in example, example
+
+
+def test_a_check_no_configuration_of_which_is_declared_ends_early(certify):
+    """Every configuration the tying check draws asks tie_output True, which the candidate excludes: not implemented
+    after the first refusals, not after the hundreds Hypothesis would draw."""
+    run = certify(adapter_path("untied_tables"), "-k", "changing_an_unused", "--no-training")
+    examples = run.report["checks"][0]["examples"]
+    assert examples["ran"] == 0 and examples["skipped"] <= 25, examples

@@ -88,9 +88,10 @@ def test_grade_passes_what_is_named_and_nothing_else(some_root, tmp_path, capsys
     assert "not-for-the-worker" not in json.dumps(graded) and VALUE not in json.dumps(graded)
 
 
-def test_a_load_error_without_a_named_variable_lists_the_variables_removed(some_root, tmp_path, monkeypatch):
-    """``os.getenv`` returns None and the import fails later: no variable can be named, so the sandbox's
-    removals are listed (names only) with the fixes."""
+def test_a_load_error_after_a_removed_variable_was_looked_up_names_it(some_root, tmp_path, monkeypatch):
+    """``os.getenv`` returns None and the import fails later: the variable cannot be told from the error, but the
+    worker saw the import look it up and find nothing, and the sandbox removed it: that one is named (never a value),
+    with the fixes; the other removed variable (CI), never looked up, is not."""
     for name in set(os.environ) - {"PATH", "HOME", "SOME_ROOT", "OTHER_SECRET"}:
         monkeypatch.delenv(name)
     monkeypatch.setenv("CI", "true")
@@ -100,10 +101,21 @@ def test_a_load_error_without_a_named_variable_lists_the_variables_removed(some_
         load_isolated(str(path), timeout_s=10, limits=Limits(pass_env=("OTHER_SECRET",)))
     assert str(error.value) == (
         f"importing {path} raised TypeError: unsupported operand type(s) for +: 'NoneType' and 'str'. Fix the file's"
-        " import-time code. The sandboxed worker's environment holds only PATH, HOME, TMPDIR, the locale and thread"
-        " counts and the variables passed (OTHER_SECRET); the sandbox removed the 2 other variables set in this"
-        " environment: CI, SOME_ROOT. If the import needs one: --pass-env NAME (repeatable), or --no-isolate to run"
-        " in this process")
+        " import-time code. The import looked up SOME_ROOT, set in this environment; the sandbox removed it from the"
+        " worker's, which holds only PATH, HOME, TMPDIR, the locale and thread counts and the variables passed"
+        " (OTHER_SECRET). If the import needs it: --pass-env NAME (repeatable), or --no-isolate to run in this"
+        " process")
+
+
+def test_a_load_error_that_looked_up_no_removed_variable_says_nothing_of_the_environment(some_root, tmp_path):
+    """A TypeError of the adapter's own, after looking up only a variable unset here too: the load error is about
+    the adapter, with no paragraph on the variables the sandbox removed."""
+    path = tmp_path / "typeerror_adapter.py"
+    path.write_text('import os\nos.getenv("NOT_SET_ANYWHERE_HERE")\nWIDTH = len(3)\n')
+    with pytest.raises(LoadError) as error:
+        load_isolated(str(path), timeout_s=10)
+    assert str(error.value) == (f"importing {path} raised TypeError: object of type 'int' has no len(). Fix the"
+                                " file's import-time code"), str(error.value)
 
 
 def test_many_removed_variables_are_counted_past_the_first_names():

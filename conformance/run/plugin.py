@@ -13,9 +13,11 @@ from __future__ import annotations
 
 import contextlib
 import functools
+import re
 import shlex
 import shutil
 import sys
+import textwrap
 import time
 from pathlib import Path
 
@@ -231,6 +233,10 @@ class Examples:
 
 
 _examples_key = pytest.StashKey[Examples]()
+# A check whose first drawn configurations are all refused (a part that raises NotImplementedError for any, a
+# declaration that excludes what the check asks) ends as not implemented after this many, instead of drawing until
+# Hypothesis gives up (hundreds of examples: minutes for an unfinished draft).
+REFUSALS_BEFORE_NOT_IMPLEMENTED = 20
 
 
 def per_example(inner, examples: Examples):
@@ -243,7 +249,7 @@ def per_example(inner, examples: Examples):
     def run_example(*args, **kwargs):
         from hypothesis import reject
 
-        candidate = kwargs.get("candidate")
+        candidate, drawn = kwargs.get("candidate"), kwargs
         if candidate is not None:
             kwargs = {name: candidate.fit(value) for name, value in kwargs.items()}
         try:
@@ -251,9 +257,14 @@ def per_example(inner, examples: Examples):
         except PartNotImplemented as exc:
             examples.skipped += 1
             examples.reasons[exc.fields.get("reason") or exc.message] = True
+            if not examples.ran and examples.skipped >= REFUSALS_BEFORE_NOT_IMPLEMENTED:
+                raise  # a part still a TODO, or a declaration that excludes the check: no need to draw hundreds
             reject()
-        except BaseException:
+        except BaseException as exc:
             examples.ran += 1
+            fitted = {name: value for name, value in kwargs.items() if _changed(value, drawn[name])}
+            if fitted:  # Hypothesis prints what it drew; the report shows what ran (``as_run``)
+                exc.fitted_example = fitted
             raise
         examples.ran += 1
         return outcome
@@ -470,7 +481,7 @@ def _classify(item, call, candidate) -> CheckResult:
         result.status, result.message = "error", f"internal error in the check: {type(exc).__name__}: {exc}"
     notes = getattr(exc, "__notes__", None)
     if notes:
-        result.message += "\n" + "\n".join(notes)
+        result.message += "\n" + "\n".join(as_run(note, getattr(exc, "fitted_example", None)) for note in notes)
     unanswered = candidate.ledger.unanswered
     if result.status == "failed" and unanswered:  # a verdict on no answer (a check that reads a raise as a claim)
         result.status, result.message = "error", f"{unanswered} (the check's own verdict: {result.message})"
@@ -578,6 +589,44 @@ def provenance_note(ledger: dict) -> str:
     parts = [f"{part} supplied by the suite ({rec['note']})" for part, rec in ledger["supplied"].items()]
     parts += [f"{e['part']} converted by {e['converter']} ({e['what']})" for e in ledger["converted"]]
     return "  answered with help: " + "; ".join(parts)
+
+
+def _changed(ran, drawn) -> bool:
+    """Whether fitting changed a drawn argument (``fit`` returns what it leaves alone, or an equal copy)."""
+    if ran is drawn:
+        return False
+    try:
+        return bool(ran != drawn)
+    except Exception:  # noqa: BLE001 - values without a plain equality: say they changed
+        return True
+
+
+HYPOTHESIS_EXAMPLE = re.compile(r"^(Failing test case|Falsifying example): ")
+EXAMPLE_ARGUMENT = re.compile(r"^    (\w+)=", re.M)
+
+
+def as_run(note: str, fitted: dict | None) -> str:
+    """Hypothesis's failing example with each argument the run fitted to the candidate's declarations
+    (``Candidate.fit``) shown as it ran, and a line that says so; any other note unchanged."""
+    if not fitted or not HYPOTHESIS_EXAMPLE.match(note):
+        return note
+    from hypothesis.vendor.pretty import pretty
+
+    starts = list(EXAMPLE_ARGUMENT.finditer(note))
+    if not starts:
+        return note
+    end = note.rstrip().rfind("\n)")
+    pieces, cursor = [], 0
+    for match, following in zip(starts, [*starts[1:], None], strict=True):
+        stop = following.start() if following is not None else end + 1
+        name = match.group(1)
+        if name in fitted:
+            value = textwrap.indent(pretty(fitted[name]), "    ").lstrip()
+            pieces += [note[cursor:match.start()], f"    {name}={value},\n"]
+            cursor = stop
+    pieces.append(note[cursor:])
+    shown = ", ".join(sorted(fitted))
+    return "".join(pieces) + f"\n({shown} as run: fitted to the configurations the candidate declares)"
 
 
 def _unwrap(exc: BaseException) -> BaseException:

@@ -7,7 +7,8 @@ value here, and the report lists its name (``isolation.limits.pass_env``), never
 to a submission's code hands the secret to its author.
 
 An adapter that finds its checkout through a variable (``os.environ["EXT_ROOT"]``) fails to load isolated;
-the load error says which variables the sandbox removed and how to pass one, or to run in-process. A call
+the load error names the removed variables the import looked up (``AbsentLookups``) and how to pass one, or to run
+in-process. A call
 that fails on a missing variable says the same of that variable.
 """
 
@@ -62,20 +63,47 @@ def _raised_by_environ(exc: KeyError) -> bool:
     return frame.f_code.co_name == "__getitem__" and frame.f_locals.get("self") is os.environ
 
 
-def load_note(pass_env: tuple[str, ...], missing: str | None) -> str:
+def load_note(pass_env: tuple[str, ...], missing: str | None, looked_up: list[str] = ()) -> str:
     """What a load error adds about the environment (sentences, no leading separator): for a missing variable,
-    whether the sandbox removed it and the fix; else the variables the sandbox removed; "" when the
-    environment cannot be the cause (nothing removed)."""
+    whether the sandbox removed it and the fix; else the variables the import looked up (``AbsentLookups``) that the
+    sandbox removed; "" when the environment cannot be the cause (it looked up none of them): a TypeError of the
+    adapter's own is about the adapter only."""
     gone = removed(pass_env)
     if missing is not None:
         return _missing_fix(missing, gone) or "Fix the file's import-time code"
-    if not gone:
+    read = [name for name in gone if name in set(looked_up)]  # the grader's own names: nothing the worker wrote
+    if not read:
         return ""
     passed = f" and the variables passed ({', '.join(pass_env)})" if pass_env else ""
-    variables = "variables" if len(gone) > 1 else "variable"
-    return (f"The sandboxed worker's environment holds only PATH, HOME, TMPDIR, the locale and thread counts{passed};"
-            f" the sandbox removed the {len(gone)} other {variables} set in this environment: {fmt_names(gone)}. If"
-            " the import needs one: --pass-env NAME (repeatable), or --no-isolate to run in this process")
+    them, one = ("them", "one") if len(read) > 1 else ("it", "it")
+    return (f"The import looked up {fmt_names(read)}, set in this environment; the sandbox removed {them} from the"
+            f" worker's, which holds only PATH, HOME, TMPDIR, the locale and thread counts{passed}. If the import"
+            f" needs {one}: --pass-env NAME (repeatable), or --no-isolate to run in this process")
+
+
+class AbsentLookups:
+    """The names the candidate's code looked up in ``os.environ`` and found absent (``os.environ[NAME]``,
+    ``os.environ.get``, ``os.getenv``), in the order first looked up: what a load error may say about the
+    environment. ``watch`` makes ``os.environ`` an instance of a subclass that notes them."""
+
+    KEPT = 64
+
+    def __init__(self):
+        self.names: list[str] = []
+
+    def watch(self) -> None:
+        names, kept = self.names, self.KEPT
+
+        class Watched(type(os.environ)):
+            def __getitem__(self, key):
+                try:
+                    return super().__getitem__(key)
+                except KeyError:
+                    if isinstance(key, str) and len(names) < kept and key not in names:
+                        names.append(key)
+                    raise
+
+        os.environ.__class__ = Watched
 
 
 def call_note(pass_env: tuple[str, ...], missing: str | None) -> str:

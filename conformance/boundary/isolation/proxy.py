@@ -228,7 +228,7 @@ class ProxyAdapter:
                 raise _NeverForked from None
             raise LoadError(f"the implementation {fmt_exit(report, self.limits)} while being imported"
                             + fmt_output(output)) from None
-        load_error_keys = {"load_error", "import_raised", "missing_variable", *REFUSED_KEYS}
+        load_error_keys = {"load_error", "import_raised", "missing_variable", "absent_variables", *REFUSED_KEYS}
         if not isinstance(reply, dict) or not ({"hello"} == set(reply) or "load_error" in reply
                                                and set(reply) <= load_error_keys):
             worker.cleanup()
@@ -267,7 +267,9 @@ class ProxyAdapter:
         missing = variable_name(reply.get("missing_variable"))
         if self.refused and missing is None:  # what it tried to read says more than the variables removed
             return f"{message.removesuffix('. ' + importing.FIX_IMPORT)}. {self._reads_note()}"
-        note = environment.load_note(self.limits.pass_env, missing)
+        looked_up = reply.get("absent_variables")
+        looked_up = [name for name in looked_up if isinstance(name, str)] if isinstance(looked_up, list) else []
+        note = environment.load_note(self.limits.pass_env, missing, looked_up)
         return f"{message}. {note}" if note else message
 
     def _reads_note(self) -> str:

@@ -32,11 +32,12 @@ def serve(request_fd: int, response_fd: int, namespace: str) -> None:
     keep_freed_memory()
     channel = wire.Channel(request_fd, response_fd)
     start = channel.receive()
-    spec, refused = start["spec"], Refusals()
+    spec, refused, absent = start["spec"], Refusals(), environment.AbsentLookups()
+    absent.watch()
     try:
         adapter, hello = load(start, namespace, refused)
     except BaseException as exc:  # noqa: BLE001 - whatever the import does, the grader hears of it
-        channel.send({**load_error(exc, spec), **refused.report()})
+        channel.send({**load_error(exc, spec), "absent_variables": absent.names, **refused.report()})
         return
     channel.send({"hello": {**hello, **refused.report()}})
     model_parts, conventions = start["model_parts"], hello["conventions"]
