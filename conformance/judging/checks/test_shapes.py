@@ -261,7 +261,8 @@ def _observe(candidate, config: ModelConfig, inputs: dict, with_attention: bool)
         "memory": model.encode(src).shape,
         "logits": model.forward(src, tgt_in).shape,
         "embedding_table": table.shape,
-        "output_projection": (table.shape[1], table.shape[0]),
+        # tied (§3.4): E^T, (d_model, vocab); an output matrix of its own where the candidate declares one
+        "output_projection": weights["W_out"].shape if "W_out" in weights else (table.shape[1], table.shape[0]),
     }
     if with_attention:
         attn = model.attention_weights(src, tgt_in)
