@@ -495,3 +495,56 @@ def test_a_declared_adapter_has_the_parts_it_was_given_and_no_other():
     halve = on_tensors(lambda t, keep: (t / 2, keep.sum()))
     halved, kept = halve(np.ones((2, 2), np.float32), np.array([True, False, True]))
     assert halved.dtype == np.float32 and (halved == 0.5).all() and kept == 2.0
+
+
+class _OddNorm(nn.Module):
+    """A LayerNorm whose vectors' names say nothing of their roles: ``weird_w`` built as ones (its gain), ``weird_s``
+    as zeros (its shift); ``random`` draws both instead, so that only the forward could tell them."""
+
+    def __init__(self, random=False):
+        super().__init__()
+        self.weird_w = nn.Parameter(torch.randn(16) if random else torch.ones(16))
+        self.weird_s = nn.Parameter(torch.randn(16) if random else torch.zeros(16))
+
+    def forward(self, x):
+        centred = x - x.mean(-1, keepdim=True)
+        return self.weird_w * centred / torch.sqrt(centred.pow(2).mean(-1, keepdim=True) + 1e-5) + self.weird_s
+
+
+def test_a_norms_gain_and_shift_are_told_by_what_they_hold_when_built_never_guessed():
+    """Ones when built: the gain; zeros: the shift, whatever their names. Drawn at random and named like neither: a
+    TODO that names them, and no entry (the draft never guesses a role)."""
+    class Layer(nn.Module):
+        def __init__(self, decoder, random):
+            super().__init__()
+            self.self_attn = _Attention(("q_proj", "k_proj", "v_proj", "out_proj"))
+            if decoder:
+                self.encoder_attn = _Attention(("q_proj", "k_proj", "v_proj", "out_proj"))
+            self.fc1, self.fc2 = nn.Linear(16, 40), nn.Linear(40, 16)
+            self.norms = nn.ModuleList(_OddNorm(random) for _ in range(3 if decoder else 2))
+
+    class Net(nn.Module):
+        def __init__(self, random=False):
+            super().__init__()
+            self.encoder = nn.ModuleList(Layer(False, random) for _ in range(2))
+            self.decoder = nn.ModuleList(Layer(True, random) for _ in range(2))
+
+    proposal = propose_mapping(Net(), PROBE, echo=False)
+    assert proposal.names["*.{l}.norm1.gamma"] == "*.{l}.norms.0.weird_w"
+    assert proposal.names["decoder.{l}.norm3.beta"] == "decoder.{l}.norms.2.weird_s"
+    drawn = propose_mapping(Net(random=True), PROBE, echo=False)
+    assert not any(".norm" in name for name in drawn.names), drawn.names
+    assert any("encoder.0.norms.0.weird_w (16,): a vector of encoder LayerNorm 1 built neither as ones" in guess
+               for guess in drawn.guesses), drawn.guesses
+
+
+def test_a_parameter_without_a_canonical_name_is_set_to_what_it_held_when_built():
+    """A gain named like nothing the name rule knows (``weird_w``), left out of the map: load_weights sets it to the
+    ones it was built with, not to a shift's 0 (which would make every output of the norm its shift)."""
+    from conformance.adapters.torch import identity_value
+
+    norm = _OddNorm()
+    norm.weird_w.data.fill_(1.0)
+    assert identity_value(norm, "weird_w") == 1.0 and identity_value(norm, "weird_s") == 0.0
+    norm.weird_w.data.normal_()  # trained since: the value it was first asked for is kept
+    assert identity_value(norm, "weird_w") == 1.0

@@ -14,7 +14,9 @@ from each other (d_model, d_ff, the vocabularies), the fewer guesses. The rules,
   projections; in a decoder layer the one named cross/src/enc/context/multihead/mem is the cross-attention,
   else the second one;
 * the LayerNorms of a layer are norm1, norm2 (norm3) in the order the layer registers them;
-* the LayerNorm vectors are gamma (weight, gamma, scale, g, a_2) and beta (bias, beta, b, b_2);
+* a LayerNorm's vectors are told by what they hold when built: ones are its gain gamma, zeros its shift beta; a
+  vector built otherwise (drawn at random) by its name (weight, gamma, scale, g, a_2: gamma; bias, beta, b, b_2:
+  beta), and one whose role neither tells is left out with a TODO, never guessed;
 * (vocab, d) tables outside the layers, or anywhere under a name that says embedding (emb, embed, lut, tok,
   word: ``src_embed.0.lut.weight``, ``encoder.embeddings.emb_luts.0.weight``), are E (copies when there are
   several and the config shares them), or E_src/E_tgt by their number of rows (else their names); an output
@@ -47,6 +49,7 @@ TABLE_HINTS = ("emb", "lut", "tok", "word", "shared")
 OUTPUT_WORDS = ("out", "output", "generator", "head", "logits", "logit", "proj", "projection", "classifier", "pred")
 TARGET_WORDS = ("tgt", "trg", "target", "dec", "decoder")
 GAMMA_LEAVES = ("weight", "gamma", "scale", "g", "a_2", "a2", "alpha")
+BETA_LEAVES = ("bias", "beta", "b", "b_2", "b2", "shift", "offset")
 
 
 @dataclass(frozen=True)
@@ -58,6 +61,7 @@ class Parameter:
     shape: tuple[int, ...]
     owner: str = ""
     aliases: tuple[tuple[str, str], ...] = ()
+    fill: float | None = None  # the one value every entry holds when built (a norm's ones, a shift's zeros), if any
 
     @property
     def names(self) -> list[tuple[str, str]]:
@@ -126,8 +130,17 @@ def parameters_of(module) -> list[Parameter]:
     def owner(path: str) -> str:
         return owners.get(path.rpartition(".")[0], "")
 
-    return [Parameter(paths[0], tuple(p.shape), owner(paths[0]), tuple((other, owner(other)) for other in paths[1:]))
+    return [Parameter(paths[0], tuple(p.shape), owner(paths[0]), tuple((other, owner(other)) for other in paths[1:]),
+                      constant_fill(p))
             for p, paths in tensors.values()]
+
+
+def constant_fill(tensor) -> float | None:
+    """The one value a vector holds in every entry (1.0 for a gain built as ones), else None; matrices: None."""
+    if len(tuple(tensor.shape)) != 1 or not tensor.shape[0]:
+        return None
+    values = tensor.detach().flatten().tolist()
+    return float(values[0]) if all(v == values[0] for v in values) else None
 
 
 def propose_mapping(module, config, *, echo: bool = True) -> Proposal:
@@ -315,12 +328,28 @@ def match_norms(stack: str, params: list[Parameter], d: int, proposal: Proposal,
     names = {}
     for i, module in enumerate(modules[:expected], start=1):
         for p in (p for p in vectors if p.module == module):
-            role = "gamma" if p.leaf.lower() in GAMMA_LEAVES else "beta"
+            role = norm_role(p)
+            if role is None:
+                proposal.guesses.append(f"{p.path} {p.shape}: a vector of {stack} LayerNorm {i} built neither as ones"
+                                        " (a gain) nor as zeros (a shift), its name telling neither: map it to"
+                                        f" '{stack}.<layer>.norm{i}.gamma' or '.beta' by what its forward does")
+                continue
             names[f"norm{i}.{role}"] = p.path
     if any(not m.endswith(str(i)) for i, m in enumerate(modules[:expected], start=1)):
         proposal.guesses.append(f"{stack} layer norms: norm1, norm2{', norm3' if expected == 3 else ''} in the order"
                                 " the layer registers them")
     return names
+
+
+def norm_role(p: Parameter) -> str | None:
+    """"gamma" or "beta" for a LayerNorm's vector: ones when built are a gain, zeros a shift; else its name says,
+    or None."""
+    if p.fill == 1.0:
+        return "gamma"
+    if p.fill == 0.0:
+        return "beta"
+    leaf = p.leaf.lower()
+    return "gamma" if leaf in GAMMA_LEAVES else "beta" if leaf in BETA_LEAVES else None
 
 
 def is_table(p: Parameter, config: ModelConfig) -> bool:

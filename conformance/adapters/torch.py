@@ -133,8 +133,20 @@ def _block(slot: Slot) -> str:
 
 
 def identity_value(module: nn.Module, path: str) -> float:
-    """What a parameter without a canonical name is set to: a norm's scale 1, anything else 0 (a bias, a
-    norm's shift, learned positions): values that change nothing the paper's weights decide."""
+    """What a parameter without a canonical name is set to: values that change nothing the paper's weights decide.
+    A norm's vector: the constant 1 or 0 it held when first asked (a gain built as ones, whatever its name: ``a_2``),
+    kept for the module's life; else by its name: a norm's scale 1, anything else 0 (a bias, a norm's shift, learned
+    positions)."""
+    remembered = module.__dict__.setdefault("_conformance_identity_values", {})
+    if path not in remembered:
+        values = module.get_parameter(path).detach().flatten()
+        built = float(values[0]) if values.numel() and bool((values == values[0]).all()) else None
+        in_norm = _is_norm(module, path.rpartition(".")[0])
+        remembered[path] = built if in_norm and built in (0.0, 1.0) else _identity_by_name(module, path)
+    return remembered[path]
+
+
+def _identity_by_name(module: nn.Module, path: str) -> float:
     owner_path, _, leaf = path.rpartition(".")
     return 1.0 if leaf in ("gamma", "scale") or (_is_norm(module, owner_path) and leaf == "weight") else 0.0
 
