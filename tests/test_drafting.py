@@ -5,7 +5,7 @@ answers a user gives its TODOs, built from today's draft) certify.
 The models: (a) one config dataclass with a field no key names, and a factory function; (b) a composition constructor
 ``Seq2Seq(encoder, decoder, src_pad_idx, trg_pad_idx, device)``; (c) an output matrix of its own; (d) attention without
 biases beside a biased FFN; (e) one joint vocabulary and one table, the output tied to it by assignment; and two
-constructors with an argument no key names (blocked_model.py).
+constructors with an argument no key names (blocked_model.py); (f) attention projections in a list under their module.
 """
 
 from __future__ import annotations
@@ -25,6 +25,7 @@ from conformance.adapters.draft import draft  # noqa: E402
 from conformance.boundary.loading import import_target  # noqa: E402
 from conformance.cli import EXIT_NOTHING_RAN, main  # noqa: E402
 from conformance.config import ModelConfig, toy_config  # noqa: E402
+from conformance.errors import LoadError  # noqa: E402
 from conformance.weights import model_shapes, random_weights  # noqa: E402
 
 DRAFTING = Path(__file__).parent / "drafting"
@@ -238,3 +239,19 @@ def test_the_finished_adapter_passes_every_check_it_runs(name, tmp_path):
     for check in errors:
         assert re.search(r"canonical weights do not match the config|KeyError: 'E'", found[check]["message"]), check
     assert sum(status == "passed" for status in statuses.values()) >= 17
+
+
+# -- (f) attention modules the name map cannot derive ------------------------------------------------------------------
+
+
+def test_attention_modules_the_map_cannot_derive_are_listed_where_the_helper_takes_them(tmp_path):
+    """The Annotated Transformer's projections sit in a list under their attention module: the draft lists the
+    attention modules as TorchModel's option (``model={"attention": ATTENTION}``), and the draft loads; a bare
+    ``attention=`` keyword is refused with the fix."""
+    text = drafted("nested_projections_model", "NestedProjectionsTransformer")
+    assert 'model={"attention": ATTENTION},' in text and "\n    attention=ATTENTION" not in text, text
+    adapter = load(text, tmp_path)
+    assert adapter.model_options["attention"]["*.{l}.self_attn"] == "*.{l}.self_attn"
+    with pytest.raises(LoadError, match=r"raised TypeError: TorchAdapter: attention is an option of its models, not"
+                                        r" a part. Fix: pass model=\{'attention': \.\.\.\}"):
+        load(text.replace('    model={"attention": ATTENTION},\n', "    attention=ATTENTION,\n"), tmp_path, "bare.py")

@@ -363,8 +363,10 @@ def render(module_name: str, target, built: Plan, proposal: Proposal, supports, 
     listed = not attention_derived(proposal)
     before, first = construct(built, failure)
     functions, keywords = calls
-    arguments = (["attention=ATTENTION,"] if listed else []) + ["conventions=Conventions("]
+    arguments = ["conventions=Conventions("]
     arguments += [f"    {line}" for line in "\n".join(conventions).splitlines()]
+    if listed:  # an option of TorchModel, where the name map does not derive the attention modules
+        keywords = {"attention": "ATTENTION", **keywords}
     if keywords:
         arguments.append("model={" + ", ".join(f"{literal(k)}: {v}" for k, v in keywords.items()) + "},")
     arguments += SUPPLIED_HINT

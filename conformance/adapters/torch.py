@@ -823,12 +823,18 @@ class TorchAdapter:
                  "label_smoothed_loss")
     COMPONENTS = ("multi_head_attention", "feed_forward", "encoder_layer", "decoder_layer", "attention_sublayer",
                   "ffn_sublayer")
+    MODEL_OPTIONS = ("encode", "decode", "forward", "greedy_decode", "trainer", "generate_step", "attention")
 
     def __init__(self, module: Callable | None = None, *, names: dict, conventions, init: Callable | None = None,
                  model: dict | None = None, make_model: Callable | None = None, model_class: type = TorchModel,
                  parameter_count: Callable | None = None, count_on: str = "meta", name: str | None = None,
                  supplied: tuple[str, ...] = (), **parts):
         unknown = set(parts) - set(self.FUNCTIONS) - set(self.COMPONENTS)
+        options = sorted(unknown & set(self.MODEL_OPTIONS))
+        if options:
+            are = "is an option" if len(options) == 1 else "are options"
+            raise TypeError(f"TorchAdapter: {', '.join(options)} {are} of its models, not a part. Fix: pass model={{"
+                            + ", ".join(f"{option!r}: ..." for option in options) + "}")
         if unknown:
             raise TypeError(f"TorchAdapter: no part named {', '.join(sorted(unknown))} (parts: "
                             f"{', '.join(self.FUNCTIONS + self.COMPONENTS)})")
