@@ -5,7 +5,8 @@ answers a user gives its TODOs, built from today's draft) certify.
 The models: (a) one config dataclass with a field no key names, and a factory function; (b) a composition constructor
 ``Seq2Seq(encoder, decoder, src_pad_idx, trg_pad_idx, device)``; (c) an output matrix of its own; (d) attention without
 biases beside a biased FFN; (e) one joint vocabulary and one table, the output tied to it by assignment; and two
-constructors with an argument no key names (blocked_model.py); (f) attention projections in a list under their module.
+constructors with an argument no key names (blocked_model.py); (f) attention projections in a list under their module;
+(g) an FFN inner size hard-wired to 4 d_model.
 """
 
 from __future__ import annotations
@@ -255,3 +256,20 @@ def test_attention_modules_the_map_cannot_derive_are_listed_where_the_helper_tak
     with pytest.raises(LoadError, match=r"raised TypeError: TorchAdapter: attention is an option of its models, not"
                                         r" a part. Fix: pass model=\{'attention': \.\.\.\}"):
         load(text.replace('    model={"attention": ATTENTION},\n', "    attention=ATTENTION,\n"), tmp_path, "bare.py")
+
+
+# -- (g) an inner size the constructor does not take ---------------------------------------------------------------
+
+
+def test_an_ffn_hard_wired_to_4_d_model_is_mapped_and_declared(tmp_path):
+    """The constructor takes no d_ff: the probe reads the FFN's inner size off the built module (4 d_model), maps its
+    matrices, and declares d_ff_ratio (4,), so every check asks what it can build; the model's checks pass."""
+    text = drafted("fixed_ffn_model", "FixedFFNTransformer")
+    assert supports_of(text)["d_ff_ratio"] == (4,), text
+    assert reasons_of(text)["d_ff_ratio"] == "the feed-forward network's inner size is fixed at 4 d_model in the" \
+                                            " implementation"
+    assert names_of(text)["*.{l}.ffn.W1"] == "*.{l}.feed_forward.fc1.weight" and "fc1" not in text.split("NAMES")[0]
+    assert "#   encoder.0.feed_forward" not in text, text
+    found = certify(text, tmp_path, "-k", MODEL_CHECKS)
+    assert "logits_match_reference" in found
+    assert {check: c["status"] for check, c in found.items()} == dict.fromkeys(found, "passed")

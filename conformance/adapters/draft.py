@@ -99,6 +99,29 @@ def tying_of(parameters: list, built: Plan, config: ModelConfig) -> ModelConfig:
     return config.replace(share_embeddings=False, tie_output=not outputs)
 
 
+def inner_width(parameters: list, built: Plan, config: ModelConfig) -> tuple[ModelConfig, tuple[dict, dict]]:
+    """The probe's config with the FFN's inner size the built model really has, and the declaration that follows
+    when the constructor takes none (``supports``, ``reasons``): a hard-wired 4 d_model is d_ff_ratio (4,). Read off
+    the layers' (d_model, x) and (x, d_model) matrices, x none of the attention's widths."""
+    from collections import Counter
+
+    from conformance.adapters.propose import layer_of
+
+    if "d_ff" in built.keys:
+        return config, ({}, {})
+    d = config.d_model
+    wide = Counter(p.oriented[1] for p in parameters if layer_of(p.path) and len(p.shape) == 2
+                   and p.oriented[0] == d and p.oriented[1] not in (d, 2 * d, 3 * d))
+    narrow = {p.oriented[0] for p in parameters if layer_of(p.path) and len(p.shape) == 2 and p.oriented[1] == d}
+    widths = [x for x, _ in wide.most_common() if x in narrow]
+    if not widths or widths[0] == config.d_ff:
+        return config, ({}, {})
+    ratio = widths[0] / d
+    ratio = int(ratio) if ratio == int(ratio) else ratio
+    return config.replace(d_ff=widths[0]), ({"d_ff_ratio": (ratio,)}, {
+        "d_ff_ratio": f"the feed-forward network's inner size is fixed at {ratio} d_model in the implementation"})
+
+
 def attention_biases(net, proposal: Proposal) -> list[bool]:
     """Whether each of the attention's own projections (the W_Q, W_K, W_V, W_O the proposal mapped in the first
     layers, fused or not) carries a bias: read off the module, never off the FFN."""
@@ -164,8 +187,10 @@ def draft(spec: str) -> str:
     if net is None:
         return render(module_name, target, built, Proposal(), {}, {}, model_calls(target, None), failure=failure)
     config = tying(net, built, config)
+    config, inner = inner_width(parameters_of(net), built, config)
     proposal = propose(parameters_of(net), config)
     supports, reasons = limits(net, built, proposal, config)
+    supports, reasons = {**inner[0], **supports}, {**inner[1], **reasons}
     proposal.guesses += position_guesses(net, proposal)
     return render(module_name, target, built, proposal, supports, reasons, model_calls(type(net), net))
 
@@ -356,7 +381,8 @@ def render(module_name: str, target, built: Plan, proposal: Proposal, supports, 
     if isinstance(proposal.names.get("E"), list):  # separate tables serve the shared E
         conventions.append("ties_embeddings=False,")
     if supports:
-        conventions += ["supports={" + ", ".join(f"{literal(k)}: {literal(v)}" for k, v in supports.items()) + "},",
+        conventions += [*wrapped("supports={", [f"{literal(k)}: {literal(v)}" for k, v in supports.items()], "},",
+                                 WIDTH - 8),
                         "reasons={" + ",\n         ".join(f"{literal(k)}: {literal(v)}"
                                                             for k, v in reasons.items()) + "},"]
     conventions[-1] = conventions[-1].removesuffix(",") + "),"
