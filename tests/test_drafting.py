@@ -6,7 +6,7 @@ The models: (a) one config dataclass with a field no key names, and a factory fu
 ``Seq2Seq(encoder, decoder, src_pad_idx, trg_pad_idx, device)``; (c) an output matrix of its own; (d) attention without
 biases beside a biased FFN; (e) one joint vocabulary and one table, the output tied to it by assignment; and two
 constructors with an argument no key names (blocked_model.py); (f) attention projections in a list under their module;
-(g) an FFN inner size hard-wired to 4 d_model.
+(g) an FFN inner size hard-wired to 4 d_model; (h) the width under two names (d_word_vec, d_model).
 """
 
 from __future__ import annotations
@@ -270,6 +270,22 @@ def test_an_ffn_hard_wired_to_4_d_model_is_mapped_and_declared(tmp_path):
                                             " implementation"
     assert names_of(text)["*.{l}.ffn.W1"] == "*.{l}.feed_forward.fc1.weight" and "fc1" not in text.split("NAMES")[0]
     assert "#   encoder.0.feed_forward" not in text, text
+    found = certify(text, tmp_path, "-k", MODEL_CHECKS)
+    assert "logits_match_reference" in found
+    assert {check: c["status"] for check, c in found.items()} == dict.fromkeys(found, "passed")
+
+
+# -- (h) the width under two names ---------------------------------------------------------------------------------
+
+
+def test_a_width_under_two_names_is_given_to_both_and_a_linear_named_like_a_table_is_an_output(tmp_path):
+    """d_word_vec and d_model both take the model's width (the constructor asserts them equal: a draft that gave
+    d_model only to the first could not build, and fell back to an empty skeleton); ``trg_word_prj``, an nn.Linear
+    whose name has "word" in it, is the output matrix of its own, not a second target table."""
+    text = drafted("word_vec_model", "WordVecTransformer")
+    assert "d_word_vec=c.d_model, d_model=c.d_model" in text, text
+    assert names_of(text)["W_out"] == "trg_word_prj.weight" and todos(text) == [], text
+    assert supports_of(text)["tie_output"] == (False,)
     found = certify(text, tmp_path, "-k", MODEL_CHECKS)
     assert "logits_match_reference" in found
     assert {check: c["status"] for check, c in found.items()} == dict.fromkeys(found, "passed")

@@ -245,8 +245,11 @@ class Planner:
     def argument(self, parameter, callee, required, used: set, *, in_object: bool, depth: int) -> Argument | None:
         name, is_required = parameter.name, parameter.default is parameter.empty
         key = config_key(name, in_object=in_object)
-        if key and (in_object or key not in used or any(w in name.lower().split("_") for w in SIDE_WORDS)):
-            used.add(key)  # a config object holds every spelling; a constructor's second dim is not d_model again
+        # A config object holds every spelling; a constructor's second dim is not d_model again, unless it is named
+        # exactly so (d_word_vec, then d_model: both the model's width).
+        if key and (in_object or key not in used or name == key
+                    or any(w in name.lower().split("_") for w in SIDE_WORDS)):
+            used.add(key)
             return Argument(name, f"c.{key}")
         if name in DERIVED:
             return Argument(name, DERIVED[name])

@@ -373,8 +373,10 @@ def is_output(p: Parameter, config: ModelConfig) -> bool:
 
 
 def is_embedding(p: Parameter) -> bool:
-    """A table tokens are looked up in: an nn.Embedding's, or one whose name says so, under any of its names."""
-    return any("Embedding" in owner or any(w in path.lower() for w in TABLE_HINTS) for path, owner in p.names)
+    """A table tokens are looked up in: an nn.Embedding's, or one whose name says so, under any of its names; an
+    nn.Linear's weight only as a second name of an embedding's (``trg_word_prj``, a Linear, is no table)."""
+    return any("Embedding" in owner or ("Linear" not in owner and any(w in path.lower() for w in TABLE_HINTS))
+               for path, owner in p.names)
 
 
 def split_tables(tables: list[Parameter], config: ModelConfig) -> tuple[list[Parameter], list[Parameter]]:
