@@ -6,7 +6,8 @@ The models: (a) one config dataclass with a field no key names, and a factory fu
 ``Seq2Seq(encoder, decoder, src_pad_idx, trg_pad_idx, device)``; (c) an output matrix of its own; (d) attention without
 biases beside a biased FFN; (e) one joint vocabulary and one table, the output tied to it by assignment; and two
 constructors with an argument no key names (blocked_model.py); (f) attention projections in a list under their module;
-(g) an FFN inner size hard-wired to 4 d_model; (h) the width under two names (d_word_vec, d_model).
+(g) an FFN inner size hard-wired to 4 d_model; (h) the width under two names (d_word_vec, d_model); (i) stacks
+that default to None.
 """
 
 from __future__ import annotations
@@ -289,3 +290,17 @@ def test_a_width_under_two_names_is_given_to_both_and_a_linear_named_like_a_tabl
     found = certify(text, tmp_path, "-k", MODEL_CHECKS)
     assert "logits_match_reference" in found
     assert {check: c["status"] for check, c in found.items()} == dict.fromkeys(found, "passed")
+
+
+# -- (i) stacks that default to None ----------------------------------------------------------------------------------
+
+
+def test_stacks_that_default_to_none_are_built_not_read_as_absent():
+    """``encoder=None, decoder=None``: built as the composition constructor's are (the classes of those names), so
+    the draft reads the model's real tables and declares the tying they have (two tables, an output matrix of its
+    own), never one read off a model without its stacks."""
+    text = drafted("optional_stacks_model", "OptionalSeq2Seq")
+    assert "    encoder = Encoder(input_dim=c.src_vocab, hid_dim=c.d_model" in text, text
+    assert "return OptionalSeq2Seq(encoder, decoder," in text, text
+    assert names_of(text)["W_out"] == "decoder.fc_out.weight"
+    assert supports_of(text)["share_embeddings"] == (False,) and supports_of(text)["tie_output"] == (False,)

@@ -277,9 +277,10 @@ class Planner:
             step.comment = (f"{_name(callee)}({parameter.name}) takes a config object: built here from the suite's"
                             " sizes")
             return Argument(parameter.name, step.variable, positional=True)
-        if parameter.default is not parameter.empty:
+        absent = parameter.default is None and any(w in parameter.name.lower() for w in ("enc", "dec"))
+        if parameter.default is not parameter.empty and not absent:
             return None  # an optional module: the callee builds its own
-        cls, guess = module_class(parameter, callee)
+        cls, guess = module_class(parameter, callee)  # a stack defaulting to None is absent unless built here
         if cls is None:
             return None
         step = self.call(cls, self.variable(parameter.name), depth=depth + 1)
