@@ -7,7 +7,7 @@ The models: (a) one config dataclass with a field no key names, and a factory fu
 biases beside a biased FFN; (e) one joint vocabulary and one table, the output tied to it by assignment; and two
 constructors with an argument no key names (blocked_model.py); (f) attention projections in a list under their module;
 (g) an FFN inner size hard-wired to 4 d_model; (h) the width under two names (d_word_vec, d_model); (i) stacks
-that default to None.
+that default to None; (j) a module without vocabulary tables.
 """
 
 from __future__ import annotations
@@ -304,3 +304,12 @@ def test_stacks_that_default_to_none_are_built_not_read_as_absent():
     assert "return OptionalSeq2Seq(encoder, decoder," in text, text
     assert names_of(text)["W_out"] == "decoder.fc_out.weight"
     assert supports_of(text)["share_embeddings"] == (False,) and supports_of(text)["tie_output"] == (False,)
+
+
+def test_a_model_without_tables_declares_nothing_about_tying():
+    """No vocabulary table in the built module: the draft declares neither share_embeddings nor tie_output (it
+    read nothing they could rest on) and says the table is to be mapped by hand."""
+    text = drafted("tableless_model", "Tableless")
+    declared = supports_of(text) if "supports={" in text else {}
+    assert "share_embeddings" not in declared and "tie_output" not in declared, text
+    assert "TODO no embedding table found: map E by hand" in text, text

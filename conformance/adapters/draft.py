@@ -154,8 +154,9 @@ def limits(net, built: Plan, proposal: Proposal, config: ModelConfig) -> tuple[d
     if len(set(biases)) > 1:
         proposal.guesses.append("attention biases on some projections only: declared attention_bias=(False,), the"
                                 " biases there set to 0; check")
-    supports["share_embeddings"], supports["tie_output"] = (config.share_embeddings,), (config.tie_output,)
-    reasons.update(_table_reasons(net, config))
+    if tables_of(parameters_of(net), config):  # no table read: nothing to declare about tying
+        supports["share_embeddings"], supports["tie_output"] = (config.share_embeddings,), (config.tie_output,)
+        reasons.update(_table_reasons(net, config))
     return supports, reasons
 
 
