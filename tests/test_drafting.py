@@ -313,3 +313,15 @@ def test_a_model_without_tables_declares_nothing_about_tying():
     declared = supports_of(text) if "supports={" in text else {}
     assert "share_embeddings" not in declared and "tie_output" not in declared, text
     assert "TODO no embedding table found: map E by hand" in text, text
+
+
+def test_a_check_without_the_models_greedy_loop_names_the_line_that_supplies_it(tmp_path):
+    """A draft that leaves supplied= commented out: the greedy checks are not implemented, and the report names the
+    one line that would run the suite's loop over its decode (never credited)."""
+    text = drafted("nested_projections_model", "NestedProjectionsTransformer")
+    found = certify(text, tmp_path, "-k", "greedy_decoding_picks or logits_match_reference_at")
+    check = found["greedy_decoding_picks_the_argmax_at_every_step"]
+    assert check["status"] == "not_implemented"
+    assert check["message"].endswith("does not provide model.greedy_decode. To run the lesson's greedy loop over your"
+                                     " decode instead (reported as the suite's, never credited to your code):"
+                                     ' supplied=("greedy_decode",) in TorchAdapter(...)'), check["message"]

@@ -361,6 +361,15 @@ def select_by_check_id(items, expression: str):
     return selected, deselected
 
 
+# The model parts the suite can supply, and the one line of TorchAdapter that asks for them (never credited).
+SUPPLIABLE = {
+    "model.greedy_decode": ". To run the lesson's greedy loop over your decode instead (reported as the suite's,"
+                           " never credited to your code): supplied=(\"greedy_decode\",) in TorchAdapter(...)",
+    "model.train_step": ". To train with the paper's recipe instead (reported as the suite's, never credited to your"
+                        " code): supplied=(\"train_step\",) in TorchAdapter(...)",
+}
+
+
 def pytest_runtest_setup(item):
     candidate = _item_candidate(item)
     if candidate is None:
@@ -371,7 +380,8 @@ def pytest_runtest_setup(item):
     for marker in item.iter_markers("requires"):
         for part in marker.args:
             if not candidate.provides(part):
-                raise PartNotImplemented(f"{candidate.name} does not provide {part}", part=part)
+                raise PartNotImplemented(f"{candidate.name} does not provide {part}{SUPPLIABLE.get(part, '')}",
+                                         part=part)
             # a --dtype it does not declare: not implemented here, never blocked by a prerequisite refused alike
             refusal = candidate.dtype_refusal if candidate.dtype_asked is not None and candidate.loaded else None
             if refusal:
