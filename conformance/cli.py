@@ -270,6 +270,20 @@ def template(args) -> int:
     return EXIT_OK
 
 
+def cannot_import(source: str, exc: ImportError) -> str:
+    """Why ``template --from`` could not import ``source``, and the fix for that cause: the module itself not found
+    (run from its folder, or give its file), or a package it imports missing (install it)."""
+    module = source.partition(":")[0]
+    wanted = module.removesuffix(".py").replace("/", ".").split(".")[-1] if module.endswith(".py") else module
+    missing = getattr(exc, "name", None)
+    if isinstance(exc, ModuleNotFoundError) and missing and not (wanted == missing or wanted.startswith(missing + ".")
+                                                                 or missing.startswith(wanted)):
+        return (f"importing it needs {missing!r}, which is not installed here ({exc}). Fix: install it (pip install"
+                f" {missing.split('.')[0]}) in the environment that runs transformer-conformance")
+    return (f"cannot import it ({exc}). Fix: run from the folder that contains the module, or give its file:"
+            " path/to/file.py:Class")
+
+
 def template_from(source: str) -> int:
     """The adapter draft for an nn.Module class (conformance.adapters.draft), a Flax NNX class (draft_jax) or a Keras
     class (draft_keras); exit 2 with the fix if it cannot."""
@@ -286,8 +300,7 @@ def template_from(source: str) -> int:
                 break
         text = draft(source) if text is None else text
     except ImportError as exc:
-        print(f"template --from {source}: cannot import it ({exc}). Fix: run from the folder that contains the"
-              " module, or give its file: path/to/file.py:Class", file=sys.stderr)
+        print(f"template --from {source}: {cannot_import(source, exc)}", file=sys.stderr)
         return EXIT_USAGE
     except (ValueError, AttributeError, TypeError) as exc:
         print(f"template --from {source}: {exc}", file=sys.stderr)

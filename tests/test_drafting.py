@@ -7,7 +7,8 @@ The models: (a) one config dataclass with a field no key names, and a factory fu
 biases beside a biased FFN; (e) one joint vocabulary and one table, the output tied to it by assignment; and two
 constructors with an argument no key names (blocked_model.py); (f) attention projections in a list under their module;
 (g) an FFN inner size hard-wired to 4 d_model; (h) the width under two names (d_word_vec, d_model); (i) stacks
-that default to None; (j) a module without vocabulary tables.
+that default to None, and keyword-only; (j) a module without vocabulary tables; (k) a module that imports a package
+this environment lacks.
 """
 
 from __future__ import annotations
@@ -325,3 +326,19 @@ def test_a_check_without_the_models_greedy_loop_names_the_line_that_supplies_it(
     assert check["message"].endswith("does not provide model.greedy_decode. To run the lesson's greedy loop over your"
                                      " decode instead (reported as the suite's, never credited to your code):"
                                      ' supplied=("greedy_decode",) in TorchAdapter(...)'), check["message"]
+
+
+def test_keyword_only_stacks_are_passed_by_name():
+    """``KeywordOnlySeq2Seq(src_pad_idx, *, encoder, decoder, ...)``: the stacks are passed by name after the size
+    (the draft compiles; positional after keyword would not)."""
+    text = drafted("optional_stacks_model", "KeywordOnlySeq2Seq")
+    compile(text, "draft.py", "exec")
+    assert "KeywordOnlySeq2Seq(src_pad_idx=c.pad_id, encoder=encoder, decoder=decoder" in text, text
+
+
+def test_a_package_the_module_imports_is_named_as_missing_not_the_module(capsys, monkeypatch):
+    monkeypatch.chdir(DRAFTING)
+    assert main(["template", "--from", "needs_missing_package:NeedsMissing"]) == 2
+    err = capsys.readouterr().err
+    assert "importing it needs 'a_package_nobody_installed', which is not installed here" in err, err
+    assert "Fix: install it (pip install a_package_nobody_installed)" in err and "run from the folder" not in err, err

@@ -86,6 +86,7 @@ class Argument:
     todo: str = ""
     blocking: bool = False
     positional: bool = False
+    keyword_only: bool = False
 
     def render(self) -> str:
         return self.source if self.positional else f"{self.name}={self.source}"
@@ -237,6 +238,7 @@ class Planner:
             argument = self.argument(parameter, callee, required, used, in_object=in_object, depth=depth)
             if argument is not None:
                 argument.positional = argument.positional or parameter.kind == parameter.POSITIONAL_ONLY
+                argument.keyword_only = parameter.kind == parameter.KEYWORD_ONLY
                 arguments.append(argument)
         step = Step(variable, callee, _positional_first(arguments))
         self.steps.append(step)
@@ -299,11 +301,13 @@ class Planner:
 
 
 def _positional_first(arguments: list[Argument]) -> list[Argument]:
-    """Leading modules and config objects are passed by position, as the callee's own code would write them."""
+    """Leading modules and config objects are passed by position, as the callee's own code would write them; none
+    after the first passed by name (Python allows no positional argument after a keyword one), and never a
+    keyword-only parameter."""
+    leading = True
     for argument in arguments:
-        if not (argument.positional or argument.source == argument.name):
-            break
-        argument.positional = True
+        leading = leading and (argument.positional or argument.source == argument.name) and not argument.keyword_only
+        argument.positional = leading
     return arguments
 
 
