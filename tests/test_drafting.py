@@ -8,7 +8,7 @@ biases beside a biased FFN; (e) one joint vocabulary and one table, the output t
 constructors with an argument no key names (blocked_model.py); (f) attention projections in a list under their module;
 (g) an FFN inner size hard-wired to 4 d_model; (h) the width under two names (d_word_vec, d_model); (i) stacks
 that default to None, and keyword-only; (j) a module without vocabulary tables; (k) a module that imports a package
-this environment lacks.
+this environment lacks; (l) sequence-first ids and activations.
 """
 
 from __future__ import annotations
@@ -342,3 +342,17 @@ def test_a_package_the_module_imports_is_named_as_missing_not_the_module(capsys,
     err = capsys.readouterr().err
     assert "importing it needs 'a_package_nobody_installed', which is not installed here" in err, err
     assert "Fix: install it (pip install a_package_nobody_installed)" in err and "run from the folder" not in err, err
+
+
+# -- (l) sequence first ------------------------------------------------------------------------------------------------
+
+
+def test_the_layout_is_told_by_what_encode_does(tmp_path):
+    """One token of sentence 0 changed: a sequence-first encoder moves only column 0 of its output, so the draft
+    declares batch_first=False, and the model's checks pass; a batch-first one keeps batch_first=True."""
+    text = drafted("sequence_first_model", "SequenceFirstTransformer")
+    assert 'mask="keep", batch_first=False, framework="torch",' in text, text
+    found = certify(text, tmp_path, "-k", MODEL_CHECKS)
+    assert "logits_match_reference" in found
+    assert {check: c["status"] for check, c in found.items()} == dict.fromkeys(found, "passed")
+    assert 'batch_first=True, framework="torch",' in drafted("bias_free_model", "BiasFreeTransformer")

@@ -193,7 +193,13 @@ def draft(spec: str) -> str:
     supports, reasons = limits(net, built, proposal, config)
     supports, reasons = {**inner[0], **supports}, {**inner[1], **reasons}
     proposal.guesses += position_guesses(net, proposal)
-    return render(module_name, target, built, proposal, supports, reasons, model_calls(type(net), net))
+    first = batch_axis(net, config)
+    encode = _method(type(net), "encode")
+    if first is None and encode is not None and len(_required(encode)) == 1:  # a stub's TODO states the layout
+        proposal.guesses.append("batch_first=True assumed: encode could not be run on a probe to tell which axis of"
+                                " its ids is the batch")
+    return render(module_name, target, built, proposal, supports, reasons, model_calls(type(net), net),
+                  batch_first=first is not False)
 
 
 def position_guesses(net, proposal: Proposal) -> list[str]:
@@ -213,6 +219,35 @@ def position_guesses(net, proposal: Proposal) -> list[str]:
             guesses.append(f"{path}: learned positions; load_weights sets them to 0 (no positional encoding) and the"
                            " report lists them")
     return guesses
+
+
+def batch_axis(net, config: ModelConfig) -> bool | None:
+    """Whether the model's ``encode`` takes its ids batch first (True) or sequence first (False), told by what it
+    does, not by a name: one token of sentence 0 changed, a batch-first encoder moves only row 0 of its output, a
+    sequence-first one only column 0. None when encode cannot be run on the probe's ids, or neither holds."""
+    import torch
+
+    encode = _method(type(net), "encode")
+    if encode is None or len(_required(encode)) != 1:
+        return None
+    first = max(config.pad_id, config.bos_id, config.eos_id) + 1
+    ids = torch.arange(15).reshape(3, 5) % (config.src_vocab - first) + first
+    changed = ids.clone()
+    changed[0, 0] = first if int(ids[0, 0]) != first else first + 1
+    try:
+        with torch.no_grad():
+            net.eval()
+            moved = (net.encode(changed) - net.encode(ids)).abs()
+    except Exception:  # noqa: BLE001 - an encode that wants more than ids: the draft cannot tell, and says so
+        return None
+    if moved.dim() != 3 or tuple(moved.shape[:2]) != (3, 5):
+        return None
+    where = moved.sum(-1) > 0
+    if where[0].all() and not where[1:].any():
+        return True
+    if where[:, 0].all() and not where[:, 1:].any():
+        return False
+    return None
 
 
 def model_calls(cls, net) -> tuple[list[str], dict[str, str]]:
@@ -377,8 +412,8 @@ SUPPLIED_HINT = ['# greedy decoding and a training step: your own (model={"greed
 
 
 def render(module_name: str, target, built: Plan, proposal: Proposal, supports, reasons,
-           calls: tuple[list[str], dict[str, str]], failure: str = "") -> str:
-    conventions = ['mask="keep", batch_first=True, framework="torch",']
+           calls: tuple[list[str], dict[str, str]], failure: str = "", batch_first: bool = True) -> str:
+    conventions = [f'mask="keep", batch_first={batch_first}, framework="torch",']
     if isinstance(proposal.names.get("E"), list):  # separate tables serve the shared E
         conventions.append("ties_embeddings=False,")
     if supports:
