@@ -49,6 +49,7 @@ def test_the_suites_conventions_are_few_and_listed_in_the_docs(checks):
     assert conventions == ["fully_masked_row_gives_zero_weights_and_only_b_O",
                            "fully_masked_row_gives_zero_weights_and_output",
                            "fully_masked_source_sentence_is_invisible_to_the_decoder",
+                           "layers_use_the_lessons_layer_norm_epsilon",
                            "source_longer_than_1024_tokens_is_encoded"]
     docs = (Path(__file__).parents[1] / "docs" / "claims.md").read_text()
     assert all(f"`{name}`" in docs for name in conventions)

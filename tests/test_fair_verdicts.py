@@ -70,3 +70,18 @@ def test_a_check_no_configuration_of_which_is_declared_ends_early(certify):
     run = certify(adapter_path("untied_tables"), "-k", "changing_an_unused", "--no-training")
     examples = run.report["checks"][0]["examples"]
     assert examples["ran"] == 0 and examples["skipped"] <= 25, examples
+
+
+def test_a_declared_epsilon_other_than_the_lessons_is_said_and_never_counted(certify):
+    """ε 1e-12, declared: the layers pass at it, and the epsilon check says the value and its reason, advisory
+    (the paper gives no ε); the reference, which declares none, passes it."""
+    run = certify(adapter_path("eps_of_bert"), "-k", "lessons_layer_norm_epsilon or encoder_layer_matches_reference_at",
+                  "--no-training")
+    assert run.statuses() == {"layers_use_the_lessons_layer_norm_epsilon": "advisory",
+                              "encoder_layer_matches_reference_at_base_size": "passed"}, run.out
+    message = {c["id"]: c["message"] for c in run.report["checks"]}["layers_use_the_lessons_layer_norm_epsilon"]
+    assert message.startswith("the layers' LayerNorm epsilon is declared 1e-12 (LayerNorm(d_model, eps=1e-12) in"
+                              " every layer, as ported from TensorFlow), where the lesson's is 1e-05"), message
+    assert run.code == 0
+    reference = certify("reference", "-k", "lessons_layer_norm_epsilon", "--no-training")
+    assert reference.statuses() == {"layers_use_the_lessons_layer_norm_epsilon": "passed"}

@@ -28,12 +28,13 @@ def lesson(where: str, text: str) -> pytest.MarkDecorator:
     return pytest.mark.claim(source="lesson", where=where, text=text)
 
 
-def convention(text: str, *, judges_non_finite: bool = False) -> pytest.MarkDecorator:
-    """What this suite expects where the paper and the lessons say nothing; never decides conformance alone.
-    ``judges_non_finite``: finiteness is what it claims (a fully masked row: the paper's own formula gives NaN
-    there), so a NaN or inf answer is its claim not holding, not an error (``plugin._classify``)."""
-    return pytest.mark.claim(source="convention", where="this suite (the paper and the lessons are silent)",
-                             text=text, judges_non_finite=judges_non_finite)
+def convention(text: str, *, judges_non_finite: bool = False,
+               where: str = "this suite (the paper and the lessons are silent)") -> pytest.MarkDecorator:
+    """What this suite expects where the paper says nothing (and the lessons nothing, or only a framework's default,
+    named in ``where``); never decides conformance alone. ``judges_non_finite``: finiteness is what it claims (a fully
+    masked row: the paper's own formula gives NaN there), so a NaN or inf answer is its claim not holding, not an
+    error (``plugin._classify``)."""
+    return pytest.mark.claim(source="convention", where=where, text=text, judges_non_finite=judges_non_finite)
 
 
 def of(item) -> dict | None:
@@ -116,6 +117,12 @@ ANY_LENGTH = convention("A source longer than the positional tables real code pr
                         " allow the model to extrapolate to sequence lengths longer than the ones encountered during"
                         " training\" (the lesson's Step 2). A table of 512 or 1,024 rows is an engineering limit the"
                         " paper does not set.")
+
+LESSONS_EPSILON = convention("The layers' LayerNorm epsilon is the lesson's: \"ε (10⁻⁵ in PyTorch) avoids dividing by"
+                             " 0\". The paper gives none; a value fixed elsewhere (1e-12 in code ported from"
+                             " TensorFlow's BERT, 1e-6) changes the outputs only of rows whose variance is near it.",
+                             where=f"{STEP_BY_STEP}, Step 3: the encoder layer (PyTorch's default; the paper is"
+                                   " silent)")
 
 # §3.4, §3.5 embeddings, output, positions
 EMBEDDING = lesson(f"{STEP_BY_STEP}, Step 1: token embeddings, times sqrt(d_model)",

@@ -15,6 +15,7 @@ from hypothesis import given
 
 from conformance.diagnosis import Question, find_structure
 from conformance.diagnosis.localise import locate_encode, suspect_in_encoder_layer
+from conformance.errors import PartNotImplemented
 from conformance.paper import claims
 from conformance.problems import oracle, questions
 from conformance.problems.scenarios import LOADED_MODEL, LayerSizes, fast_failure, layer_sizes, model_sizes
@@ -66,3 +67,25 @@ def test_encode_matches_reference(candidate, check, sizes):
         locate=lambda: locate_encode(candidate, cfg, weights, src),
         structure=lambda: find_structure(candidate, "encoder"),
     )
+
+
+LESSONS_EPS = 1e-5
+NORMED_PARTS = ("encoder_layer", "decoder_layer", "attention_sublayer", "ffn_sublayer", "build_model")
+
+
+@claims.LESSONS_EPSILON
+def test_layers_use_the_lessons_layer_norm_epsilon(candidate, check):
+    """The layers' LayerNorm ε is the lesson's 10⁻⁵, or any the suite gives them.
+
+    Read off the declaration: a candidate that declares no ε takes the one each call gives; one that declares its
+    own (fixed in its code) is said, with the value and the reason it gives."""
+    if not any(candidate.provides(part) for part in NORMED_PARTS):
+        raise PartNotImplemented(f"{candidate.name} provides no layer, sublayer or model: no LayerNorm epsilon to read",
+                                 part="encoder_layer")
+    declared = candidate.conventions.supports.get("eps")
+    reason = candidate.conventions.reasons.get("eps")
+    check.claim(declared is None or any(abs(float(eps) - LESSONS_EPS) <= 1e-12 for eps in declared),
+                f"the layers' LayerNorm epsilon is declared {', '.join(f'{float(eps):g}' for eps in declared or ())}"
+                f"{f' ({reason})' if reason else ''}, where the lesson's is 1e-05 (PyTorch's default): rows whose"
+                " variance is near either value normalise differently", expected="eps 1e-05 (or any given)",
+                actual=f"eps {', '.join(f'{float(eps):g}' for eps in declared or ())}")
