@@ -42,9 +42,9 @@ def statuses(folder: Path) -> dict[str, str]:
     return {check["id"]: check["status"] for check in json.loads((folder / "report.json").read_text())["checks"]}
 
 
-# The page's code fills hidden scores with -1e9: an all-padding source is read uniformly, a convention of the suite
-# (advisory, exit 0), which the page says.
-ADVISED = {"fully_masked_source_sentence_is_invisible_to_the_decoder"}
+# The page's code fills hidden scores with -1e9 (an all-padding source is read uniformly) and fixes its LayerNorm
+# epsilon at 1e-6: two conventions of the suite (advisory, exit 0), which the page says.
+ADVISED = {"fully_masked_source_sentence_is_invisible_to_the_decoder", "layers_use_the_lessons_layer_norm_epsilon"}
 
 
 def advisories(found: dict[str, str]) -> set[str]:
