@@ -21,6 +21,7 @@ from conformance.boundary.isolation import reads, walls
 from conformance.boundary.isolation.proxy import Limits, load_isolated
 from conformance.boundary.isolation.sandbox import READS_ABI, landlock_abi
 from conformance.cli import EXIT_USAGE, main
+from conformance.errors import LoadError
 from conformance.run import runs
 
 requires_reads_confined = pytest.mark.skipif(landlock_abi() < READS_ABI, reason="this kernel has no Landlock")
@@ -277,3 +278,24 @@ def test_the_adapter_protocol_imports_only_modules_a_graded_submission_may_read(
     loaded = set(done.stdout.split())
     allowed = set(reads.ADAPTER_API)
     assert {name for name in loaded if name not in allowed and not name.startswith(reads.ADAPTER_HELPERS)} == set()
+
+
+def test_a_package_on_a_path_the_worker_does_not_read_is_named_with_its_folder(tmp_path, monkeypatch):
+    """A package this process imports from outside the Python installation (a site folder a .pth file added, an
+    editable install's checkout): the worker's import path leaves it out, so the import fails; the load error says
+    where the package lies here and the --allow-read that lets the worker read it, which then loads."""
+    site = tmp_path / "extra-site"
+    (site / "outside_package").mkdir(parents=True)
+    (site / "outside_package" / "__init__.py").write_text("VALUE = 3\n")
+    monkeypatch.syspath_prepend(str(site))  # as a .pth line would put it on this process's path
+    (tmp_path / "adapter").mkdir()
+    path = tmp_path / "adapter" / "adapter.py"
+    path.write_text("import outside_package\nadapter = None\n")
+    with pytest.raises(LoadError) as refused:
+        load_isolated(str(path), timeout_s=20)
+    assert (f"outside_package is installed here in {site.resolve()}, outside the Python installation" in
+            str(refused.value)), str(refused.value)
+    assert f"Fix: --allow-read {site.resolve()}, or --no-isolate" in str(refused.value), str(refused.value)
+    with pytest.raises(LoadError) as loaded:  # past the import: the adapter itself is None
+        load_isolated(str(path), timeout_s=20, limits=Limits(allow_read=(str(site),)))
+    assert "outside_package" not in str(loaded.value), str(loaded.value)

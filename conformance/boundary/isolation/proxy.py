@@ -23,6 +23,7 @@ What can happen to a call, and what the check then sees:
 
 from __future__ import annotations
 
+import importlib.util
 import os
 import signal
 import time
@@ -228,7 +229,8 @@ class ProxyAdapter:
                 raise _NeverForked from None
             raise LoadError(f"the implementation {fmt_exit(report, self.limits)} while being imported"
                             + fmt_output(output)) from None
-        load_error_keys = {"load_error", "import_raised", "missing_variable", "absent_variables", *REFUSED_KEYS}
+        load_error_keys = {"load_error", "import_raised", "missing_variable", "absent_variables", "missing_module",
+                           *REFUSED_KEYS}
         if not isinstance(reply, dict) or not ({"hello"} == set(reply) or "load_error" in reply
                                                and set(reply) <= load_error_keys):
             worker.cleanup()
@@ -260,8 +262,11 @@ class ProxyAdapter:
 
     def _load_error(self, reply: dict) -> str:
         """The worker's load error, and what the environment has to do with it when the implementation's own
-        code raised (``environment.load_note``)."""
+        code raised (``environment.load_note``), or where a module it did not find lies here (``_unread_module``)."""
         message = str(reply["load_error"])
+        unread = self._unread_module(reply.get("missing_module"))
+        if unread:
+            return f"{message}. {unread}"
         if not reply.get("import_raised"):
             return message
         missing = variable_name(reply.get("missing_variable"))
@@ -271,6 +276,27 @@ class ProxyAdapter:
         looked_up = [name for name in looked_up if isinstance(name, str)] if isinstance(looked_up, list) else []
         note = environment.load_note(self.limits.pass_env, missing, looked_up)
         return f"{message}. {note}" if note else message
+
+    def _unread_module(self, name) -> str:
+        """When the worker did not find a module that this process finds outside what the worker may read (a site
+        folder added by a .pth file, an editable install's checkout): where it lies, and the fix. Only a plain
+        top-level name is looked up, and only here: nothing of it is imported."""
+        if not isinstance(name, str) or not name.isidentifier():
+            return ""
+        try:
+            spec = importlib.util.find_spec(name)
+        except (ImportError, ValueError):
+            return ""
+        if spec is None or spec.origin in (None, "built-in", "frozen"):
+            return ""
+        folder = Path(spec.origin).resolve().parent
+        folder = folder.parent if spec.submodule_search_locations else folder
+        trees = [Path(tree) for tree in self._start["reads"]["trees"]]
+        if any(folder == tree or folder.is_relative_to(tree) for tree in trees):
+            return ""
+        return (f"{name} is installed here in {folder}, outside the Python installation (a site folder added by a"
+                " .pth file, or an editable install's checkout), which the sandboxed worker does not read. Fix:"
+                f" --allow-read {folder}, or --no-isolate to run in this process")
 
     def _reads_note(self) -> str:
         """What the sandbox refused, what the worker may read, and the fixes."""

@@ -128,7 +128,19 @@ def load_error(exc: BaseException, spec: str) -> dict:
     failed = isinstance(exc, importing.ImportFailed)
     raised = not failed or exc.__cause__ is not None or exc.__context__ is not None
     missing = environment.missing_variable(exc)
-    return {"load_error": load_error_message(exc, spec, missing), "import_raised": raised, "missing_variable": missing}
+    return {"load_error": load_error_message(exc, spec, missing), "import_raised": raised, "missing_variable": missing,
+            "missing_module": missing_module(exc)}
+
+
+def missing_module(exc: BaseException | None) -> str | None:
+    """The top-level name of the module a ``ModuleNotFoundError`` behind ``exc`` did not find, if one did."""
+    seen = set()
+    while exc is not None and id(exc) not in seen:
+        seen.add(id(exc))
+        if isinstance(exc, ModuleNotFoundError) and isinstance(exc.name, str) and exc.name:
+            return exc.name.split(".")[0]
+        exc = exc.__cause__ or exc.__context__
+    return None
 
 
 def load_error_message(exc: BaseException, spec: str, missing: str | None = None) -> str:
