@@ -71,7 +71,7 @@ def test_encode_matches_reference(candidate, check, sizes):
 
 
 LESSONS_EPS = 1e-5
-SMALL_LAYER = LayerSizes(B=1, S=3, T=3, h=2, d_k=4, d_ff=16, bias=True, seed=0)
+SMALL_LAYER = LayerSizes(B=1, S=3, T=3, h=2, d_k=4, d_ff=32, bias=True, seed=0)  # the paper's shape: d_ff = 4 d_model
 
 
 def run_a_normed_part(candidate) -> None:
