@@ -57,7 +57,7 @@ def _drawn_once(draw):
 
 
 def positional_encoding_table(candidate, size: tuple[int, int]) -> np.ndarray:
-    """PE(n, d_model) for ``size`` = (n, d_model)."""
+    """PE(n, d_model) for ``size`` = (n, d_model): what every positional-encoding check asks."""
     return candidate.positional_encoding(*size)
 
 

@@ -97,8 +97,8 @@ def test_layers_use_the_lessons_layer_norm_epsilon(candidate, check):
     run_a_normed_part(candidate)
     declared = candidate.conventions.supports.get("eps")
     reason = candidate.conventions.reasons.get("eps")
+    values = ", ".join(f"{float(eps):g}" for eps in declared or ())
     check.claim(declared is None or any(abs(float(eps) - LESSONS_EPS) <= 1e-12 for eps in declared),
-                f"the layers' LayerNorm epsilon is declared {', '.join(f'{float(eps):g}' for eps in declared or ())}"
-                f"{f' ({reason})' if reason else ''}, where the lesson's is 1e-05 (PyTorch's default): rows whose"
-                " variance is near either value normalise differently", expected="eps 1e-05 (or any given)",
-                actual=f"eps {', '.join(f'{float(eps):g}' for eps in declared or ())}")
+                f"the layers' LayerNorm epsilon is declared {values}{f' ({reason})' if reason else ''}, where the"
+                " lesson's is 1e-05 (PyTorch's default): rows whose variance is near either value normalise"
+                " differently", expected="eps 1e-05 (or any given)", actual=f"eps {values}")

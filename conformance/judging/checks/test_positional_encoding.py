@@ -14,6 +14,7 @@ from conformance.config import toy_config
 from conformance.diagnosis import Question
 from conformance.errors import AdapterError, BadOutput
 from conformance.paper import claims, formulas, published
+from conformance.problems import questions
 from conformance.problems.scenarios import LOADED_MODEL, loaded_model, model_weights, token_ids
 from conformance.tolerances import ELEMENTWISE, HALF, UNIT_ROUNDOFF, Tolerance, for_candidate, half
 
@@ -31,14 +32,9 @@ even_d_model = st.integers(1, 64).map(lambda half: 2 * half)
 
 
 
-def table(candidate, size):
-    """PE(n, d_model) for ``size`` = (n, d_model): the question every check here asks."""
-    return candidate.positional_encoding(*size)
-
-
 def pe_question(n: int, d_model: int) -> Question:
     """The table asked of any candidate, and a second one (12 positions, 32 columns) to confirm a match."""
-    return Question(table, (n, d_model), probe=(12, 32))
+    return Question(questions.positional_encoding_table, (n, d_model), probe=(12, 32))
 
 
 @claims.POSITIONS_ADDED
