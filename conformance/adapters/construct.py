@@ -28,14 +28,16 @@ PROBE = ModelConfig(src_vocab=23, tgt_vocab=29, d_model=16, h=2, d_ff=40, N=2, d
 SYNONYMS = {
     "src_vocab": ("src_vocab", "src_vocab_size", "vocab_size", "vocab", "n_vocab", "ntoken", "num_tokens",
                   "input_vocab_size", "n_src_vocab", "input_dim", "enc_voc_size", "source_vocab_size",
-                  "src_vocab_len"),
+                  "src_vocab_len", "i_vocab_size", "src_n_vocab", "n_src_tokens"),
     "tgt_vocab": ("tgt_vocab", "tgt_vocab_size", "trg_vocab", "trg_vocab_size", "output_vocab_size", "n_tgt_vocab",
-                  "n_trg_vocab", "output_dim", "dec_voc_size", "target_vocab_size", "tgt_vocab_len"),
+                  "n_trg_vocab", "output_dim", "dec_voc_size", "target_vocab_size", "tgt_vocab_len", "t_vocab_size",
+                  "tgt_n_vocab", "n_tgt_tokens"),
     "d_model": ("d_model", "dim", "hidden_size", "hidden_dim", "emb_size", "embed_dim", "model_dim", "d_hidden",
                 "hid_dim", "model_dimension", "d_word_vec", "embedding_dim", "emb_dim", "embed_size", "d_embed"),
     "h": ("h", "n_heads", "nhead", "num_heads", "heads", "n_head", "num_attention_heads", "number_of_heads"),
     "d_ff": ("d_ff", "dim_feedforward", "d_inner", "ff_dim", "ffn_dim", "d_hid", "ffn_hidden", "intermediate_size",
-             "pf_dim", "dim_ff", "ff_size", "ffn_size", "d_ffn", "feedforward_dim", "filter_size"),
+             "pf_dim", "dim_ff", "ff_size", "ffn_size", "d_ffn", "feedforward_dim", "filter_size", "mlp_dim",
+             "mlp_size", "mlp_hidden_dim", "intermediate_dim"),
     "N": ("N", "n_layers", "num_layers", "layers", "n_layer", "depth", "num_encoder_layers", "num_decoder_layers",
           "number_of_layers", "n_enc_layers", "n_dec_layers", "enc_layers", "dec_layers"),
     "dropout": ("dropout", "p_drop", "dropout_rate", "drop_prob", "p_dropout", "dropout_probability",
@@ -170,8 +172,13 @@ def call_parameters(callee) -> list[inspect.Parameter]:
     return [p for p in parameters if p.kind not in (p.VAR_POSITIONAL, p.VAR_KEYWORD)]
 
 
-def _annotation(parameter: inspect.Parameter) -> type | None:
+def _annotation(parameter: inspect.Parameter, callee=None) -> type | None:
+    """The class a parameter is annotated with; a string annotation (``from __future__ import annotations``, a
+    dataclass's fields) is looked up among the names of the callee's module."""
     annotation = parameter.annotation
+    if isinstance(annotation, str) and callee is not None:
+        home = sys.modules.get(getattr(callee, "__module__", ""), None)
+        annotation = getattr(home, annotation, None) if home is not None and annotation.isidentifier() else None
     return annotation if isinstance(annotation, type) and annotation is not parameter.empty else None
 
 
@@ -185,7 +192,7 @@ def config_object(parameter: inspect.Parameter, callee, required: list[inspect.P
     """The config object a parameter takes, if it takes one: its annotated class (a dataclass, a config class), the
     model's ``config_class`` (Hugging Face) for a parameter named like a config, or ``SimpleNamespace`` for one named
     like a config that is the only required parameter (its attributes read while the class is built); else None."""
-    annotation = _annotation(parameter)
+    annotation = _annotation(parameter, callee)
     if annotation is not None:
         return None if annotation in SCALARS or is_module_class(annotation) else annotation
     if parameter.name.lower() not in CONFIG_WORDS or config_key(parameter.name):
@@ -199,7 +206,7 @@ def config_object(parameter: inspect.Parameter, callee, required: list[inspect.P
 def module_class(parameter: inspect.Parameter, callee) -> tuple[type | None, str]:
     """The ``nn.Module`` class a parameter takes: its annotation, else (a guess, said in the TODO) the class of the
     callee's module whose name is the parameter's (``encoder`` -> ``Encoder``)."""
-    annotation = _annotation(parameter)
+    annotation = _annotation(parameter, callee)
     if annotation is not None:
         return (annotation, "") if is_module_class(annotation) else (None, "")
     home = sys.modules.get(getattr(callee, "__module__", ""), None)

@@ -13,20 +13,23 @@ the output is the table itself (no output matrix: ``embed.attend``).
 from __future__ import annotations
 
 import inspect
+import re
 import textwrap
+from collections.abc import Callable
 
 import numpy as np
 
 from conformance.adapters.construct import PROBE, Plan, plan
-from conformance.adapters.draft import WIDTH, construct, header, tying_of
+from conformance.adapters.draft import WIDTH, construct, header, imports, tying_of
 from conformance.adapters.names import NameMap
 from conformance.adapters.propose import Parameter, Proposal, literal, propose
 from conformance.config import ModelConfig
 
 
 def is_flax_class(target) -> bool:
+    """A Flax NNX or Flax Linen module class."""
     nnx = _nnx()
-    return nnx is not None and inspect.isclass(target) and issubclass(target, nnx.Module)
+    return (nnx is not None and inspect.isclass(target) and issubclass(target, nnx.Module)) or is_linen_class(target)
 
 
 def _nnx():
@@ -139,7 +142,9 @@ def attention_biases(paths: list[str], proposal: Proposal) -> list[bool]:
 
 
 def draft(module_name: str, target) -> str:
-    """The adapter source for a Flax NNX class ``target`` of ``module_name``."""
+    """The adapter source for a Flax NNX (or Linen: ``draft_linen``) class ``target`` of ``module_name``."""
+    if is_linen_class(target):
+        return draft_linen(module_name, target)
     built = plan(target)
     module, config, failure = probe(built)
     proposal = Proposal()
@@ -158,6 +163,7 @@ def draft(module_name: str, target) -> str:
 # What a draft declares for each framework: the helper it is built on, its module, its Conventions, whether the
 # construction takes the random streams.
 KINDS = {"jax": ("JaxAdapter", "conformance.adapters.jax", 'framework="jax", arrays="jax"', True),
+         "linen": ("LinenAdapter", "conformance.adapters.linen", 'framework="jax", arrays="jax"', False),
          "keras": ("KerasAdapter", "conformance.adapters.keras", 'framework="keras"', False)}
 
 
@@ -185,13 +191,11 @@ def render(module_name: str, target, built: Plan, proposal: Proposal, supports: 
     names = proposal.render(attention=False) if not failure else (
         "NAMES = {}  # TODO map the paper's weights to the module's parameters once it builds (see the top)")
     lines = header(module_name, target, built, failure)
-    lines[0] = lines[0].replace('"""Adapter draft', f'"""Adapter draft ({"JAX, Flax NNX" if rngs else "Keras 3"})')
+    lines[0] = lines[0].replace('"""Adapter draft', f'"""Adapter draft ({FRAMEWORK_NAMES[kind]})')
     return "\n".join([
         *lines, "",
-        "from conformance import Conventions",
-        f"from {home} import {helper}",
-        "",
-        f"from {module_name} import {target.__name__}",
+        *[f"from {home} import {helper}" if line == "from conformance.adapters.torch import TorchAdapter" else line
+          for line in imports(module_name, built)],
         "",
         names,
         "",
@@ -205,13 +209,50 @@ def render(module_name: str, target, built: Plan, proposal: Proposal, supports: 
     ])
 
 
+FRAMEWORK_NAMES = {"jax": "JAX, Flax NNX", "linen": "JAX, Flax Linen", "keras": "Keras 3"}
+
+
+# The words a method's argument names say its role with: decode(encoded, inputs, targets) is (memory, src, tgt_in).
+ROLE_WORDS = {"memory": ("memory", "encoded", "enc_out", "encoder_out", "encoder_output", "enc_output", "context",
+                         "mem", "encoding", "enc"),
+              "src": ("src", "source", "inputs", "input", "input_ids", "src_ids", "enc_input", "src_tokens"),
+              "tgt_in": ("tgt", "target", "targets", "trg", "tgt_in", "dec_input", "decoder_input", "outputs",
+                         "tgt_ids", "tgt_tokens", "y")}
+PROTOCOL = {"encode": ("src",), "decode": ("tgt_in", "memory", "src")}
+
+
+def _role(name: str) -> str | None:
+    found = [role for role, words in ROLE_WORDS.items() if name.lower() in words]
+    return found[0] if len(found) == 1 else None
+
+
+def call_order(cls, name: str) -> tuple[str, ...] | None:
+    """The protocol's arguments in the order ``cls.name`` takes them, read off its required arguments' names
+    (``decode(encoded, inputs, targets)`` -> memory, src, tgt_in); None when it has not exactly those."""
+    method = getattr(cls, name, None)
+    if not callable(method):
+        return None
+    required = [p.name for p in list(inspect.signature(method).parameters.values())[1:]
+                if p.default is p.empty and p.kind in (p.POSITIONAL_ONLY, p.POSITIONAL_OR_KEYWORD)]
+    if len(required) == 1 and name == "encode":
+        return ("src",)
+    roles = tuple(_role(argument) for argument in required)
+    return roles if sorted(r or "" for r in roles) == sorted(PROTOCOL[name]) else None
+
+
 def model_functions(cls) -> tuple[list[str], dict[str, str]]:
-    """Functions to write when the class has no ``encode(src)`` or ``decode(tgt_in, memory, src)`` of its own."""
+    """Functions to write when the class has no ``encode(src)`` or ``decode(tgt_in, memory, src)`` of its own: its own
+    method with the arguments in the order their names say, else a stub to write."""
     lines, keywords = [], {}
     for name, arguments in (("encode", "module, src"), ("decode", "module, tgt_in, memory, src")):
-        method = getattr(cls, name, None)
-        wanted = len(arguments.split(", ")) - 1
-        if callable(method) and len(inspect.signature(method).parameters) - 1 == wanted:
+        order = call_order(cls, name)
+        if order == PROTOCOL[name]:
+            continue
+        keywords[name] = name
+        if order is not None:
+            lines += [f"def {name}({arguments}):",
+                      f"    # {cls.__name__}.{name} takes its arguments in another order (read off their names)",
+                      f"    return module.{name}({', '.join(order)})", "", ""]
             continue
         lines += [f"def {name}({arguments}):",
                   *[f"    # {line}" for line in textwrap.wrap(
@@ -219,5 +260,110 @@ def model_functions(cls) -> tuple[list[str], dict[str, str]]:
                       f" module's own submodules ({'memory (B, S, d_model)' if name == 'encode' else 'logits'})",
                       WIDTH - 6)],
                   f'    raise NotImplementedError("TODO write {name}() in the adapter")', "", ""]
-        keywords[name] = name
     return lines, keywords
+
+
+# ------------------------------------------------------------------------------------------------------------------
+# Flax Linen: parameters made by ``init``, named by Linen (``encoderblock_0.LayerNorm_1.scale``)
+# ------------------------------------------------------------------------------------------------------------------
+
+
+def _linen():
+    try:
+        from flax import linen
+    except ImportError:
+        return None
+    return linen
+
+
+def is_linen_class(target) -> bool:
+    linen = _linen()
+    return linen is not None and inspect.isclass(target) and issubclass(target, linen.Module)
+
+
+NUMBERED = re.compile(r"_(\d+)(?=\.|$)")
+RENUMBERED = re.compile(r"(?<=[A-Za-z])\.(\d+|\{l\})(?=\.|$)")
+NUMBERED_MODULE = re.compile(r"[\w.{}]*[A-Za-z]\.(?:\d+|\{l\})[\w.{}]*")  # a numbered path inside a guess's text
+
+
+def numbered(path: str) -> str:
+    """Linen's ``encoderblock_0.LayerNorm_1`` as the drafts read layers and repeated modules: ``encoderblock.0.
+    LayerNorm.1``."""
+    return NUMBERED.sub(r".\1", path)
+
+
+def linen_path(pattern: str) -> str:
+    """A proposed path (or pattern with ``{l}``) back in Linen's spelling: ``encoderblock.{l}.LayerNorm.1.scale`` ->
+    ``encoderblock_{l}.LayerNorm_1.scale``."""
+    return RENUMBERED.sub(r"_\1", pattern)
+
+
+def linen_functions(cls) -> tuple[Callable, Callable]:
+    """encode(module, src) and decode(module, tgt_in, memory, src) for the probe: the class's own methods, their
+    arguments put in the order their names say (``decode(encoded, inputs, targets)``), else its ``__call__``."""
+    order = call_order(cls, "decode")
+    if order is not None and call_order(cls, "encode") is not None:
+        def decode(m, tgt_in, memory, src):
+            given = {"tgt_in": tgt_in, "memory": memory, "src": src}
+            return m.decode(*(given[role] for role in order))
+        return (lambda m, src: m.encode(src)), decode
+    # no methods to trace: the parameters come from __call__(src, tgt_in), the "memory" passed along being src
+    return (lambda m, src: src), (lambda m, tgt_in, memory, src: m(memory, tgt_in))
+
+
+def probe_linen(built: Plan):
+    """(the module, its params, the config, the LayerNorm epsilons, each module's class by path, the failure)."""
+    import jax
+
+    from conformance.adapters.linen import initialise
+
+    linen, failure = _linen(), ""
+    encode, decode = linen_functions(built.steps[-1].callee)
+    for config in (PROBE, PROBE.replace(tgt_vocab=PROBE.src_vocab)):
+        epsilons, owners = set(), {}
+
+        def record(next_fun, args, kwargs, context, epsilons=epsilons, owners=owners):
+            module = context.module
+            owners[".".join(module.path)] = type(module).__name__
+            if isinstance(module, linen.LayerNorm):
+                epsilons.add(float(module.epsilon))
+            return next_fun(*args, **kwargs)
+
+        try:
+            module = built.build(config)
+            with linen.intercept_methods(record):
+                params = initialise(module, jax.random.key(0), config, encode, decode)
+            return module, params, config, epsilons, owners, ""
+        except Exception as exc:  # noqa: BLE001 - any error of the user's code: the draft says it and goes on
+            failure = failure or f"{type(exc).__name__}: {exc}"
+    return None, None, PROBE, set(), {}, failure
+
+
+def in_creation_order(tree, prefix: str = ""):
+    """(path, leaf) of a params dict in the order ``init`` made them (a dict keeps it; JAX's flattening sorts)."""
+    for key, value in tree.items():
+        path = f"{prefix}{key}"
+        if hasattr(value, "items"):
+            yield from in_creation_order(value, f"{path}.")
+        else:
+            yield path, value
+
+
+def draft_linen(module_name: str, target) -> str:
+    """The adapter source for a Flax Linen class ``target`` of ``module_name``."""
+    built = plan(target)
+    module, params, config, epsilons, owners, failure = probe_linen(built)
+    proposal, supports, reasons = Proposal(), {}, {}
+    if module is not None:
+        parameters = [Parameter(numbered(path), merged_heads(tuple(np.shape(leaf)), path.rpartition(".")[2], config),
+                                owners.get(path.rpartition(".")[0], "")) for path, leaf in in_creation_order(params)]
+        config = tying_of(parameters, built, config)
+        proposal = propose(parameters, config)
+        proposal.names = {key: linen_path(value) if isinstance(value, str) else value
+                          for key, value in proposal.names.items()}
+        proposal.unmapped = [linen_path(path) for path in proposal.unmapped]
+        proposal.guesses = [NUMBERED_MODULE.sub(lambda m: linen_path(m.group(0)), g) for g in proposal.guesses]
+        proposal.guesses = [g for g in proposal.guesses if "outside nn.Linear" not in g]  # x @ W kernels
+        paths = [linen_path(p.path) for p in parameters]
+        supports, reasons = declared_limits(epsilons, "nn.LayerNorm(epsilon={:g})", paths, proposal)
+    return render(module_name, target, built, proposal, supports, reasons, failure, kind="linen")
