@@ -165,7 +165,9 @@ def shared_run(tmp_path_factory, impl: str, *args: str) -> Run:
 # checks whose pictures tests/test_browser.py opens in a browser: tests/test_training.py asserts the training
 # checks on it, tests/test_browser.py renders it.
 TRAINING_CHECKS = ("rate_used_at_each_step_is_lrate", "reported_loss_is_label_smoothed_cross_entropy",
-                   "adam_steps_match_reference", "evaluation_mode_has_no_dropout", "reversal_task_is_learned",
+                   "adam_steps_match_reference", "evaluation_mode_has_no_dropout",
+                   "dropout_acts_on_every_sublayer_output_and_embedding_sum", "dropout_acts_nowhere_else",
+                   "reversal_task_is_learned",
                    "smoothed_loss_approaches_its_floor_from_above", "greedy_decoding_reverses_cabed",
                    "last_layer_cross_attention_reads_mirrored_positions",
                    "top_probabilities_stay_near_the_smoothed_target")

@@ -30,6 +30,8 @@ CHEAP = (
     "reported_loss_is_label_smoothed_cross_entropy",
     "adam_steps_match_reference",
     "evaluation_mode_has_no_dropout",
+    "dropout_acts_on_every_sublayer_output_and_embedding_sum",
+    "dropout_acts_nowhere_else",
 )
 LEARNED = (
     "smoothed_loss_approaches_its_floor_from_above",
@@ -46,6 +48,10 @@ TRAINING_MUTANTS = (
     "train_gradient_cut_at_residual",
     "train_loss_counts_padding",
     "dropout_at_evaluation",
+    "dropout_missing_on_embeddings",
+    "dropout_on_attention_weights",
+    "dropout_on_ffn_hidden",
+    "dropout_after_layer_norm",
 )
 
 
@@ -336,6 +342,10 @@ CHEAP_CATCHES = {
     "train_gradient_cut_at_residual": {"adam_steps_match_reference"},
     "train_loss_counts_padding": {"reported_loss_is_label_smoothed_cross_entropy", "adam_steps_match_reference"},
     "dropout_at_evaluation": {"evaluation_mode_has_no_dropout"},
+    "dropout_missing_on_embeddings": {"dropout_acts_on_every_sublayer_output_and_embedding_sum"},
+    "dropout_on_attention_weights": {"dropout_acts_nowhere_else"},
+    "dropout_on_ffn_hidden": {"dropout_acts_nowhere_else"},
+    "dropout_after_layer_norm": {"dropout_acts_nowhere_else"},
 }
 
 
@@ -402,3 +412,22 @@ def test_reference_passes_every_training_check(tmp_path_factory):
     example = by_id["greedy_decoding_reverses_cabed"]["data"]["example"]
     assert example["greedy"] == ["d", "e", "b", "a", "c", "</s>"]
     assert len(example["table"]) == 6 and len(example["table"][0]["top3"]) == 3
+
+
+def test_dropout_probes_count_values_up_to_a_relative_difference():
+    from conformance.judging import dropout
+
+    assert dropout.distinct([]) == 0
+    assert dropout.distinct([2.0, 2.0 + 1e-9, 2.0]) == 1  # bitwise noise of a deterministic framework: one value
+    assert dropout.distinct([2.0, 2.1, 2.0, 2.2]) == 3
+    places = [probe.place for probe in dropout.probes(CONFIG)]
+    assert len(places) == len(set(places)) == 13
+
+
+def test_dropout_checks_are_blocked_where_a_layer_norm_with_gamma_0_erases_nothing(certify):
+    """Pre-norm: gamma 0 in a norm does not erase the residual stream, so the probes would say nothing true."""
+    run = certify("mutant:pre_norm", "-k", "dropout_acts")
+    statuses = run.statuses()
+    assert statuses == {"dropout_acts_on_every_sublayer_output_and_embedding_sum": "blocked",
+                        "dropout_acts_nowhere_else": "blocked"}, run.out
+    assert all("not post-norm" in c["message"] for c in run.report["checks"])

@@ -36,7 +36,7 @@ SYNONYMS = {
                 "hid_dim", "model_dimension", "d_word_vec", "embedding_dim", "emb_dim", "embed_size", "d_embed"),
     "h": ("h", "n_heads", "nhead", "num_heads", "heads", "n_head", "num_attention_heads", "number_of_heads"),
     "d_ff": ("d_ff", "dim_feedforward", "d_inner", "ff_dim", "ffn_dim", "d_hid", "ffn_hidden", "intermediate_size",
-             "pf_dim", "dim_ff", "ff_size", "ffn_size", "d_ffn", "feedforward_dim", "filter_size", "mlp_dim",
+             "pf_dim", "dim_ff", "ff_size", "ffn_size", "d_ffn", "feedforward_dim", "filter_size", "mlp_dim", "dff",
              "mlp_size", "mlp_hidden_dim", "intermediate_dim"),
     "N": ("N", "n_layers", "num_layers", "layers", "n_layer", "depth", "num_encoder_layers", "num_decoder_layers",
           "number_of_layers", "n_enc_layers", "n_dec_layers", "enc_layers", "dec_layers"),

@@ -329,7 +329,7 @@ def _raise(text: str, indent: str) -> list[str]:
             f"{indent}    {literals[-1]})"]
 
 
-def construct(built: Plan, failure: str = "") -> tuple[list[str], str]:
+def construct(built: Plan, failure: str = "", *, torch: bool = True) -> tuple[list[str], str]:
     """(lines before the adapter, the adapter's first argument): a lambda with keyword arguments where one call with
     nothing to say builds the model, else a function ``module(c)`` that builds modules and config objects first, and
     raises NotImplementedError first while a TODO blocks building."""
@@ -342,9 +342,13 @@ def construct(built: Plan, failure: str = "") -> tuple[list[str], str]:
                                   " make module(c) build it"] * bool(failure)
     for todo in blocking:
         lines += _comment(f"TODO {todo}", "    ")
-    if failure:
-        lines += _comment("TODO then print its name map: from conformance.adapters.draft import PROBE;"
-                          " conformance.adapters.propose.propose_mapping(module(PROBE), PROBE)", "    ")
+    if failure and torch:  # a PyTorch module's name map, printed from the model module(c) builds
+        lines += _comment("TODO then print its name map: from conformance.adapters.draft import PROBE; from"
+                          " conformance.adapters.propose import propose_mapping;"
+                          " print(propose_mapping(module(PROBE), PROBE).render())", "    ")
+    elif failure:  # a JAX or Keras model: the draft reads it only when it builds
+        lines += _comment("TODO then give the class defaults it builds with and run template --from again: the"
+                          " draft reads the name map off the model it builds", "    ")
     if blocking:
         lines += _raise("TODO " + "; ".join(blocking), "    ")
     for i, step in enumerate(built.steps):

@@ -170,7 +170,7 @@ KINDS = {"jax": ("JaxAdapter", "conformance.adapters.jax", 'framework="jax", arr
 def render(module_name: str, target, built: Plan, proposal: Proposal, supports: dict, reasons: dict,
            failure: str, kind: str = "jax") -> str:
     helper, home, declared, rngs = KINDS[kind]
-    before, first = construct(built, failure)
+    before, first = construct(built, failure, torch=False)
     if rngs and "lambda c:" in first:  # one more argument: the continuation lines move with it
         head, *rest = first.replace("lambda c:", "lambda c, rngs:", 1).split("\n")
         first = "\n".join([head, *(" " * len(" rngs,") + line for line in rest)])

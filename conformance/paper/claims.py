@@ -158,6 +158,9 @@ ADAM = lesson(f"{STEP_BY_STEP}, Step 6: the training recipe",
               "Adam with unusual settings. beta_1 = 0.9, beta_2 = 0.98 and eps = 10^-9.")
 DROPOUT_IN_TRAINING_ONLY = lesson(f"{STEP_BY_STEP}, Step 3: the encoder layer",
                                   "With dropout, used in training (§5.4) ... (.eval() switches dropout off.)")
+DROPOUT_PLACES = lesson(f"{STEP_BY_STEP}, Step 6: the training recipe",
+                        "Dropout 0.1 on every sublayer's output and on the embeddings plus positions, as in Overfitting"
+                        " controls.")
 TOY_RUN = lesson(f"{STEP_BY_STEP}, The toy run: it learns to reverse",
                  "Now train the toy model with the whole recipe ... step 3000 ... exact match 100.0%.")
 MIRRORED_ATTENTION = lesson(f"{STEP_BY_STEP}, The toy run: it learns to reverse",

@@ -184,12 +184,14 @@ def empty_source_problem(sizes: ModelSizes):
     return weights, moved, empty, tgt_in
 
 
-def logits_of_an_empty_source(candidate, sizes: ModelSizes, *, moved: bool = False) -> np.ndarray:
+def logits_of_an_empty_source(candidate, sizes: ModelSizes, *, moved: bool = False, longer: int = 0) -> np.ndarray:
     """The all-padding sentence's logits at its real target positions, every column but the padding token's (the
     tied output layer reads E[pad] there), centred per position (a log-softmax's normaliser reads that column
-    too); ``moved``: with E[pad] redrawn."""
+    too); ``moved``: with E[pad] redrawn; ``longer``: every source with that many more padding tokens (a row that
+    reads its padding uniformly reads other positions' encodings then)."""
     weights, other, src, tgt_in = empty_source_problem(sizes)
     pad = sizes.config.pad_id
+    src = pad_columns(src, longer, pad) if longer else src
     logits = loaded_model(candidate, sizes.config, other if moved else weights).forward(src, tgt_in)[-1]
     kept = np.delete(np.asarray(logits, np.float64)[tgt_in[-1] != pad], pad, axis=-1)
     return kept - kept.mean(-1, keepdims=True)

@@ -26,7 +26,10 @@ Two module-level adapters:
   (``nn.TransformerEncoder.forward`` and ``__init__`` list the conditions). ``parameter_count``
   counts the two final norms: 2 x 2 x d_model more than the paper (2,048 at the base size).
 * ``torch_nn_fixed`` (built-in ``torch-nn-transformer-fixed``): ``encoder.norm = decoder.norm = None``
-  and ``encoder.use_nested_tensor = False``; otherwise the same code. It computes the paper's model.
+  and ``encoder.use_nested_tensor = False``; otherwise the same code. It computes the paper's model. In training it
+  also drops only where §5.4 does: nn drops the attention weights and the FFN's hidden layer too (the default
+  keeps them, which ``dropout_acts_nowhere_else`` shows), so the fixed one sets each attention's dropout to 0 and
+  each layer's hidden-layer dropout to ``nn.Identity()``.
 
 What is written around ``nn.Transformer`` (it has no embedding and no output layer): the tied embedding
 E[ids] x sqrt(d_model) plus the interleaved sinusoidal encoding (sine in even columns, cosine in odd,
@@ -57,8 +60,8 @@ with ``conformance.adapters.torch.TorchAdapter``.
 
 Training (§5.3, §5.4): Adam(recipe betas, eps) at base rate 1 scaled by ``LambdaLR(lambda s:
 lrate(s + 1, d_model, warmup))``, ``nn.CrossEntropyLoss(ignore_index=pad, label_smoothing=eps)``;
-dropout is nn.Transformer's own (sublayer outputs, the FFN hidden layer, and the attention weights)
-plus the embedding sums.
+dropout is nn.Transformer's own (sublayer outputs, the FFN hidden layer, and the attention weights; the fixed one
+keeps the sublayer outputs' only) plus the embedding sums.
 """
 
 from __future__ import annotations
@@ -85,10 +88,12 @@ NAMES = {
 }
 
 
-def torch_nn(*, final_norms: bool, nested_tensor: bool, name: str) -> TorchAdapter:
-    """Every part, computed by torch.nn's modules; ``final_norms``/``nested_tensor`` pick the configuration."""
+def torch_nn(*, final_norms: bool, nested_tensor: bool, name: str, paper_dropout: bool = False) -> TorchAdapter:
+    """Every part, computed by torch.nn's modules; ``final_norms``/``nested_tensor``/``paper_dropout`` pick the
+    configuration."""
     return TorchAdapter(
-        lambda config: TorchNNSeq2Seq(config, final_norms=final_norms, nested_tensor=nested_tensor), names=NAMES,
+        lambda config: TorchNNSeq2Seq(config, final_norms=final_norms, nested_tensor=nested_tensor,
+                                      paper_dropout=paper_dropout), names=NAMES,
         conventions=Conventions(mask="blocked", batch_first=True, dtype="float32", framework="torch",
                                 dtypes={"float16": "native", "bfloat16": "native"}), name=name,
         init=lambda model, seed: model.module.initialise(seed), model={"forward": lambda m, src, tgt: m(src, tgt)},
@@ -109,5 +114,6 @@ def torch_nn(*, final_norms: bool, nested_tensor: bool, name: str) -> TorchAdapt
 
 
 torch_nn_default = torch_nn(final_norms=True, nested_tensor=True, name="torch-nn-transformer")
-torch_nn_fixed = torch_nn(final_norms=False, nested_tensor=False, name="torch-nn-transformer-fixed")
+torch_nn_fixed = torch_nn(final_norms=False, nested_tensor=False, paper_dropout=True,
+                          name="torch-nn-transformer-fixed")
 adapter = torch_nn_fixed  # what ``conformance.implementations.torch_nn.adapter`` alone loads: the correct one

@@ -72,7 +72,7 @@ def _without_attention_biases(layer: nn.Module, d_model: int, h: int, dropout: f
 class TorchNNSeq2Seq(nn.Module):
     """``nn.Transformer(batch_first=True, norm_first=False, activation="relu")`` plus what it lacks."""
 
-    def __init__(self, cfg: ModelConfig, *, final_norms: bool, nested_tensor: bool):
+    def __init__(self, cfg: ModelConfig, *, final_norms: bool, nested_tensor: bool, paper_dropout: bool = False):
         super().__init__()
         self.cfg, d = cfg, cfg.d_model
         with _quiet():  # h odd: "enable_nested_tensor is True, but self.use_nested_tensor is False because ..."
@@ -89,6 +89,12 @@ class TorchNNSeq2Seq(nn.Module):
             encoder.norm = decoder.norm = None  # the paper's post-norm model has no final norm
         if not nested_tensor:
             encoder.use_nested_tensor = False  # no eval-mode nested-tensor fast path (0 at padded positions)
+        if paper_dropout:  # §5.4's places only: nn also drops the attention weights and the FFN's hidden layer
+            for layer in [*encoder.layers, *decoder.layers]:
+                layer.dropout = nn.Identity()  # the FFN's hidden layer; dropout1..3 are the sublayer outputs'
+                for attention in (layer.self_attn, getattr(layer, "multihead_attn", None)):
+                    if attention is not None:
+                        attention.dropout = 0.0
         if cfg.share_embeddings:
             self.embedding = nn.Embedding(cfg.src_vocab, d)
         else:

@@ -97,8 +97,20 @@ def test_fully_masked_source_sentence_is_invisible_to_the_decoder(candidate, che
     after = questions.logits_of_an_empty_source(candidate, sizes, moved=True)
     check.close(after, before, for_candidate(MODEL, candidate),
                 what=f"logits of a sentence whose source is all padding, after E[pad] (token {pad}) changed (a"
-                     " finite fill of the hidden scores makes its fully masked rows read the padding uniformly)",
+                     " finite fill of the hidden scores makes its fully masked rows read the padding uniformly; a"
+                     " decoder that hides no source padding at all reads it too)",
                 ask=Question(functools.partial(questions.logits_of_an_empty_source, moved=True), sizes))
+    # code that zeroes the padding's embedding moves nothing with E[pad]: the padding's positions still differ
+    longer = questions.logits_of_an_empty_source(candidate, sizes, longer=3)
+    check.claim(bool(np.isfinite(longer).all()),
+                "an all-padding source sentence of 3 more padding tokens gave NaN or inf logits (softmax over keys"
+                " that are all -inf is 0/0; the suite's convention gives such a row weights 0)",
+                expected="finite logits", actual="NaN/inf")
+    check.close(longer, before, for_candidate(MODEL, candidate),
+                what="logits of a sentence whose source is all padding, with 3 more padding tokens (a finite fill"
+                     " makes its fully masked rows read the padding's positional encodings uniformly; a decoder that"
+                     " hides no source padding at all reads them too)",
+                ask=Question(functools.partial(questions.logits_of_an_empty_source, longer=3), sizes))
 
 
 @claims.KEY_PADDING

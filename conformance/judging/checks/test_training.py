@@ -25,7 +25,7 @@ from conformance.compare import assert_true
 from conformance.config import Recipe, toy_config
 from conformance.diagnosis import PROBE_SEED, Question
 from conformance.errors import Blocked
-from conformance.judging import training
+from conformance.judging import dropout, training
 from conformance.paper import claims
 from conformance.problems import oracle, supports
 from conformance.tolerances import MODEL, Tolerance, for_candidate
@@ -268,6 +268,84 @@ def test_evaluation_mode_has_no_dropout(candidate, check, rng, seed):
     check.close(model.forward(batch.src, batch.tgt_in), twin.forward(batch.src, batch.tgt_in),
                 for_candidate(MODEL, candidate),
                 what="logits at dropout 0.1 vs the same weights at dropout 0 (evaluation mode)")
+
+
+# §5.4, where dropout acts: counted values of the training-mode loss (conformance.judging.dropout)
+
+
+def dropout_losses(candidate, rng, seed, *, paper: bool) -> list[tuple[dropout.Probe, int]]:
+    """Each probe of the paper's places (``paper``) or of the others, and how many values the loss took over
+    ``dropout.STEPS`` steps from the same weights and batch (one token each side); blocked where a LayerNorm with
+    gamma 0 does not erase what came before it."""
+    config = candidate.fit(toy_config())  # dropout 0.1
+    if config.N < 2:
+        raise Blocked(f"the dropout probes study a sublayer of the second layer; this configuration has N = {config.N}")
+    model = candidate.build_model(config, seed=seed)
+    base = random_weights(model_shapes(config), rng)
+    letters = training.letter_ids(config)
+    src, tgt_in, tgt_out = (np.array([[token]], dtype=np.int64) for token in (letters[0], config.bos_id, letters[1]))
+    probes = dropout.probes(config)
+    quiet = dropout.weights_for(next(p for p in probes if p.bound == 1), base, config)
+    model.load_weights(quiet)
+    gap = float(np.abs(model.forward(src, tgt_in).astype(np.float64)
+                       - model.forward(np.array([[letters[2]]]), np.array([[letters[3]]]))).max())
+    if gap > 1e-6:
+        raise Blocked(f"the dropout probes rest on post-norm (§3.1): a LayerNorm with gamma 0 outputs its beta and so"
+                      f" erases everything before it. With gamma 0 in the decoder's first LayerNorm and every sublayer"
+                      f" silenced, this model's logits still depend on the input (by up to {gap:.3g}): it is not"
+                      " post-norm (see the layer checks)")
+    counted = []
+    for probe in (p for p in probes if p.paper == paper):
+        weights, losses = dropout.weights_for(probe, base, config), []
+        for _ in range(dropout.STEPS):
+            model.load_weights(weights)  # the step updates the weights: every step starts from the same ones
+            losses.append(float(model.train_step(src, tgt_in, tgt_out)["loss"]))
+        counted.append((probe, dropout.distinct(losses)))
+    return counted
+
+
+HOW = (f"training steps from the same weights and the same one-token batch, {dropout.STEPS} of them, with every"
+       " other place silenced (a sublayer's output projection 0) or erased (a LayerNorm's gamma 0)")
+
+
+@claims.DROPOUT_PLACES
+@pytest.mark.requires(*TRAINS, "model.forward", "model.load_weights")
+@pytest.mark.judges("model.train_step:gradients")
+def test_dropout_acts_on_every_sublayer_output_and_embedding_sum(candidate, check, rng, seed):
+    """§5.4: in training, dropout acts on each sublayer's output and on both sums of embeddings and positions."""
+    counted = dropout_losses(candidate, rng, seed, paper=True)
+    missing = [(probe, n) for probe, n in counted if n < probe.bound]
+    check.record("dropout", {probe.place: n for probe, n in counted})
+    check.claim(
+        not missing,
+        "no dropout acts on " + "; on ".join(f"{probe.place} (the loss took {n} value{'s' * (n != 1)})"
+                                               for probe, n in missing)
+        + f"\n  {HOW}: dropout at the place studied makes the loss take many values (§5.4: \"We apply dropout to the"
+        " output of each sub-layer ... to the sums of the embeddings and the positional encodings in both the encoder"
+        " and decoder stacks\")",
+        expected="the loss varies at each of the paper's places",
+        actual=", ".join(probe.place for probe, _ in missing))
+
+
+@claims.DROPOUT_PLACES
+@pytest.mark.requires(*TRAINS, "model.forward", "model.load_weights")
+@pytest.mark.judges("model.train_step:gradients")
+def test_dropout_acts_nowhere_else(candidate, check, rng, seed):
+    """§5.4: no dropout on attention weights, the FFN's hidden layer, a residual sum, a LayerNorm or the logits."""
+    counted = dropout_losses(candidate, rng, seed, paper=False)
+    extra = [(probe, n) for probe, n in counted if n > probe.bound]
+    check.record("dropout", {probe.place: n for probe, n in counted})
+    if extra and extra[0][0].bound == 1:  # dropout on the residual stream acts in every probe: it alone is shown
+        extra = extra[:1]
+    if any("cross-attention" in probe.place for probe, _ in extra):  # it carries the encoder's places: not judged
+        extra = [(probe, n) for probe, n in extra if not probe.read_through_cross_attention]
+    check.claim(
+        not extra,
+        "dropout acts " + "; ".join(f"{probe.place}: the loss took {n} values where the paper's dropout allows at most"
+                                    f" {probe.bound}" for probe, n in extra)
+        + f"\n  {HOW}; the sublayer studied outputs one non-zero number, which the paper's dropout keeps or drops."
+        " §5.4 applies dropout to each sublayer's output and to the sums of embeddings and positions only",
+        expected="dropout only where §5.4 puts it", actual=", ".join(probe.place for probe, _ in extra))
 
 
 # --------------------------------------------------------------------------------------------------
