@@ -356,3 +356,17 @@ def test_the_layout_is_told_by_what_encode_does(tmp_path):
     assert "logits_match_reference" in found
     assert {check: c["status"] for check, c in found.items()} == dict.fromkeys(found, "passed")
     assert 'batch_first=True, framework="torch",' in drafted("bias_free_model", "BiasFreeTransformer")
+
+
+# -- (j) the number of heads fixed in the code ----------------------------------------------------------------------
+
+
+def test_a_head_count_no_argument_takes_is_a_guess_to_check():
+    """Nothing in the parameters tells the number of heads: a constructor that takes none fixes it, and the draft says
+    so in a TODO (it used to build the model in silence, every check then comparing h = 8 with the suite's h)."""
+    text = drafted("fixed_heads_model", "FixedHeadsTransformer")
+    guesses = text.split("# Check these guesses:")[1].split("\n\n")[0]
+    assert "no argument of FixedHeadsTransformer takes the number of heads (c.h)" in " ".join(
+        line.strip("# ").strip() for line in guesses.splitlines()), text
+    assert "the number of layers" not in guesses
+    assert "number of heads" not in drafted("fixed_ffn_model", "FixedFFNTransformer")

@@ -25,7 +25,7 @@ import textwrap
 from pathlib import Path
 from types import SimpleNamespace
 
-from conformance.adapters.construct import PROBE, Plan, is_module_class, plan
+from conformance.adapters.construct import HEAD_SIZE, PROBE, Plan, is_module_class, plan
 from conformance.adapters.names import NameMap, attention_modules, substitute
 from conformance.adapters.propose import Proposal, literal, parameters_of, propose, split_tables, tables_of
 from conformance.config import ModelConfig
@@ -86,6 +86,20 @@ def tying(net, built: Plan, config: ModelConfig) -> ModelConfig:
     vocabulary, or one embedding tensor), and the output tied to the target table (no output matrix apart from the
     embeddings: ``out.weight = emb.weight``, or logits computed from the table itself)."""
     return tying_of(parameters_of(net), built, config)
+
+
+# The sizes a constructor must take for the checks' configurations to be the model's, and what a model that fixes one
+# in its code does: the number of heads leaves every shape alone (nothing tells it from the parameters).
+FIXED_SIZES = {"h": "the number of heads", "N": "the number of layers"}
+
+
+def fixed_sizes(built: Plan) -> list[str]:
+    """A guess for each size no argument of the construction takes: the model fixes it in its code, and the checks'
+    configurations (h = 1 to 4, N = 1 or 2) would not be the model's. A head's size d_model // h gives h."""
+    taken = built.keys | ({"h"} if any(a.source == HEAD_SIZE for a in built.arguments) else set())
+    return [f"no argument of {built.steps[-1].name} takes {what} (c.{key}): if the code fixes it, the model does not"
+            f" follow the suite's configurations and the checks comparing it fail for that reason alone; pass c.{key}"
+            " where the code reads it" for key, what in FIXED_SIZES.items() if key not in taken]
 
 
 def tying_of(parameters: list, built: Plan, config: ModelConfig) -> ModelConfig:
@@ -192,7 +206,7 @@ def draft(spec: str) -> str:
     proposal = propose(parameters_of(net), config)
     supports, reasons = limits(net, built, proposal, config)
     supports, reasons = {**inner[0], **supports}, {**inner[1], **reasons}
-    proposal.guesses += position_guesses(net, proposal)
+    proposal.guesses += position_guesses(net, proposal) + fixed_sizes(built)
     first = batch_axis(net, config)
     encode = _method(type(net), "encode")
     if first is None and encode is not None and len(_required(encode)) == 1:  # a stub's TODO states the layout

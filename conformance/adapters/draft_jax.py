@@ -20,7 +20,7 @@ from collections.abc import Callable
 import numpy as np
 
 from conformance.adapters.construct import PROBE, Plan, plan
-from conformance.adapters.draft import WIDTH, construct, header, imports, tying_of
+from conformance.adapters.draft import WIDTH, construct, fixed_sizes, header, imports, tying_of
 from conformance.adapters.names import NameMap
 from conformance.adapters.propose import Parameter, Proposal, literal, propose
 from conformance.config import ModelConfig
@@ -157,6 +157,7 @@ def draft(module_name: str, target) -> str:
         # Flax's kernels are x @ W: the PyTorch draft's note on raw square matrices does not apply
         proposal.guesses = [g for g in proposal.guesses if "outside nn.Linear" not in g]
         supports, reasons = limits(module, proposal, config)
+        proposal.guesses += fixed_sizes(built)
     return render(module_name, target, built, proposal, supports, reasons, failure)
 
 
@@ -366,4 +367,5 @@ def draft_linen(module_name: str, target) -> str:
         proposal.guesses = [g for g in proposal.guesses if "outside nn.Linear" not in g]  # x @ W kernels
         paths = [linen_path(p.path) for p in parameters]
         supports, reasons = declared_limits(epsilons, "nn.LayerNorm(epsilon={:g})", paths, proposal)
+        proposal.guesses += fixed_sizes(built)
     return render(module_name, target, built, proposal, supports, reasons, failure, kind="linen")

@@ -114,7 +114,9 @@ class KerasModel:
         return numpy(self._decode(self.model, tgt_in, memory, src))
 
     def forward(self, src, tgt_in):
-        return numpy(self._decode(self.model, tgt_in, self._encode(self.model, src), src))
+        # decode reads the memory encode returned, as the protocol's decode does: a plain array (a backend tensor would
+        # carry Keras' implicit mask from the encoder to the decoder, and forward differ from decode(encode(src)))
+        return self.decode(tgt_in, self.encode(src), src)
 
     def greedy_decode(self, src, max_len):
         return numpy(self._greedy(self.model, src, max_len))

@@ -361,7 +361,8 @@ def select_by_check_id(items, expression: str):
     return selected, deselected
 
 
-# The model parts the suite can supply, and the one line of TorchAdapter that asks for them (never credited).
+# The model parts the suite can supply, and the one line of TorchAdapter that asks for them (never credited): said to
+# a PyTorch candidate only (the JAX and Keras helpers take the model's own, or none).
 SUPPLIABLE = {
     "model.greedy_decode": ". To run the lesson's greedy loop over your decode instead (reported as the suite's,"
                            " never credited to your code): supplied=(\"greedy_decode\",) in TorchAdapter(...)",
@@ -380,8 +381,8 @@ def pytest_runtest_setup(item):
     for marker in item.iter_markers("requires"):
         for part in marker.args:
             if not candidate.provides(part):
-                raise PartNotImplemented(f"{candidate.name} does not provide {part}{SUPPLIABLE.get(part, '')}",
-                                         part=part)
+                hint = SUPPLIABLE.get(part, "") if candidate.conventions.framework == "torch" else ""
+                raise PartNotImplemented(f"{candidate.name} does not provide {part}{hint}", part=part)
             # a --dtype it does not declare: not implemented here, never blocked by a prerequisite refused alike
             refusal = candidate.dtype_refusal if candidate.dtype_asked is not None and candidate.loaded else None
             if refusal:
