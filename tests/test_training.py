@@ -420,8 +420,12 @@ def test_dropout_probes_count_values_up_to_a_relative_difference():
     assert dropout.distinct([]) == 0
     assert dropout.distinct([2.0, 2.0 + 1e-9, 2.0]) == 1  # bitwise noise of a deterministic framework: one value
     assert dropout.distinct([2.0, 2.1, 2.0, 2.2]) == 3
-    places = [probe.place for probe in dropout.probes(CONFIG)]
-    assert len(places) == len(set(places)) == 13
+    probes = dropout.probes(CONFIG)
+    places = [probe.place for probe in probes]
+    assert len(places) == len(set(places)) == 4 + 2 * (2 * 2 + 2 * 3)  # 2 sums, 2 outside, 10 sublayers twice
+    assert sum(probe.paper for probe in probes) == 12
+    # a bias-free attention outputs nothing on a zero input: a stack's first self-attention is not studied then
+    assert len(dropout.probes(CONFIG.replace(attention_bias=False))) == len(probes) - 4
 
 
 def test_dropout_checks_are_blocked_where_a_layer_norm_with_gamma_0_erases_nothing(certify):

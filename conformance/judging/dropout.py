@@ -5,7 +5,7 @@ normalized. In addition, we apply dropout to the sums of the embeddings and the 
 encoder and decoder stacks." The protocol's one training-mode computation is ``train_step``'s loss, and the
 framework's random generator is its own: so nothing here predicts a mask. Each probe sets the canonical weights so
 that the paper's dropout can give the loss only a known number of values, then counts the values the loss takes over
-repeated steps from the same weights and batch (one token each side, so every attention reads one key):
+repeated steps from the same weights and batch (one token each side: every attention reads one key, but below):
 
 - a LayerNorm with gamma 0 outputs its beta whatever came before it: in the post-norm model (§3.1) it erases every
   random draw before it;
@@ -17,7 +17,12 @@ repeated steps from the same weights and batch (one token each side, so every at
 - or a dense vector: then the paper's dropout makes the loss take many values, and no dropout there leaves it one.
 
 The encoder reaches the loss through the decoder's cross-attention, made a one-column *reader* (its own dropout:
-two values more at most).
+one value more at most). A stack's first self-attention, with no LayerNorm before it, is studied on embedding sums of
+exactly 0 (E[token] = -PE(0) / sqrt(d_model)), which also shows a dropout of the embedding or the encoding alone. The
+inside of a cross-attention is studied on two equal keys (weights 1/2 each): a dropout of the weights whose mask the
+heads share then changes their sum. A dropout on the queries, the keys or the scores alone, which one key or equal
+keys cannot show, is not studied, nor a bias added after its sublayer's dropout. A model whose masks repeat after
+every ``load_weights`` shows one value everywhere: the checks say so (blocked), never pass it.
 """
 
 from __future__ import annotations
@@ -29,10 +34,17 @@ import numpy as np
 
 from conformance.config import ModelConfig
 
-# Steps per probe. A probe whose place has dropout (rate 0.1) shows it in nearly every step when the place is a dense
-# vector (0.9^64 that none of 64 numbers is dropped), and a dropout inside a one-column sublayer changes that number in
-# a third of the steps (1 - 0.9^4 over four heads): 32 steps leave a chance below 1e-5 of missing either.
+# Steps per probe, and the probes' dropout rate (the places do not depend on it; a high one drops more per step): a
+# dropout inside a one-column sublayer, on one head of four, changes its number in a quarter of the steps at 0.5, so 32
+# steps miss it with a chance near 1e-4; a dense place the paper drops varies in nearly every step.
 STEPS = 32
+RATE = 0.5
+# A dense place the paper drops gives at least this many values of 32 (elementwise: 27 to 32 measured at 0.1); a
+# dropout of whole token vectors, or none, gives 2 or 1.
+DENSE = 8
+# Through the reader, which the paper's dropout itself keeps or drops (half the steps at 0.5): at least 5 values (a
+# whole-vector dropout: 3 at most).
+THROUGH_READER = 5
 # Two losses are one value when they agree to this relative difference: the same masks give bitwise-equal losses on a
 # deterministic framework; the paper's two values here differ by far more (the kept number moves a LayerNorm's input).
 SAME_LOSS = 1e-6
@@ -41,13 +53,18 @@ SAME_LOSS = 1e-6
 @dataclass(frozen=True)
 class Probe:
     """One place: ``paper`` whether §5.4 puts dropout there; the loss must take at least (paper) or at most (not)
-    ``bound`` values over the steps; ``edit`` sets the weights."""
+    ``bound`` values over the steps; ``edit`` sets the weights. ``zero_sum``: it needs the embedding sums at position
+    0 to be exactly 0 (E[token] = -PE(0) / sqrt(d_model)); ``read_through_cross_attention``: an encoder place, which
+    the decoder's cross-attention carries to the loss."""
 
     place: str
     paper: bool
     bound: int
     edit: Callable[[dict, dict, ModelConfig], None]
-    read_through_cross_attention: bool = False  # an encoder place: the decoder's cross-attention carries it
+    read_through_cross_attention: bool = False
+    zero_sum: bool = False
+    control: bool = False  # a dense place of the paper's that the check of the other places asks too
+    source_length: int = 1  # 2 for the cross-attention's inside: two equal keys (a mask shared by heads shows)
 
 
 def distinct(losses: list[float], rel: float = SAME_LOSS) -> int:
@@ -68,6 +85,8 @@ SUBLAYERS = {"encoder": ("self_attn", "ffn"), "decoder": ("self_attn", "cross_at
 # The LayerNorm that follows each sublayer (post-norm): gamma 0 there erases the sublayer and everything before it.
 NORM_AFTER = {("encoder", "self_attn"): "norm1", ("encoder", "ffn"): "norm2",
               ("decoder", "self_attn"): "norm1", ("decoder", "cross_attn"): "norm2", ("decoder", "ffn"): "norm3"}
+WORDS = {"self_attn": "self-attention", "cross_attn": "cross-attention", "ffn": "feed-forward network"}
+INSIDE = {"self_attn": "its attention weights", "cross_attn": "its attention weights", "ffn": "its hidden layer"}
 
 
 def _projection(sublayer: str) -> tuple[str, str]:
@@ -100,71 +119,103 @@ def erase_after(w: dict, stack: str, layer: int, sublayer: str) -> None:
     w[f"{stack}.{layer}.{NORM_AFTER[stack, sublayer]}.gamma"][:] = 0.0
 
 
-def preceding(stack: str, sublayer: str) -> tuple[str, int, str]:
-    """The sublayer just before ``sublayer`` of the second layer: the LayerNorm after it erases everything earlier."""
+def preceding(stack: str, layer: int, sublayer: str) -> tuple[str, int, str] | None:
+    """The sublayer just before this one, whose LayerNorm erases everything earlier; None for a stack's first."""
     order = SUBLAYERS[stack]
     i = order.index(sublayer)
-    return (stack, 1, order[i - 1]) if i else (stack, 0, order[-1])
+    return (stack, layer, order[i - 1]) if i else (stack, layer - 1, order[-1]) if layer else None
 
 
-def reader(w: dict, base: dict, config: ModelConfig) -> None:
+def reader(w: dict, base: dict) -> None:
     """The encoder reaches the loss through the first decoder layer's cross-attention alone, in one number: the
     target's side is erased before it, every other decoder sublayer is silent."""
     erase_after(w, "decoder", 0, "self_attn")
     restore(w, base, "decoder", 0, "cross_attn", one_column=True)
 
 
-def probes(config: ModelConfig) -> list[Probe]:
-    """The places, first the paper's (dropout must act there), then the others (it must not). Needs N >= 2: a
-    sublayer of the second layer is studied with the first layer's last LayerNorm erasing what came before."""
-    last = config.N - 1
+def zero_sums(w: dict, config: ModelConfig, tokens: dict[str, int]) -> None:
+    """E[token] = -PE(0) / sqrt(d_model) for the source's and the target's token at position 0: their sums
+    sqrt(d_model) E[token] + PE(0) are exactly 0 (PE(0) is 0, 1, 0, 1, ... in any implementation; sqrt(64) = 8 and the
+    division by it are exact), and dropout of 0 is 0."""
+    pe0 = np.tile(np.array([0.0, 1.0], dtype=np.float32), config.d_model // 2)
+    row = (-pe0 / np.float32(np.sqrt(config.d_model))).astype(np.float32)
+    for side, token in tokens.items():
+        table = "E" if "E" in w else f"E_{side}"
+        w[table][token] = row
 
-    def only(stack: str, sublayer: str, *, one_column: bool, memory_fixed: bool = False):
+
+def probes(config: ModelConfig) -> list[Probe]:
+    """The places, first the paper's (dropout must act there), then the others (it must not): every sublayer of every
+    layer, each alone. A stack's first self-attention has no LayerNorm before it: it is studied on embedding sums of
+    exactly 0 (its output is then its biases' only: studied where the attention has them)."""
+    last = config.N - 1
+    studied = [(stack, layer, sublayer) for stack in SUBLAYERS for layer in range(config.N)
+               for sublayer in SUBLAYERS[stack]
+               if preceding(stack, layer, sublayer) is not None or config.attention_bias]
+
+    def only(stack: str, layer: int, sublayer: str, *, one_column: bool):
         def edit(w, base, config):
-            erase_after(w, *preceding(stack, sublayer))
-            restore(w, base, stack, 1, sublayer, one_column=one_column)
-            if memory_fixed:
+            before = preceding(stack, layer, sublayer)
+            if before is not None:
+                erase_after(w, *before)
+            restore(w, base, stack, layer, sublayer, one_column=one_column)
+            if sublayer == "cross_attn":  # the memory it reads: fixed
                 erase_after(w, "encoder", last, "ffn")
             if stack == "encoder":
-                reader(w, base, config)
+                reader(w, base)
         return edit
 
-    def embeddings(side: str):
-        def edit(w, base, config):
-            if side == "source":
-                reader(w, base, config)
-        return edit
+    def probe(stack, layer, sublayer, *, paper: bool) -> Probe:
+        through = stack == "encoder"
+        bound = (THROUGH_READER if through else DENSE) if paper else 3 if through else 2
+        where = f"the {stack}'s layer {layer + 1} {WORDS[sublayer]}"
+        place = f"the output of {where}" if paper else (
+            f"inside {where} (on {INSIDE[sublayer]}"
+            + ("; or on the encoder's output it reads)" if sublayer == "cross_attn" else ")"))
+        return Probe(place, paper, bound, only(stack, layer, sublayer, one_column=not paper), through,
+                     zero_sum=preceding(stack, layer, sublayer) is None,
+                     control=paper and (stack, layer, sublayer) == ("decoder", last, "ffn"),
+                     source_length=2 if sublayer == "cross_attn" and not paper else 1)
 
-    def nowhere(w, base, config):
+    def source(w, base, config):
+        reader(w, base)
+
+    def nothing(w, base, config):
+        pass
+
+    def erased(w, base, config):
         erase_after(w, "decoder", 0, "self_attn")
 
     return [
-        Probe("the sum of the source's embeddings and positions", True, 4, embeddings("source"), True),
-        Probe("the sum of the target's embeddings and positions", True, 2, embeddings("target")),
-        Probe("the output of the encoder's self-attention", True, 4, only("encoder", "self_attn", one_column=False),
-              True),
-        Probe("the output of the encoder's feed-forward network", True, 4, only("encoder", "ffn", one_column=False),
-              True),
-        Probe("the output of the decoder's self-attention", True, 2, only("decoder", "self_attn", one_column=False)),
-        Probe("the output of the decoder's cross-attention", True, 2,
-              only("decoder", "cross_attn", one_column=False, memory_fixed=True)),
-        Probe("the output of the decoder's feed-forward network", True, 2, only("decoder", "ffn", one_column=False)),
-        Probe("on a residual sum, a LayerNorm's output or the logits", False, 1, nowhere),
-        Probe("inside the decoder's self-attention (on its attention weights)", False, 2,
-              only("decoder", "self_attn", one_column=True)),
-        Probe("inside the decoder's cross-attention (on its attention weights)", False, 2,
-              only("decoder", "cross_attn", one_column=True, memory_fixed=True)),
-        Probe("inside the decoder's feed-forward network (on its hidden layer)", False, 2,
-              only("decoder", "ffn", one_column=True)),
-        Probe("inside the encoder's self-attention (on its attention weights)", False, 3,
-              only("encoder", "self_attn", one_column=True), True),
-        Probe("inside the encoder's feed-forward network (on its hidden layer)", False, 3,
-              only("encoder", "ffn", one_column=True), True),
+        Probe("the sum of the source's embeddings and positions", True, THROUGH_READER, source, True),
+        Probe("the sum of the target's embeddings and positions", True, DENSE, nothing, control=True),
+        *[probe(*where, paper=True) for where in studied],
+        Probe("on a residual sum, a LayerNorm's output or the logits", False, 1, erased),
+        Probe("on an embedding or a positional encoding before their sum", False, 1, nothing, zero_sum=True),
+        *[probe(*where, paper=False) for where in studied],
     ]
 
 
-def weights_for(probe: Probe, base: dict, config: ModelConfig) -> dict:
+def weights_for(probe: Probe, base: dict, config: ModelConfig, tokens: dict[str, int]) -> dict:
     w = {name: value.copy() for name, value in base.items()}
     silence_all(w, config)
+    if probe.zero_sum:
+        zero_sums(w, config, tokens)
     probe.edit(w, base, config)
     return w
+
+
+def layer_norm(x: np.ndarray, gamma: np.ndarray, beta: np.ndarray, eps: float) -> np.ndarray:
+    return gamma * (x - x.mean()) / np.sqrt(x.var() + eps) + beta
+
+
+def expected_quiet_logits(w: dict, config: ModelConfig) -> np.ndarray:
+    """The logits of a model whose every sublayer is silent and whose target embedding sum is 0: the decoder's
+    LayerNorms one after the other from 0 (the first gives its beta), times the output matrix."""
+    y = np.zeros(config.d_model)
+    for layer in range(config.N):
+        for norm in ("norm1", "norm2", "norm3"):
+            y = layer_norm(y, *(w[f"decoder.{layer}.{norm}.{leaf}"].astype(np.float64) for leaf in ("gamma", "beta")),
+                           config.eps)
+    output = w["W_out"] if "W_out" in w else (w["E"] if "E" in w else w["E_tgt"]).T
+    return y @ output.astype(np.float64)
