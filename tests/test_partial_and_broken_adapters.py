@@ -45,3 +45,11 @@ def test_a_hanging_part_is_stopped_and_reported(certify):
     assert layer_norm_checks
     assert all(c["status"] == "error" and "hung" in c["message"] for c in layer_norm_checks)
     assert run.code == 1
+
+
+def test_a_missing_greedy_loop_of_a_keras_or_jax_adapter_offers_no_torch_helper_line(certify):
+    """``supplied=("greedy_decode",)`` is a TorchAdapter option: a Keras or JAX adapter is told only what is missing."""
+    run = certify(adapter_path("keras_without_greedy"), "--no-isolate", "-k", "greedy_decoding_picks")
+    (check,) = run.report["checks"]
+    assert check["status"] == "not_implemented", run.out
+    assert check["message"].endswith("does not provide model.greedy_decode"), check["message"]
