@@ -299,3 +299,15 @@ def test_a_package_on_a_path_the_worker_does_not_read_is_named_with_its_folder(t
     with pytest.raises(LoadError) as loaded:  # past the import: the adapter itself is None
         load_isolated(str(path), timeout_s=20, limits=Limits(allow_read=(str(site),)))
     assert "outside_package" not in str(loaded.value), str(loaded.value)
+
+
+def test_an_import_that_writes_beside_itself_is_told_the_sandbox_refused_the_write_and_how_to_run_unsandboxed(
+        certify, tmp_path):
+    """A tutorial repository that creates its checkpoint folder at import: the worker's files are read-only, and the
+    load error says which path, why, and the two fixes (the code's, or --no-isolate for code the user trusts)."""
+    path = tmp_path / "adapter.py"
+    path.write_text("import os\nos.makedirs(os.path.join(os.path.dirname(__file__), 'checkpoints'))\nadapter = None\n")
+    run = certify(str(path))
+    assert run.code == 2, run.out
+    assert f"({tmp_path / 'checkpoints'}) the sandbox does not let it" in run.err, run.err
+    assert run.err.rstrip().endswith("--no-isolate"), run.err

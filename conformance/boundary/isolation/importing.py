@@ -9,6 +9,7 @@ library and names nothing of the suite: ``loading`` turns its failures into ``Lo
 
 from __future__ import annotations
 
+import errno
 import importlib
 import importlib.util
 import sys
@@ -16,6 +17,17 @@ from pathlib import Path
 from typing import Any
 
 FIX_IMPORT = "Fix the file's import-time code"
+
+
+def import_fix(exc: BaseException) -> str:
+    """The fix a failed import's message ends with: a write the sandbox refused (a read-only file system, a folder it
+    cannot enter) says so and names the way to run the code unsandboxed."""
+    if isinstance(exc, OSError) and exc.errno in (errno.EROFS, errno.EACCES, errno.EPERM):
+        where = f" ({exc.filename})" if exc.filename else ""
+        return (f"The import writes or opens a path{where} the sandbox does not let it (the worker writes only its"
+                " temporary folder, TMPDIR). Fix the file's import-time code, or, for code you trust, run it in this"
+                " process: --no-isolate")
+    return FIX_IMPORT
 
 
 class ImportFailed(Exception):
@@ -90,7 +102,7 @@ def import_file(path_text: str, module_name: str) -> Any:
     except Exception as exc:
         del sys.modules[module_name]
         raise ImportFailed(
-            f"importing {path_text} raised {type(exc).__name__}: {exc}. {FIX_IMPORT}") from exc
+            f"importing {path_text} raised {type(exc).__name__}: {exc}. {import_fix(exc)}") from exc
     finally:
         sys.path.remove(str(path.parent))
     return module
