@@ -60,3 +60,16 @@ def test_the_finished_draft_certifies_on_each_backend(draft, backend, tmp_path):
     assert run.returncode == 0, run.stdout[-3000:] + run.stderr[-3000:]
     statuses = {c["id"]: c["status"] for c in json.loads((tmp_path / "report.json").read_text())["checks"]}
     assert statuses and set(statuses.values()) == {"passed"}, statuses
+
+
+def test_heads_wider_than_d_model_over_h_are_named_never_read_as_another_matrix():
+    """``MultiHeadAttention(key_dim=d_model)`` (the TensorFlow tutorial, the keras-io example): each kernel merges to
+    (d, h d), which a fused W_KV's shape matches; the draft leaves them unmapped and says why, once per attention. Its
+    layers, numbered inside a numbered ``Encoder``, are told by the number after ``encoder_layer``."""
+    drafted = cli("template", "--from", "keras_wide_heads:Transformer", folder=DRAFTING, backend="torch")
+    assert drafted.returncode == 0, drafted.stderr
+    text = drafted.stdout
+    assert "W_KV" not in text and "W_QKV" not in text, text
+    assert text.count("heads 16 wide where the paper's are d_model / h = 8") == 3, text
+    assert '"encoder.{l}.ffn.W1": "encoder.0.encoder_layer.{l}.sequential.0.dense.0.kernel"' in text, text
+    assert "dense.1.kernel" in text.split('"encoder.{l}.ffn.W2": ')[1].split("\n")[0], text

@@ -84,14 +84,31 @@ def assignment_order(module, prefix: str = "") -> list[str]:
 def merged_heads(shape: tuple[int, ...], leaf: str, config: ModelConfig) -> tuple[int, ...]:
     """A per-head kernel's or bias's shape as its merged matrix or vector: (d, h, d_k) -> (d, d); (h, d_k, d) -> (d, d);
     (h, d_k) -> (d,)."""
-    heads = config.h
+    heads, d_k = config.h, config.d_model // config.h
     if leaf == "bias" and len(shape) == 2 and shape[0] == heads:
-        return (shape[0] * shape[1],)
+        return (shape[0] * shape[1],) if shape[1] == d_k else shape
     if len(shape) == 3 and shape[0] == heads:
-        return (shape[0] * shape[1], shape[2])
+        return (shape[0] * shape[1], shape[2]) if shape[1] == d_k else shape
     if len(shape) == 3:
-        return (shape[0], shape[1] * shape[2])
+        return (shape[0], shape[1] * shape[2]) if shape[1] == heads and shape[2] == d_k else shape
     return shape
+
+
+def wide_heads(parameters: list[Parameter], config: ModelConfig) -> list[str]:
+    """A guess for each attention whose per-head kernels are not d_model / h wide (Keras' ``MultiHeadAttention(key_dim=
+    d_model)``, Flax's ``qkv_features`` set apart): left unmerged by ``merged_heads``, so never read as another
+    matrix (a (d, 2d) fused W_KV), and named here, once per attention of the layers, with the reason no canonical
+    weight fits it."""
+    from conformance.adapters.propose import _generic
+
+    d_k, found = config.d_model // config.h, {}
+    for p in parameters:
+        if len(p.shape) == 3:
+            width = p.shape[1] if p.shape[0] == config.h else p.shape[2]
+            found.setdefault(_generic(p.path).rpartition(".")[0].rpartition(".")[0], width)
+    return [f"{attention}: heads {width} wide where the paper's are d_model / h = {d_k}: no canonical weight fits its"
+            " kernels (it computes another attention, its scores scaled by its own width); map them by hand with the"
+            " heads padded, or certify the parts the model has" for attention, width in found.items()]
 
 
 def limits(module, proposal: Proposal, config: ModelConfig) -> tuple[dict, dict]:
@@ -157,7 +174,7 @@ def draft(module_name: str, target) -> str:
         # Flax's kernels are x @ W: the PyTorch draft's note on raw square matrices does not apply
         proposal.guesses = [g for g in proposal.guesses if "outside nn.Linear" not in g]
         supports, reasons = limits(module, proposal, config)
-        proposal.guesses += fixed_sizes(built)
+        proposal.guesses += fixed_sizes(built) + wide_heads(parameters, config)
     return render(module_name, target, built, proposal, supports, reasons, failure)
 
 
@@ -367,5 +384,5 @@ def draft_linen(module_name: str, target) -> str:
         proposal.guesses = [g for g in proposal.guesses if "outside nn.Linear" not in g]  # x @ W kernels
         paths = [linen_path(p.path) for p in parameters]
         supports, reasons = declared_limits(epsilons, "nn.LayerNorm(epsilon={:g})", paths, proposal)
-        proposal.guesses += fixed_sizes(built)
+        proposal.guesses += fixed_sizes(built) + [linen_path(guess) for guess in wide_heads(parameters, config)]
     return render(module_name, target, built, proposal, supports, reasons, failure, kind="linen")

@@ -18,7 +18,7 @@ import numpy as np
 
 from conformance.adapters.construct import PROBE, Plan, plan
 from conformance.adapters.draft import fixed_sizes, tying_of
-from conformance.adapters.draft_jax import declared_limits, merged_heads, render
+from conformance.adapters.draft_jax import declared_limits, merged_heads, render, wide_heads
 from conformance.adapters.propose import Parameter, Proposal, propose
 from conformance.config import ModelConfig
 
@@ -88,5 +88,5 @@ def draft(module_name: str, target) -> str:
                     if isinstance(layer, keras.layers.LayerNormalization)}
         supports, reasons = declared_limits(epsilons, "keras.layers.LayerNormalization(epsilon={:g})",
                                             list(variables(model)), proposal)
-        proposal.guesses += fixed_sizes(built)
+        proposal.guesses += fixed_sizes(built) + wide_heads(parameters, config)
     return render(module_name, target, built, proposal, supports, reasons, failure, kind="keras")

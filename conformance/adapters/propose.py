@@ -105,7 +105,9 @@ class Proposal:
             lines += ["ATTENTION = {"] + [f"    {literal(k)}: {literal(v)}," for k, v in self.attention.items()]
             lines += ["}"]
         if self.unmapped:
-            lines.append("# No canonical name (load_weights sets them to identity values; the report lists them):")
+            lines.append("# No canonical name: load_weights gives a bias, a norm's vector or a learned positional table its"
+                         " identity value (0; 1 for a scale)")
+            lines.append("# and refuses a matrix until it is mapped; the report lists them:")
             lines += [f"#   {path}" for path in self.unmapped]
         if self.guesses:
             lines.append("# Check these guesses:")
@@ -178,9 +180,22 @@ def propose(parameters: list[Parameter], config: ModelConfig) -> Proposal:
     return proposal
 
 
+LAYER_WORDS = ("layer", "block")
+
+
+def _layer_number(path: str) -> re.Match | None:
+    """The number in ``path`` that says which layer: after a part that says layer or block, else the first."""
+    numbers = list(re.finditer(r"(^|\.)(\d+)\.", path))
+    said = [m for m in numbers if any(word in path[: m.start(2)].rstrip(".").rpartition(".")[2].lower()
+                                      for word in LAYER_WORDS)]
+    return (said or numbers or [None])[0]
+
+
 def layer_of(path: str) -> tuple[str, int] | None:
-    """("encoder" | "decoder", index) of a parameter inside a layer, else None."""
-    match = re.search(r"(^|\.)(\d+)\.", path)
+    """("encoder" | "decoder", index) of a parameter inside a layer, else None. The index is the number after a part
+    that says layer or block (``encoder.0.encoder_layer.1``: a Keras stack numbered inside its own numbered
+    encoder), else the first number of the path."""
+    match = _layer_number(path)
     if not match:
         return None
     before = path[: match.start(2)].lower()
@@ -223,8 +238,9 @@ def _attention_roles(stack: str, units: list[str], proposal: Proposal) -> list[s
     cross = [u for u in units if any(w in u.rpartition(".")[2].lower() for w in CROSS_WORDS)]
     if len(units) == 2 and len(cross) == 1:
         return ["cross_attn" if u in cross else "self_attn" for u in units]
-    proposal.guesses.append("decoder attentions: the first registered is taken as self-attention, the second as"
-                            f" cross-attention ({', '.join(_generic(u) for u in units)})")
+    if units:  # none found: nothing taken, nothing to check
+        proposal.guesses.append("decoder attentions: the first registered is taken as self-attention, the second as"
+                                f" cross-attention ({', '.join(_generic(u) for u in units)})")
     return ["self_attn", "cross_attn"][: len(units)]
 
 
@@ -445,7 +461,9 @@ def _output(outputs: list[Parameter], config: ModelConfig, proposal: Proposal) -
 
 
 def _generic(path: str) -> str:
-    return re.sub(r"(^|\.)\d+\.", r"\1{l}.", path, count=1)
+    """``path`` with its layer's number as {l} (``layer_of``'s number)."""
+    match = _layer_number(path)
+    return path if match is None else f"{path[: match.start(2)]}{{l}}{path[match.end(2):]}"
 
 
 def generalise(found: dict[str, object], proposal: Proposal) -> None:
