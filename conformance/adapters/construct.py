@@ -33,7 +33,8 @@ SYNONYMS = {
                   "n_trg_vocab", "output_dim", "dec_voc_size", "target_vocab_size", "tgt_vocab_len", "t_vocab_size",
                   "tgt_n_vocab", "n_tgt_tokens"),
     "d_model": ("d_model", "dim", "hidden_size", "hidden_dim", "emb_size", "embed_dim", "model_dim", "d_hidden",
-                "hid_dim", "model_dimension", "d_word_vec", "embedding_dim", "emb_dim", "embed_size", "d_embed"),
+                "hid_dim", "model_dimension", "d_word_vec", "embedding_dim", "emb_dim", "embed_size", "d_embed",
+                "qkv_dim", "qkv_features"),
     "h": ("h", "n_heads", "nhead", "num_heads", "heads", "n_head", "num_attention_heads", "number_of_heads"),
     "d_ff": ("d_ff", "dim_feedforward", "d_inner", "ff_dim", "ffn_dim", "d_hid", "ffn_hidden", "intermediate_size",
              "pf_dim", "dim_ff", "ff_size", "ffn_size", "d_ffn", "feedforward_dim", "filter_size", "mlp_dim", "dff",
@@ -188,13 +189,22 @@ def is_module_class(value) -> bool:
     return isinstance(value, type) and issubclass(value, nn.Module) and value is not nn.Module
 
 
+# Annotations that name a kind of value, never a config to build (``dtype: Any``, ``kernel_init: Callable``).
+LIBRARY_MODULES = ("typing", "collections", "abc", "builtins", "numpy", "jax", "jaxlib", "enum", "types")
+
+
+def _library_type(annotation: type) -> bool:
+    return inspect.isabstract(annotation) or annotation.__module__.split(".")[0] in LIBRARY_MODULES
+
+
 def config_object(parameter: inspect.Parameter, callee, required: list[inspect.Parameter]):
     """The config object a parameter takes, if it takes one: its annotated class (a dataclass, a config class), the
     model's ``config_class`` (Hugging Face) for a parameter named like a config, or ``SimpleNamespace`` for one named
     like a config that is the only required parameter (its attributes read while the class is built); else None."""
     annotation = _annotation(parameter, callee)
     if annotation is not None:
-        return None if annotation in SCALARS or is_module_class(annotation) else annotation
+        return None if annotation in SCALARS or is_module_class(annotation) or _library_type(annotation) \
+            else annotation
     if parameter.name.lower() not in CONFIG_WORDS or config_key(parameter.name):
         return None
     holder = getattr(callee, "config_class", None)
@@ -264,11 +274,15 @@ class Planner:
             return Argument(name, DERIVED[name])
         if name == RNGS:
             return Argument(name, RNGS)
+        if name.lower() == "deterministic":  # Flax's switch for dropout, often defaulting to False: evaluation's
+            return Argument(name, "True", f"{_name(callee)}({name}): True, the model as evaluated (dropout off); a"
+                                          " training step of your own builds one with False")
         built = self.built_argument(parameter, callee, required, depth) if depth < 4 else None
         if built is not None or not is_required:
             return built
         if name.lower() == "device":
             return Argument(name, '"cpu"')
+
         if name.lower() in LENGTH_NAMES:
             return Argument(name, str(LONGEST), f"{_name(callee)}({name}): no config key has this name; {LONGEST} is"
                                                 " assumed, the longest sequence it accepts (the suite's are shorter)")

@@ -93,13 +93,18 @@ def tying(net, built: Plan, config: ModelConfig) -> ModelConfig:
 FIXED_SIZES = {"h": "the number of heads", "N": "the number of layers"}
 
 
+def _taken(built: Plan) -> set[str]:
+    """The config keys the construction passes on; a head's size d_model // h gives h."""
+    return built.keys | ({"h"} if any(a.source == HEAD_SIZE for a in built.arguments) else set())
+
+
 def fixed_sizes(built: Plan) -> list[str]:
     """A guess for each size no argument of the construction takes: the model fixes it in its code, and the checks'
-    configurations (h = 1 to 4, N = 1 or 2) would not be the model's. A head's size d_model // h gives h."""
-    taken = built.keys | ({"h"} if any(a.source == HEAD_SIZE for a in built.arguments) else set())
-    return [f"no argument of {built.steps[-1].name} takes {what} (c.{key}): if the code fixes it, the model does not"
-            f" follow the suite's configurations and the checks comparing it fail for that reason alone; pass c.{key}"
-            " where the code reads it" for key, what in FIXED_SIZES.items() if key not in taken]
+    configurations (h = 1 to 4, N = 1 or 2) would not be the model's."""
+    taken = _taken(built)
+    return [f"no argument of {built.steps[-1].name} takes {what} (c.{key}): if the code fixes it, declare the"
+            f" value in supports (\"{key}\": (value,): the checks then ask only that) or pass c.{key} where the code"
+            " reads it" for key, what in FIXED_SIZES.items() if key not in taken]
 
 
 def tying_of(parameters: list, built: Plan, config: ModelConfig) -> ModelConfig:
@@ -171,7 +176,27 @@ def limits(net, built: Plan, proposal: Proposal, config: ModelConfig) -> tuple[d
     if tables_of(parameters_of(net), config):  # no table read: nothing to declare about tying
         supports["share_embeddings"], supports["tie_output"] = (config.share_embeddings,), (config.tie_output,)
         reasons.update(_table_reasons(net, config))
+    heads = fixed_heads(net) if "h" not in _taken(built) else set()
+    if len(heads) == 1:
+        (h,) = heads
+        supports["h"], reasons["h"] = (h,), f"the attention modules are built with {h} heads, whatever the config"
     return supports, reasons
+
+
+HEAD_ATTRIBUTES = ("num_heads", "n_heads", "nhead", "n_head", "heads", "head_count", "h")
+
+
+def fixed_heads(net) -> set[int]:
+    """The head counts the built modules hold (``num_heads``, ``n_heads``, ``h``...): read where no argument gave
+    them, so that a model fixed at 8 heads is declared so, never run in the suite's h."""
+    found = set()
+    for module in net.modules():
+        for attribute in HEAD_ATTRIBUTES:
+            value = vars(module).get(attribute)
+            if isinstance(value, int) and not isinstance(value, bool) and value > 0:
+                found.add(value)
+                break
+    return found
 
 
 def _table_reasons(net, config: ModelConfig) -> dict[str, str]:

@@ -289,10 +289,11 @@ class Candidate:
         """A drawn number of positions, cut to the declared max_len."""
         return min(n, self.conventions.supports.get("max_len", n))
 
-    def _require_layer(self, part: str, weights: dict, eps: float | None, prefix: str = "self_attn.") -> None:
+    def _require_layer(self, part: str, weights: dict, eps: float | None, prefix: str = "self_attn.",
+                       h: int | None = None) -> None:
         W1 = weights.get("ffn.W1", weights.get("W1"))
         self.require(part, attention_bias=f"{prefix}b_Q" in weights if f"{prefix}W_Q" in weights else None,
-                     eps=eps, **({"d_ff": np.shape(W1)[1], "d_model": np.shape(W1)[0]} if W1 is not None else {}))
+                     eps=eps, h=h, **({"d_ff": np.shape(W1)[1], "d_model": np.shape(W1)[0]} if W1 is not None else {}))
 
     # -- conventions --------------------------------------------------------------------------
     def to_mask(self, keep: np.ndarray | None) -> np.ndarray | None:
@@ -352,7 +353,7 @@ class Candidate:
 
     def multi_head_attention(self, query, key, value, weights, h: int, mask=None):
         part = f"multi_head_attention(query{query.shape}, key{key.shape}, h={h})"
-        self._require_layer("multi_head_attention", weights, None, prefix="")
+        self._require_layer("multi_head_attention", weights, None, prefix="", h=h)
         result = self.call(
             "multi_head_attention",
             self.adapter,
@@ -374,7 +375,7 @@ class Candidate:
         return expect_float_array(self.from_layout(out), x.shape, part=f"feed_forward(x{x.shape})")
 
     def encoder_layer(self, x, weights, h: int, eps: float, src_keep) -> np.ndarray:
-        self._require_layer("encoder_layer", weights, eps)
+        self._require_layer("encoder_layer", weights, eps, h=h)
         out = self.call(
             "encoder_layer",
             self.adapter,
@@ -387,7 +388,7 @@ class Candidate:
         return expect_float_array(self.from_layout(out), x.shape, part=f"encoder_layer(x{x.shape}, h={h})")
 
     def decoder_layer(self, y, memory, weights, h: int, eps: float, tgt_keep, src_keep) -> np.ndarray:
-        self._require_layer("decoder_layer", weights, eps)
+        self._require_layer("decoder_layer", weights, eps, h=h)
         out = self.call(
             "decoder_layer",
             self.adapter,
@@ -404,7 +405,7 @@ class Candidate:
 
     def attention_sublayer(self, x, memory, weights, h: int, eps: float, keep=None) -> np.ndarray:
         """LayerNorm(x + MultiHead(x, kv, kv)), kv = memory (cross-attention) or x; keep (B, Lq, Lk)."""
-        self._require_layer("attention_sublayer", weights, eps, prefix="")
+        self._require_layer("attention_sublayer", weights, eps, prefix="", h=h)
         memory = None if memory is None else self.to_layout(self.cast(memory))
         out = self.call("attention_sublayer", self.adapter, self.to_layout(self.cast(x)), memory,
                         self.cast_weights(weights), h, eps, self.to_mask(keep))

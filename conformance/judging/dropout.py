@@ -64,7 +64,8 @@ class Probe:
     read_through_cross_attention: bool = False
     zero_sum: bool = False
     control: bool = False  # a dense place of the paper's that the check of the other places asks too
-    source_length: int = 1  # 2 for the cross-attention's inside: two equal keys (a mask shared by heads shows)
+    source_length: int = 1  # 2 for an attention's inside read on two equal keys (a mask shared by heads shows)
+    unstudied: str = ""  # why the configuration leaves this place out (the report says so)
 
 
 def distinct(losses: list[float], rel: float = SAME_LOSS) -> int:
@@ -105,13 +106,16 @@ def silence_all(w: dict, config: ModelConfig) -> None:
 
 
 def restore(w: dict, base: dict, stack: str, layer: int, sublayer: str, *, one_column: bool) -> None:
-    """The sublayer outputs again: densely (its drawn projection), or in one number only (column 0, no bias)."""
+    """The sublayer outputs again: densely (its drawn projection), or in one number only (column 0 and its bias: a
+    dropout of the whole vector the projection reads then leaves the bias, a third value)."""
     matrix, bias = (f"{stack}.{layer}.{sublayer}.{leaf}" for leaf in _projection(sublayer))
     w[matrix] = base[matrix].copy()
     if one_column:
         w[matrix][:, 1:] = 0.0
-    elif bias in w:
+    if bias in w:
         w[bias] = base[bias].copy()
+        if one_column:
+            w[bias][1:] = 0.0
 
 
 def erase_after(w: dict, stack: str, layer: int, sublayer: str) -> None:
@@ -147,11 +151,10 @@ def zero_sums(w: dict, config: ModelConfig, tokens: dict[str, int]) -> None:
 def probes(config: ModelConfig) -> list[Probe]:
     """The places, first the paper's (dropout must act there), then the others (it must not): every sublayer of every
     layer, each alone. A stack's first self-attention has no LayerNorm before it: it is studied on embedding sums of
-    exactly 0 (its output is then its biases' only: studied where the attention has them)."""
+    exactly 0 (its output is then its biases' only: not studied where the attention has none)."""
     last = config.N - 1
     studied = [(stack, layer, sublayer) for stack in SUBLAYERS for layer in range(config.N)
-               for sublayer in SUBLAYERS[stack]
-               if preceding(stack, layer, sublayer) is not None or config.attention_bias]
+               for sublayer in SUBLAYERS[stack]]
 
     def only(stack: str, layer: int, sublayer: str, *, one_column: bool):
         def edit(w, base, config):
@@ -172,10 +175,17 @@ def probes(config: ModelConfig) -> list[Probe]:
         place = f"the output of {where}" if paper else (
             f"inside {where} (on {INSIDE[sublayer]}"
             + ("; or on the encoder's output it reads)" if sublayer == "cross_attn" else ")"))
-        return Probe(place, paper, bound, only(stack, layer, sublayer, one_column=not paper), through,
-                     zero_sum=preceding(stack, layer, sublayer) is None,
+        first = preceding(stack, layer, sublayer) is None
+        # two equal keys: the cross-attention's (the memory, erased), an encoder self-attention's after the first
+        # (erased too; its two positions and the reader's dropout: 4 values)
+        two = not paper and (sublayer == "cross_attn" or (stack == "encoder" and sublayer == "self_attn" and not first))
+        return Probe(place, paper, 4 if two and through else bound,
+                     only(stack, layer, sublayer, one_column=not paper), through, zero_sum=first,
                      control=paper and (stack, layer, sublayer) == ("decoder", last, "ffn"),
-                     source_length=2 if sublayer == "cross_attn" and not paper else 1)
+                     source_length=2 if two else 1,
+                     unstudied="" if not first or config.attention_bias else
+                     "not studied: a stack's first self-attention is read on a zero input, where a bias-free attention"
+                     " outputs 0 whatever its dropout")
 
     def source(w, base, config):
         reader(w, base)
@@ -205,17 +215,9 @@ def weights_for(probe: Probe, base: dict, config: ModelConfig, tokens: dict[str,
     return w
 
 
-def layer_norm(x: np.ndarray, gamma: np.ndarray, beta: np.ndarray, eps: float) -> np.ndarray:
-    return gamma * (x - x.mean()) / np.sqrt(x.var() + eps) + beta
-
-
-def expected_quiet_logits(w: dict, config: ModelConfig) -> np.ndarray:
-    """The logits of a model whose every sublayer is silent and whose target embedding sum is 0: the decoder's
-    LayerNorms one after the other from 0 (the first gives its beta), times the output matrix."""
-    y = np.zeros(config.d_model)
-    for layer in range(config.N):
-        for norm in ("norm1", "norm2", "norm3"):
-            y = layer_norm(y, *(w[f"decoder.{layer}.{norm}.{leaf}"].astype(np.float64) for leaf in ("gamma", "beta")),
-                           config.eps)
-    output = w["W_out"] if "W_out" in w else (w["E"] if "E" in w else w["E_tgt"]).T
-    return y @ output.astype(np.float64)
+def erased_twin(w: dict) -> dict:
+    """The zero-sum weights with the decoder's first LayerNorm erased too: the same logits (LayerNorm(0) and a gamma-0
+    LayerNorm both give its beta) where the target's sum really is 0, other logits where it is not."""
+    twin = {name: value.copy() for name, value in w.items()}
+    erase_after(twin, "decoder", 0, "self_attn")
+    return twin

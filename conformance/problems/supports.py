@@ -29,7 +29,10 @@ FEATURES = {
     "max_len": "the most positions a sequence may have (one number: learned positions or a positional table of"
                " that many rows)",
     "label_smoothing": "the label-smoothing eps values of the loss (0.1 in the paper, §5.4)",
+    "h": "the numbers of attention heads the code builds (8 in the paper): a model whose code fixes its heads",
+    "N": "the numbers of layers per stack the code builds (6 in the paper): a model whose code fixes its depth",
 }
+COUNTS = {"h", "N"}  # positive integers
 BOOLEAN = {"attention_bias", "share_embeddings", "tie_output"}
 LIMITS = {"max_len"}  # one number, the most allowed; every other feature: a tuple of the values allowed
 # The parts each feature binds (the model: build_model, its every method, and parameter_count's configuration).
@@ -41,9 +44,11 @@ BINDS = {
     "tie_output": "the model",
     "max_len": "positional_encoding (its n), the model (every source, decoder input and greedy max_len)",
     "label_smoothing": "label_smoothed_loss (its epsilon), the model (the recipe train_step follows)",
+    "h": "multi_head_attention, the layers and the attention sublayer, the model",
+    "N": "the model",
 }
 # Features that change no parameter count: a count is asked in the configuration the candidate declares.
-UNCOUNTED = ("eps", "label_smoothing")
+UNCOUNTED = ("eps", "label_smoothing", "h")  # h: the same width, split otherwise
 
 
 def validate(supports: dict) -> list[str]:
@@ -63,6 +68,9 @@ def validate(supports: dict) -> list[str]:
 
 
 def _wrong_values(feature: str, values) -> list[str]:
+    if feature in COUNTS:
+        wrong = [v for v in values if not isinstance(v, numbers.Integral) or isinstance(v, bool) or v < 1]
+        return [f"{feature}: {wrong} are not positive integers"] if wrong else []
     kind = bool if feature in BOOLEAN else numbers.Real
     wrong = [v for v in values if not isinstance(v, kind) or (kind is numbers.Real and isinstance(v, bool))]
     if wrong:
@@ -105,7 +113,7 @@ def config_features(config) -> dict:
     smoothing = recipe.get("label_smoothing") if isinstance(recipe, dict) else getattr(recipe, "label_smoothing", None)
     return {"attention_bias": get("attention_bias"), "eps": get("eps"), "d_ff": get("d_ff"),
             "d_model": get("d_model"), "share_embeddings": get("share_embeddings"),
-            "tie_output": get("tie_output"), "label_smoothing": smoothing}
+            "tie_output": get("tie_output"), "label_smoothing": smoothing, "h": get("h"), "N": get("N")}
 
 
 def fit(value, supports: dict):
@@ -124,6 +132,11 @@ def fit(value, supports: dict):
     if isinstance(value, ModelConfig):
         return _fit_config(value, supports)
     if isinstance(value, LayerSizes):
+        if not allowed(supports, "h", value.h):  # the declared heads over the same width, where they divide it
+            h = int(supports["h"][0])
+            d_k = value.d_model // h if value.d_model % h == 0 else value.d_k
+            d_ff = value.d_ff if value.d_model % h == 0 else max(1, round(value.d_ff * h * d_k / value.d_model))
+            value = dataclasses.replace(value, h=h, d_k=d_k, d_ff=d_ff)
         changes = _changes(supports, bias=value.bias, eps=value.eps, d_ff=value.d_ff, d_model=value.d_model)
         renamed = {"attention_bias": "bias"}
         return dataclasses.replace(value, **{renamed.get(k, k): v for k, v in changes.items()})
@@ -139,6 +152,14 @@ def fit_uncounted(config, supports: dict):
 
 
 def _fit_config(config, supports: dict):
+    if not allowed(supports, "h", config.h):  # the declared heads over the same width, where they divide it
+        h = int(supports["h"][0])
+        if config.d_model % h:  # else each head as wide as drawn: d_model follows, and d_ff in ratio
+            d_model = h * max(1, config.d_model // config.h)
+            config = config.replace(h=h, d_model=d_model, d_ff=max(1, round(config.d_ff * d_model / config.d_model)))
+        config = config.replace(h=h)
+    if not allowed(supports, "N", config.N):
+        config = config.replace(N=int(supports["N"][0]))
     changes = _changes(supports, bias=config.attention_bias, eps=config.eps, d_ff=config.d_ff,
                        d_model=config.d_model, share=config.share_embeddings, tie=config.tie_output,
                        vocab=(config.src_vocab, config.tgt_vocab))

@@ -294,15 +294,19 @@ def dropout_losses(candidate, rng, seed, *, paper: bool) -> tuple[list[tuple[dro
                       f" erases everything before it. With gamma 0 in the decoder's first LayerNorm and every sublayer"
                       f" silenced, this model's logits still depend on the input (by up to {gap:.3g}): it is not"
                       " post-norm (see the layer checks)")
-    left_out = {}
+    left_out = {p.place: p.unstudied for p in probes if p.unstudied}
     zero = next(p for p in probes if p.zero_sum and p.bound == 1)
     weights = dropout.weights_for(zero, base, config, tokens)
     model.load_weights(weights)
-    off = float(np.abs(model.forward(src, tgt_in)[0, 0] - dropout.expected_quiet_logits(weights, config)).max())
-    if off > 1e-4:
-        left_out = {p.place: f"needs sqrt(d_model) E[token] + PE(0) = 0 at E[token] = -PE(0)/sqrt(d_model); the"
-                             f" logits of such a model are off by {off:.3g} (embeddings not scaled by sqrt(d_model),"
-                             " or another table?)" for p in probes if p.zero_sum}
+    summed = model.forward(src, tgt_in).astype(np.float64)
+    model.load_weights(dropout.erased_twin(weights))
+    erased = model.forward(src, tgt_in).astype(np.float64)
+    off = float(np.abs(summed - erased).max())
+    if off > 1e-6 * max(1.0, float(np.abs(erased).max())):  # the same kernels either way: equal where the sum is 0
+        left_out |= {p.place: f"not studied: it needs sqrt(d_model) E[token] + PE(0) = 0 at E[token] = -PE(0) /"
+                              f" sqrt(d_model), and the logits there differ by {off:.3g} from those of a model whose"
+                              " first LayerNorm erases the sum (embeddings not scaled by sqrt(d_model)?)"
+                     for p in probes if p.zero_sum}
 
     def count(probe: dropout.Probe) -> int:
         weights, losses = dropout.weights_for(probe, base, config, tokens), []
