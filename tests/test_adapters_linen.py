@@ -56,7 +56,7 @@ def test_decode_with_its_arguments_in_another_order_is_called_in_that_order(draf
     assert "raise NotImplementedError" not in draft
 
 
-def test_the_finished_draft_round_trips_the_canonical_weights_and_counts_its_params(draft):
+def test_the_finished_draft_round_trips_the_canonical_weights_counts_its_params_and_sows_attention(draft):
     import jax
     import numpy as np
 
@@ -78,6 +78,12 @@ def test_the_finished_draft_round_trips_the_canonical_weights_and_counts_its_par
     assert np.asarray(model.forward(np.array([[3, 4, 0]]), np.array([[1, 5]]))).shape == (1, 2, config.tgt_vocab)
     assert adapter.parameter_count(config.as_dict()) == sum(int(np.size(v))
                                                             for v in jax.tree_util.tree_leaves(model.params))
+    # the attention weights, sown by every nn.MultiHeadDotProductAttention and named by the map's projections
+    weights = model.attention_weights(np.array([[3, 4, 0]]), np.array([[1, 5]]))
+    assert {name: w.shape for name, w in weights.items()} == {
+        "encoder.0.self_attn": (1, 2, 3, 3), "decoder.0.self_attn": (1, 2, 2, 2), "decoder.0.cross_attn": (1, 2, 2, 3)}
+    assert weights["decoder.0.self_attn"][0, :, 0, 1].tolist() == [0.0, 0.0]  # the future: exactly 0
+    assert weights["encoder.0.self_attn"][0, :, :, 2].max() == 0.0  # the padded key
 
 
 @pytest.mark.slow

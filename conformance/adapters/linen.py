@@ -44,7 +44,7 @@ class LinenModel:
     Evaluation mode is the module's as built: build it deterministic (dropout off), as Flax's examples do for
     evaluation. ``greedy_decode(model, src, max_len)`` and ``train_step(model, src, tgt_in, tgt_out) -> {"loss", "lr"}``
     receive this object: ``model.module``, ``model.params`` (a training step assigns the updated ones) and
-    ``model.config``."""
+    ``model.config``. ``attention_weights`` asks every ``nn.MultiHeadDotProductAttention`` to sow its weights."""
 
     def __init__(self, module, params: dict, names: dict | PytreeNames, config: ModelConfig | dict, *,
                  encode: Callable, decode: Callable, greedy_decode: Callable | None = None,
@@ -56,7 +56,7 @@ class LinenModel:
         self._encode = jax.jit(lambda params, src: encode(bound({"params": params}), src))
         self._decode = jax.jit(lambda params, tgt_in, memory, src: decode(bound({"params": params}), tgt_in, memory,
                                                                            src))
-        self._greedy, self._train = greedy_decode, train_step
+        self._greedy, self._train, self._functions = greedy_decode, train_step, (encode, decode)
 
     def load_weights(self, weights):
         new = self.names.write(flatten(self.params), weights, model_shapes(self.config))
@@ -77,6 +77,41 @@ class LinenModel:
 
     def forward(self, src, tgt_in):
         return self.decode(tgt_in, self.encode(src), src)
+
+    def attention_weights(self, src, tgt_in):
+        """Each attention's weights by sublayer name, from a forward pass in which every Flax
+        ``MultiHeadDotProductAttention`` is asked to ``sow`` them (``nn.intercept_methods``): the attention the name
+        map places ``{sublayer}.W_Q`` (or W_QKV) in is that sublayer's."""
+        from flax import linen as nn
+
+        def sow_weights(next_fun, args, kwargs, context):
+            if isinstance(context.module, nn.MultiHeadDotProductAttention) and context.method_name == "__call__":
+                kwargs = {**kwargs, "sow_weights": True}
+            return next_fun(*args, **kwargs)
+
+        encode, decode = self._functions
+        with nn.intercept_methods(sow_weights):
+            _, state = self.module.apply({"params": self.params}, src, tgt_in, mutable=["intermediates"],
+                                         method=lambda m, s, t: decode(m, t, encode(m, s), s))
+        sown = {path.removeprefix("intermediates.").removesuffix(".attention_weights.0"): value
+                for path, value in flatten(state).items() if ".attention_weights." in path}
+        return {sublayer: np.asarray(sown[module]) for sublayer, module in self._attention_modules().items()
+                if module in sown}
+
+    def _attention_modules(self) -> dict[str, str]:
+        """``encoder.0.self_attn`` -> the Linen path of the attention module its projections lie in."""
+        flat, found = flatten(self.params), {}
+        for sublayer in [f"{stack}.{layer}.{kind}" for layer in range(self.config.N)
+                         for stack, kind in (("encoder", "self_attn"), ("decoder", "self_attn"),
+                                             ("decoder", "cross_attn"))]:
+            for projection in ("W_Q", "W_QKV"):
+                try:
+                    (slot, *_), = self.names.map.resolve([f"{sublayer}.{projection}"], list(flat)).values()
+                except ValueError:
+                    continue
+                found[sublayer] = slot.path.rsplit(".", 2)[0]  # <attention>.query.kernel
+                break
+        return found
 
     def greedy_decode(self, src, max_len):
         if self._greedy is None:
