@@ -230,3 +230,19 @@ def test_a_decoding_is_read_against_the_papers_row_by_row():
     assert _decoding(np.array([[5, 2, 2, 2], [5, 6, 7, 2]]), paper) == "goes on"
     assert _decoding(paper[:, :2], paper) == "cut"
     assert _decoding(np.array([[5, 3, 0, 0], [5, 6, 7, 2]]), paper) is None  # a wrong token: nothing so simple
+
+
+def test_a_question_about_one_half_of_the_model_is_described_by_that_halfs_readings_only():
+    """encode's memory is not described by what the decoder reads ("the encoder's memory does not" change: said of
+    Flax's own example's encode failure, it contradicted itself), nor decode with the paper's memory by the encoder's."""
+    import functools
+
+    from conformance.diagnosis import Question
+    from conformance.diagnosis.measurements import _side
+    from conformance.diagnosis.measurements.invariances import MODEL_TEXTS, SIDES
+    from conformance.problems import questions
+
+    assert _side(Question(questions.memory)) == "encoder"
+    assert _side(Question(functools.partial(questions.decoded))) == "decoder"
+    assert _side(Question(questions.logits)) is None
+    assert set(SIDES) <= set(MODEL_TEXTS) and SIDES["padding decoder"] == "decoder"

@@ -202,6 +202,9 @@ def memory(candidate, sizes: ModelSizes) -> np.ndarray:
     return loaded_model(candidate, sizes.config, weights).encode(src)
 
 
+memory.side = "encoder"  # the half of the model it asks (the diagnosis describes it by that half's readings)
+
+
 @_drawn_once
 def oracle_memory(sizes: ModelSizes) -> np.ndarray:
     """The float64 reference's memory, rounded to float32: the same decoder input, to the bit, for everyone."""
@@ -213,3 +216,6 @@ def decoded(candidate, sizes: ModelSizes) -> np.ndarray:
     """decode(tgt_in, memory, src) with the reference's memory."""
     weights, src, tgt_in = model_problem(sizes)
     return loaded_model(candidate, sizes.config, weights).decode(tgt_in, oracle_memory(sizes), src)
+
+
+decoded.side = "decoder"

@@ -101,12 +101,21 @@ def describe(candidate, question, tol, *, disk_cache: bool = True) -> list[dict]
         found = formula_differences(asked)
     if not found:  # a formula that reproduces the answer says more than a reading of the answer
         found = read_off()
-    keys = {d["key"] for d in found}
+    keys, side = {d["key"] for d in found}, _side(asked.question)
     for name, finding in findings_of(candidate, asked.parts):
+        if finding.facts.get("side", side) != side:  # the decoder's reading said of the encoder's memory, or back
+            continue
         if finding.key not in keys and set(finding.parts) & asked.parts:
             keys.add(finding.key)
             found.append(as_description(name, "probe", finding.text, finding.key, facts=finding.facts))
     return found
+
+
+def _side(question) -> str | None:
+    """"encoder" for a question about the memory alone, "decoder" for one about decode with the paper's memory, None
+    for the whole model (the question's function says so: ``side``)."""
+    answer = question.answer
+    return getattr(getattr(answer, "func", answer), "side", None)
 
 
 def _answers(candidate, asked) -> list[tuple[str, Finding]]:

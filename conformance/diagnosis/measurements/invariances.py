@@ -209,6 +209,10 @@ def _at_both(pairs: list[Pair], probe):
     return first if first and all(f == first for f in found[1:]) else None
 
 
+# The half of the model each probed reading is about: a question about the memory alone (encode) is not described by
+# the decoder's, nor one about decode with the paper's memory by the encoder's; the whole model's questions by both.
+SIDES = {"future": "decoder", "source none": "decoder", "source causal": "decoder", "padding decoder": "decoder",
+         "encoder causal": "encoder", "padding encoder": "encoder", "positions": "encoder"}
 MODEL_TEXTS = {
     "future": "the logits at a position change when a later target token changes: the decoder reads the future",
     "source none": "the logits do not change when every source token does: the decoder does not read the source",
@@ -250,7 +254,7 @@ def model_invariances(candidate):
             continue
         key = name if result is True else f"{name} {result}"
         found.append(Finding(MODEL_TEXTS[key] + " (probed on two model sizes)", f"model_invariances:{key}",
-                             MODEL_PARTS, {"probe": key}))
+                             MODEL_PARTS, {"probe": key, **({"side": SIDES[key]} if key in SIDES else {})}))
     unused = _at_both(pairs, layers_unused)
     if unused:
         found.append(Finding(f"the logits do not change when the weights of {', '.join(unused)} do: those layers are"
