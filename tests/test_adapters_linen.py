@@ -96,3 +96,11 @@ def test_the_finished_draft_certifies(draft, tmp_path):
     statuses = {c["id"]: c["status"] for c in json.loads((tmp_path / "report.json").read_text())["checks"]}
     assert statuses.pop("layers_use_the_lessons_layer_norm_epsilon") == "advisory"  # nn.LayerNorm's 1e-6
     assert statuses and set(statuses.values()) == {"passed"}, statuses
+
+
+def test_a_factory_of_a_linen_model_is_told_to_name_the_class():
+    drafted = cli("template", "--from", "linen_transformer:make_transformer", folder=DRAFTING)
+    assert drafted.returncode == 0, drafted.stderr
+    text = " ".join(line.strip("# ").strip() for line in drafted.stdout.splitlines())
+    assert ("it returned a Transformer, a Flax model: template --from drafts a Flax model from its class (template"
+            " --from linen_transformer:Transformer), not from a function") in text, drafted.stdout

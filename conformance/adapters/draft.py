@@ -76,9 +76,21 @@ def probe(built: Plan) -> tuple[object | None, ModelConfig, str]:
                 failure = failure or f"{type(exc).__name__}: {exc}"
                 continue
         if not isinstance(net, torch.nn.Module):
-            return None, config, f"it returned a {type(net).__name__}, not an nn.Module"
+            return None, config, not_a_torch_module(net)
         return net, config, ""
     return None, PROBE, failure
+
+
+def not_a_torch_module(net) -> str:
+    """Why a factory's result cannot be drafted as PyTorch, with the fix: a Flax or Keras model is drafted from its
+    class (its constructor planned from the config, as a factory's arguments are)."""
+    kind = type(net)
+    roots = {base.__module__.split(".")[0] for base in kind.__mro__}
+    framework = "Flax" if "flax" in roots else "Keras" if "keras" in roots else None
+    if framework is None:
+        return f"it returned a {kind.__name__}, not an nn.Module"
+    return (f"it returned a {kind.__name__}, a {framework} model: template --from drafts a {framework} model from its"
+            f" class (template --from {kind.__module__}:{kind.__name__}), not from a function")
 
 
 def tying(net, built: Plan, config: ModelConfig) -> ModelConfig:
