@@ -70,7 +70,7 @@ RNGS = "rngs"
 # A maximum length no config key gives: the suite's sequences are far shorter.
 LENGTH_NAMES = ("max_len", "max_length", "max_seq_len", "max_seq_length", "n_position", "n_positions", "max_positions",
                 "max_position_embeddings", "seq_len", "block_size", "max_src_len", "max_tgt_len", "context_length",
-                "max_sequence_length", "maxlen")
+                "max_sequence_length", "maxlen", "sequence_length", "seq_length")
 LONGEST = 1024
 # A name with one of these words is one side's: num_encoder_layers and num_decoder_layers both take c.N.
 SIDE_WORDS = ("src", "tgt", "trg", "enc", "dec", "encoder", "decoder", "source", "target")
