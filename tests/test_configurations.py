@@ -142,3 +142,14 @@ def test_a_call_outside_the_declaration_is_not_implemented_with_the_declared_rea
     # adapter's own refusal of it is an undeclared limit (NotImplementedError: that example is skipped)
     with pytest.raises(PartNotImplemented, match=r"layer_norm raised NotImplementedError: eps is fixed"):
         candidate.layer_norm([[1.0, 2.0]], [1.0, 1.0], [0.0, 0.0], 1e-6)
+
+
+def test_a_declared_head_count_moves_a_count_only_where_it_divides_d_model():
+    """A parameter count does not depend on h at a given width: asked in the declared heads where they split d_model,
+    left alone (and refused) where fitting them would change d_model, hence the count."""
+    assert supports.fit_uncounted(toy_config(), {"h": (8,)}) == toy_config(h=8)
+    narrow = toy_config(d_model=6, h=3, d_ff=24)
+    assert supports.fit_uncounted(narrow, {"h": (8,)}) == narrow
+    assert "declares h in (8,) only" in supports.violation({"h": (8,)}, {}, **supports.config_features(narrow))
+    fitted = supports.fit(narrow, {"h": (8,)})  # a drawn model: the heads as wide as drawn, d_model follows
+    assert (fitted.h, fitted.d_model, fitted.d_ff) == (8, 16, 64)

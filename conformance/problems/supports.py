@@ -48,7 +48,7 @@ BINDS = {
     "N": "the model",
 }
 # Features that change no parameter count: a count is asked in the configuration the candidate declares.
-UNCOUNTED = ("eps", "label_smoothing", "h")  # h: the same width, split otherwise
+UNCOUNTED = ("eps", "label_smoothing", "h")  # h: where the declared heads divide d_model (the same width)
 
 
 def validate(supports: dict) -> list[str]:
@@ -148,7 +148,10 @@ def fit(value, supports: dict):
 def fit_uncounted(config, supports: dict):
     """``config`` (a ``ModelConfig``) with the features no parameter count depends on (``UNCOUNTED``) moved into
     the declaration, the rest kept: the same count, asked in a configuration the candidate builds."""
-    return _fit_config(config, {feature: supports[feature] for feature in UNCOUNTED if feature in supports})
+    uncounted = {feature: supports[feature] for feature in UNCOUNTED if feature in supports}
+    if "h" in uncounted and config.d_model % int(uncounted["h"][0]):  # fitted, d_model would change: the count too
+        del uncounted["h"]
+    return _fit_config(config, uncounted)
 
 
 def _fit_config(config, supports: dict):
