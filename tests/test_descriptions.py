@@ -234,7 +234,8 @@ def test_a_decoding_is_read_against_the_papers_row_by_row():
 
 def test_a_question_about_one_half_of_the_model_is_described_by_that_halfs_readings_only():
     """encode's memory is not described by what the decoder reads ("the encoder's memory does not" change: said of
-    Flax's own example's encode failure, it contradicted itself), nor decode with the paper's memory by the encoder's."""
+    Flax's own example's encode failure, it contradicted itself), nor decode with the paper's memory by the
+    encoder's."""
     import functools
 
     from conformance.diagnosis import Question

@@ -105,9 +105,9 @@ class Proposal:
             lines += ["ATTENTION = {"] + [f"    {literal(k)}: {literal(v)}," for k, v in self.attention.items()]
             lines += ["}"]
         if self.unmapped:
-            lines.append("# No canonical name: load_weights gives a bias, a norm's vector or a learned positional table its"
-                         " identity value (0; 1 for a scale)")
-            lines.append("# and refuses a matrix until it is mapped; the report lists them:")
+            lines.append("# No canonical name: load_weights gives a bias, a norm's vector or a learned positional table"
+                         " its identity value")
+            lines.append("# (0; 1 for a scale) and refuses a matrix until it is mapped; the report lists them:")
             lines += [f"#   {path}" for path in self.unmapped]
         if self.guesses:
             lines.append("# Check these guesses:")

@@ -32,7 +32,10 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from conformance.config import ModelConfig
+from conformance.config import ModelConfig, Recipe, toy_config
+from conformance.errors import Blocked
+from conformance.judging.training import letter_ids
+from conformance.weights import model_shapes, random_weights
 
 # Steps per probe, and the probes' dropout rate (the places do not depend on it; a high one drops more per step): a
 # dropout inside a one-column sublayer, on one head of four, changes its number in a quarter of the steps at 0.5, so 32
@@ -61,6 +64,8 @@ class Probe:
     paper: bool
     bound: int
     edit: Callable[[dict, dict, ModelConfig], None]
+    role: str = "sublayer"  # "sum" (the embeddings'), "sublayer", "stream" (after a residual sum), "summands"
+    sublayer: str = ""  # the sublayer studied: self_attn, cross_attn, ffn
     read_through_cross_attention: bool = False
     zero_sum: bool = False
     control: bool = False  # a dense place of the paper's that the check of the other places asks too
@@ -72,7 +77,7 @@ def distinct(losses: list[float], rel: float = SAME_LOSS) -> int:
     """How many values ``losses`` take, two being one when they agree to ``rel``."""
     values = sorted(losses)
     count = 1 if values else 0
-    for before, after in zip(values, values[1:]):
+    for before, after in zip(values, values[1:], strict=False):
         if after - before > rel * max(1.0, abs(after)):
             count += 1
     return count
@@ -180,7 +185,8 @@ def probes(config: ModelConfig) -> list[Probe]:
         # (erased too; its two positions and the reader's dropout: 4 values)
         two = not paper and (sublayer == "cross_attn" or (stack == "encoder" and sublayer == "self_attn" and not first))
         return Probe(place, paper, 4 if two and through else bound,
-                     only(stack, layer, sublayer, one_column=not paper), through, zero_sum=first,
+                     only(stack, layer, sublayer, one_column=not paper), sublayer=sublayer,
+                     read_through_cross_attention=through, zero_sum=first,
                      control=paper and (stack, layer, sublayer) == ("decoder", last, "ffn"),
                      source_length=2 if two else 1,
                      unstudied="" if not first or config.attention_bias else
@@ -197,11 +203,13 @@ def probes(config: ModelConfig) -> list[Probe]:
         erase_after(w, "decoder", 0, "self_attn")
 
     return [
-        Probe("the sum of the source's embeddings and positions", True, THROUGH_READER, source, True),
-        Probe("the sum of the target's embeddings and positions", True, DENSE, nothing, control=True),
+        Probe("the sum of the source's embeddings and positions", True, THROUGH_READER, source, "sum",
+              read_through_cross_attention=True),
+        Probe("the sum of the target's embeddings and positions", True, DENSE, nothing, "sum", control=True),
         *[probe(*where, paper=True) for where in studied],
-        Probe("on a residual sum, a LayerNorm's output or the logits", False, 1, erased),
-        Probe("on an embedding or a positional encoding before their sum", False, 1, nothing, zero_sum=True),
+        Probe("on a residual sum, a LayerNorm's output or the logits", False, 1, erased, "stream"),
+        Probe("on an embedding or a positional encoding before their sum", False, 1, nothing, "summands",
+              zero_sum=True),
         *[probe(*where, paper=False) for where in studied],
     ]
 
@@ -221,3 +229,75 @@ def erased_twin(w: dict) -> dict:
     twin = {name: value.copy() for name, value in w.items()}
     erase_after(twin, "decoder", 0, "self_attn")
     return twin
+
+
+# ------------------------------------------------------------------------------------------------------------------
+# The measurement: the candidate trained step by step at each probe's weights
+# ------------------------------------------------------------------------------------------------------------------
+
+
+def measure(candidate, rng, seed: int, *, paper: bool) -> tuple[list[tuple[Probe, int]], dict]:
+    """Each probe of the paper's places (``paper``) or of the others, and how many values the loss took over
+    ``STEPS`` steps from the same weights and batch (one token each side), with the controls: how many
+    values the paper's dense places gave (a model whose masks repeat from one ``load_weights`` to the next shows
+    none), and the probes left out. Blocked where a LayerNorm with gamma 0 does not erase what came before it."""
+    config = candidate.fit(toy_config(dropout=RATE, recipe=Recipe(warmup=400, dropout=RATE)))
+    model = candidate.build_model(config, seed=seed)
+    base = random_weights(model_shapes(config), rng)
+    letters = letter_ids(config)
+    src, tgt_in, tgt_out = (np.array([[token]], dtype=np.int64) for token in (letters[0], config.bos_id, letters[1]))
+    tokens = {"src": int(letters[0]), "tgt": int(config.bos_id)}
+    every = probes(config)
+    quiet = weights_for(next(p for p in every if p.role == "stream"), base, config, tokens)
+    model.load_weights(quiet)
+    gap = float(np.abs(model.forward(src, tgt_in).astype(np.float64)
+                       - model.forward(np.array([[letters[2]]]), np.array([[letters[3]]]))).max())
+    if gap > 1e-6:
+        raise Blocked(f"the dropout probes rest on post-norm (§3.1): a LayerNorm with gamma 0 outputs its beta and so"
+                      f" erases everything before it. With gamma 0 in the decoder's first LayerNorm and every sublayer"
+                      f" silenced, this model's logits still depend on the input (by up to {gap:.3g}): it is not"
+                      " post-norm (see the layer checks)")
+    left_out = {p.place: p.unstudied for p in every if p.unstudied}
+    zero = next(p for p in every if p.role == "summands")
+    weights = weights_for(zero, base, config, tokens)
+    model.load_weights(weights)
+    summed = model.forward(src, tgt_in).astype(np.float64)
+    model.load_weights(erased_twin(weights))
+    erased = model.forward(src, tgt_in).astype(np.float64)
+    off = float(np.abs(summed - erased).max())
+    if off > 1e-6 * max(1.0, float(np.abs(erased).max())):  # the same kernels either way: equal where the sum is 0
+        left_out |= {p.place: f"not studied: it needs sqrt(d_model) E[token] + PE(0) = 0 at E[token] = -PE(0) /"
+                              f" sqrt(d_model), and the logits there differ by {off:.3g} from those of a model whose"
+                              " first LayerNorm erases the sum (embeddings not scaled by sqrt(d_model)?)"
+                     for p in every if p.zero_sum}
+
+    def count(probe: Probe) -> int:
+        weights, losses = weights_for(probe, base, config, tokens), []
+        source = np.repeat(src, probe.source_length, axis=1)
+        for _ in range(STEPS):
+            model.load_weights(weights)  # the step updates the weights: every step starts from the same ones
+            losses.append(float(model.train_step(source, tgt_in, tgt_out)["loss"]))
+        return distinct(losses)
+
+    counted = [(p, count(p)) for p in every if p.paper == paper and p.place not in left_out]
+    controls = counted if paper else [(p, count(p)) for p in every if p.control]
+    if all(n <= 1 for _, n in controls):
+        places = ", ".join(p.place for p, _ in controls)
+        raise Blocked(f"the loss took one value at every place the paper drops ({places}), over {STEPS}"
+                      f" steps from the same weights at dropout {RATE}: this model draws the same masks after"
+                      " every load_weights (a training state that starts again with the weights, masks keyed on its"
+                      " step?), and the probes need fresh ones")
+    return counted, left_out
+
+
+def shown(extra: list[tuple[Probe, int]]) -> list[tuple[Probe, int]]:
+    """The places the extra values are said of, leaving out those another place's dropout explains: a dropout on the
+    residual stream acts in every probe (it alone is said); a cross-attention's carries every encoder place to the
+    loss; a dropout of a summand leaves the zero-sum places' sums non-zero."""
+    if any(probe.role == "stream" for probe, _ in extra):
+        return [(probe, n) for probe, n in extra if probe.role == "stream"]
+    if any(probe.sublayer == "cross_attn" for probe, _ in extra):
+        extra = [(probe, n) for probe, n in extra if not probe.read_through_cross_attention]
+    if any(probe.role == "summands" for probe, _ in extra):
+        extra = [(probe, n) for probe, n in extra if not probe.zero_sum or probe.role == "summands"]
+    return extra

@@ -273,60 +273,6 @@ def test_evaluation_mode_has_no_dropout(candidate, check, rng, seed):
 # §5.4, where dropout acts: counted values of the training-mode loss (conformance.judging.dropout)
 
 
-def dropout_losses(candidate, rng, seed, *, paper: bool) -> tuple[list[tuple[dropout.Probe, int]], dict]:
-    """Each probe of the paper's places (``paper``) or of the others, and how many values the loss took over
-    ``dropout.STEPS`` steps from the same weights and batch (one token each side), with the controls: how many
-    values the paper's dense places gave (a model whose masks repeat from one ``load_weights`` to the next shows
-    none), and the probes left out. Blocked where a LayerNorm with gamma 0 does not erase what came before it."""
-    config = candidate.fit(toy_config(dropout=dropout.RATE, recipe=Recipe(warmup=400, dropout=dropout.RATE)))
-    model = candidate.build_model(config, seed=seed)
-    base = random_weights(model_shapes(config), rng)
-    letters = training.letter_ids(config)
-    src, tgt_in, tgt_out = (np.array([[token]], dtype=np.int64) for token in (letters[0], config.bos_id, letters[1]))
-    tokens = {"src": int(letters[0]), "tgt": int(config.bos_id)}
-    probes = dropout.probes(config)
-    quiet = dropout.weights_for(next(p for p in probes if p.bound == 1 and not p.zero_sum), base, config, tokens)
-    model.load_weights(quiet)
-    gap = float(np.abs(model.forward(src, tgt_in).astype(np.float64)
-                       - model.forward(np.array([[letters[2]]]), np.array([[letters[3]]]))).max())
-    if gap > 1e-6:
-        raise Blocked(f"the dropout probes rest on post-norm (§3.1): a LayerNorm with gamma 0 outputs its beta and so"
-                      f" erases everything before it. With gamma 0 in the decoder's first LayerNorm and every sublayer"
-                      f" silenced, this model's logits still depend on the input (by up to {gap:.3g}): it is not"
-                      " post-norm (see the layer checks)")
-    left_out = {p.place: p.unstudied for p in probes if p.unstudied}
-    zero = next(p for p in probes if p.zero_sum and p.bound == 1)
-    weights = dropout.weights_for(zero, base, config, tokens)
-    model.load_weights(weights)
-    summed = model.forward(src, tgt_in).astype(np.float64)
-    model.load_weights(dropout.erased_twin(weights))
-    erased = model.forward(src, tgt_in).astype(np.float64)
-    off = float(np.abs(summed - erased).max())
-    if off > 1e-6 * max(1.0, float(np.abs(erased).max())):  # the same kernels either way: equal where the sum is 0
-        left_out |= {p.place: f"not studied: it needs sqrt(d_model) E[token] + PE(0) = 0 at E[token] = -PE(0) /"
-                              f" sqrt(d_model), and the logits there differ by {off:.3g} from those of a model whose"
-                              " first LayerNorm erases the sum (embeddings not scaled by sqrt(d_model)?)"
-                     for p in probes if p.zero_sum}
-
-    def count(probe: dropout.Probe) -> int:
-        weights, losses = dropout.weights_for(probe, base, config, tokens), []
-        source = np.repeat(src, probe.source_length, axis=1)
-        for _ in range(dropout.STEPS):
-            model.load_weights(weights)  # the step updates the weights: every step starts from the same ones
-            losses.append(float(model.train_step(source, tgt_in, tgt_out)["loss"]))
-        return dropout.distinct(losses)
-
-    counted = [(p, count(p)) for p in probes if p.paper == paper and p.place not in left_out]
-    controls = counted if paper else [(p, count(p)) for p in probes if p.control]
-    if all(n <= 1 for _, n in controls):
-        places = ", ".join(p.place for p, _ in controls)
-        raise Blocked(f"the loss took one value at every place the paper drops ({places}), over {dropout.STEPS}"
-                      f" steps from the same weights at dropout {dropout.RATE}: this model draws the same masks after"
-                      " every load_weights (a training state that starts again with the weights, masks keyed on its"
-                      " step?), and the probes need fresh ones")
-    return counted, left_out
-
-
 HOW = (f"training steps from the same weights and the same one-token batch, {dropout.STEPS} of them, with every"
        " other place silenced (a sublayer's output projection 0) or erased (a LayerNorm's gamma 0)")
 
@@ -336,7 +282,7 @@ HOW = (f"training steps from the same weights and the same one-token batch, {dro
 @pytest.mark.judges("model.train_step:gradients")
 def test_dropout_acts_on_every_sublayer_output_and_embedding_sum(candidate, check, rng, seed):
     """§5.4: in training, dropout acts on each sublayer's output and on both sums of embeddings and positions."""
-    counted, left_out = dropout_losses(candidate, rng, seed, paper=True)
+    counted, left_out = dropout.measure(candidate, rng, seed, paper=True)
     missing = [(probe, n) for probe, n in counted if n < probe.bound]
     check.record("dropout", {**{probe.place: n for probe, n in counted}, **left_out})
     check.claim(
@@ -355,15 +301,9 @@ def test_dropout_acts_on_every_sublayer_output_and_embedding_sum(candidate, chec
 @pytest.mark.judges("model.train_step:gradients")
 def test_dropout_acts_nowhere_else(candidate, check, rng, seed):
     """§5.4: no dropout on attention weights, the FFN's hidden layer, a residual sum, a LayerNorm or the logits."""
-    counted, left_out = dropout_losses(candidate, rng, seed, paper=False)
-    extra = [(probe, n) for probe, n in counted if n > probe.bound]
+    counted, left_out = dropout.measure(candidate, rng, seed, paper=False)
+    extra = dropout.shown([(probe, n) for probe, n in counted if n > probe.bound])
     check.record("dropout", {**{probe.place: n for probe, n in counted}, **left_out})
-    if extra and extra[0][0].bound == 1:  # dropout on the residual stream acts in every probe: it alone is shown
-        extra = extra[:1]
-    if any("cross-attention" in probe.place for probe, _ in extra):  # it carries the encoder's places: not judged
-        extra = [(probe, n) for probe, n in extra if not probe.read_through_cross_attention]
-    if any(probe.zero_sum and probe.bound == 1 for probe, _ in extra):  # the sums are not 0: their probes not judged
-        extra = [(probe, n) for probe, n in extra if not probe.zero_sum or probe.bound == 1]
     check.claim(
         not extra,
         "dropout acts " + "; ".join(f"{probe.place}: the loss took {n} values where the paper's dropout allows at most"
