@@ -94,6 +94,24 @@ class LayerSwap(ReferenceAdapter):
         return model
 
 
+class InsideModules(ReferenceAdapter):
+    """The reference whose model has one formula of every ``module_class`` module replaced by ``swap(module, rate)``
+    (``rate``: the configured dropout): a bug inside those modules that acts only while they train (it reads the
+    module's ``training`` flag), such as a dropout §5.4 does not put there."""
+
+    def __init__(self, name: str, module_class: type, formula: str, swap):
+        super().__init__(name=f"mutant:{name}")
+        self.module_class, self.formula, self.swap = module_class, formula, swap
+
+    def build_model(self, config: dict, seed: int) -> ReferenceModel:
+        model = super().build_model(config, seed)
+        for module in model.module.modules():
+            if isinstance(module, self.module_class):
+                swapped = {self.formula: self.swap(module, model.config.dropout)}
+                module.formulas = dataclasses.replace(module.formulas, **swapped)
+        return model
+
+
 class ModelSwap(ReferenceAdapter):
     """The reference whose ``build_model`` returns ``model_class`` (a ReferenceModel subclass)."""
 

@@ -6,11 +6,9 @@ the Annotated Transformer and most libraries drop the attention weights too (ten
 0 in the paper's base configuration). Evaluation never shows it: only a training-mode computation does.
 """
 
-import dataclasses
-
 from torch.nn import functional as F
 
-from conformance.implementations.reference.adapter import ReferenceAdapter
+from conformance.implementations.mutants._build import InsideModules
 from conformance.implementations.reference.model import MultiHeadAttention
 
 
@@ -25,14 +23,4 @@ def dropping_weights(module: MultiHeadAttention, p: float):
     return attend
 
 
-class AttentionWeightDropout(ReferenceAdapter):
-    def build_model(self, config, seed):
-        model = super().build_model(config, seed)
-        for module in model.module.modules():
-            if isinstance(module, MultiHeadAttention):
-                module.formulas = dataclasses.replace(module.formulas,
-                                                      attention=dropping_weights(module, model.config.dropout))
-        return model
-
-
-adapter = AttentionWeightDropout(name="mutant:dropout_on_attention_weights")
+adapter = InsideModules("dropout_on_attention_weights", MultiHeadAttention, "attention", dropping_weights)

@@ -6,12 +6,10 @@ Annotated Transformer drop the hidden layer too (tensor2tensor's ``relu_dropout`
 configuration). Evaluation never shows it: only a training-mode computation does.
 """
 
-import dataclasses
-
 import torch
 from torch.nn import functional as F
 
-from conformance.implementations.reference.adapter import ReferenceAdapter
+from conformance.implementations.mutants._build import InsideModules
 from conformance.implementations.reference.model import FeedForward
 
 
@@ -19,14 +17,4 @@ def dropping_hidden(module: FeedForward, p: float):
     return lambda z: F.dropout(torch.relu(z), p, module.training)  # the bug: dropout inside the sublayer
 
 
-class HiddenDropout(ReferenceAdapter):
-    def build_model(self, config, seed):
-        model = super().build_model(config, seed)
-        for module in model.module.modules():
-            if isinstance(module, FeedForward):
-                module.formulas = dataclasses.replace(module.formulas,
-                                                      activation=dropping_hidden(module, model.config.dropout))
-        return model
-
-
-adapter = HiddenDropout(name="mutant:dropout_on_ffn_hidden")
+adapter = InsideModules("dropout_on_ffn_hidden", FeedForward, "activation", dropping_hidden)
