@@ -98,6 +98,13 @@ def test_the_finished_draft_certifies(draft, tmp_path):
     assert statuses and set(statuses.values()) == {"passed"}, statuses
 
 
+def test_a_decoder_that_shifts_its_targets_itself_is_told_by_what_it_does(draft):
+    assert "shifts its targets" not in draft
+    drafted = cli("template", "--from", "linen_transformer:ShiftingTransformer", folder=DRAFTING)
+    assert drafted.returncode == 0, drafted.stderr
+    assert "shift its targets right itself" in " ".join(line.strip("# ") for line in drafted.stdout.splitlines())
+
+
 def test_a_factory_of_a_linen_model_is_told_to_name_the_class():
     drafted = cli("template", "--from", "linen_transformer:make_transformer", folder=DRAFTING)
     assert drafted.returncode == 0, drafted.stderr

@@ -8,7 +8,8 @@ biases beside a biased FFN; (e) one joint vocabulary and one table, the output t
 constructors with an argument no key names (blocked_model.py); (f) attention projections in a list under their module;
 (g) an FFN inner size hard-wired to 4 d_model; (h) the width under two names (d_word_vec, d_model); (i) stacks
 that default to None, and keyword-only; (j) a module without vocabulary tables; (k) a module that imports a package
-this environment lacks; (l) sequence-first ids and activations.
+this environment lacks; (l) sequence-first ids and activations; (m) constructor switches that tie the tables;
+(n) a decoder that shifts its targets itself.
 """
 
 from __future__ import annotations
@@ -376,3 +377,17 @@ def test_a_head_count_no_argument_takes_is_read_off_the_modules_declared_and_cer
         line.strip("# ").strip() for line in guesses.splitlines()), text
     assert "the number of layers" not in guesses
     assert "number of heads" not in drafted("fixed_ffn_model", "FixedFFNTransformer")
+
+
+def test_switches_that_tie_tables_are_built_as_given_declared_as_built_and_named_in_a_todo():
+    text = drafted("tying_switch_model", "SwitchedTransformer")
+    assert "emb_src_trg_weight_sharing=False" in text and "trg_emb_prj_weight_sharing=True" in text
+    assert supports_of(text)["share_embeddings"] == (False,) and supports_of(text)["tie_output"] == (True,)
+    switches = [todo for todo in todos(text) if "ties or unties the tables" in todo]
+    assert len(switches) == 2 and "c.tie_output" in switches[1] and "c.share_embeddings" in switches[0]
+
+
+def test_a_decoder_that_shifts_its_targets_itself_is_told_by_what_it_does():
+    text = " ".join(line.strip("# ") for line in drafted("untied_model", "ShiftingTransformer").splitlines())
+    assert "decode seems to shift its targets right itself" in text
+    assert "shifts its targets" not in drafted("untied_model", "UntiedTransformer")

@@ -38,7 +38,7 @@ SYNONYMS = {
     "h": ("h", "n_heads", "nhead", "num_heads", "heads", "n_head", "num_attention_heads", "number_of_heads"),
     "d_ff": ("d_ff", "dim_feedforward", "d_inner", "ff_dim", "ffn_dim", "d_hid", "ffn_hidden", "intermediate_size",
              "pf_dim", "dim_ff", "ff_size", "ffn_size", "d_ffn", "feedforward_dim", "filter_size", "mlp_dim", "dff",
-             "mlp_size", "mlp_hidden_dim", "intermediate_dim"),
+             "mlp_size", "mlp_hidden_dim", "intermediate_dim", "dense_dim", "latent_dim"),
     "N": ("N", "n_layers", "num_layers", "layers", "n_layer", "depth", "num_encoder_layers", "num_decoder_layers",
           "number_of_layers", "n_enc_layers", "n_dec_layers", "enc_layers", "dec_layers"),
     "dropout": ("dropout", "p_drop", "dropout_rate", "drop_prob", "p_dropout", "dropout_probability",
@@ -49,6 +49,17 @@ SYNONYMS = {
     "bos_id": ("bos_id", "bos_idx", "sos_idx", "trg_sos_idx", "bos_token_id", "decoder_start_token_id"),
     "eos_id": ("eos_id", "eos_idx", "eos_token_id", "trg_eos_idx"),
     "attention_bias": ("attention_bias", "qkv_bias", "bias", "use_bias"),
+}
+# A constructor's switches that tie or untie the tables (§3.4 shares one matrix between both embeddings and the
+# pre-softmax projection). The draft builds with the switch as given and declares what that build does: the name map
+# read off one build would not fit the other.
+TYING_SYNONYMS = {
+    "share_embeddings": ("share_embeddings", "shared_embeddings", "share_emb", "share_embedding",
+                         "emb_src_trg_weight_sharing", "share_all_embeddings", "tie_embeddings", "share_vocab",
+                         "shared_vocab", "share_src_tgt_emb", "share_encoder_decoder_embeddings"),
+    "tie_output": ("tie_output", "tie_weights", "trg_emb_prj_weight_sharing", "logits_via_embedding",
+                   "share_decoder_embeddings", "tie_word_embeddings", "share_decoder_input_output_embed",
+                   "weight_tying", "tie_emb_prj", "share_output_embeddings"),
 }
 # Hugging Face's and fairseq's spellings, read from a config object only (never a constructor's own argument).
 CONFIG_SYNONYMS = {
@@ -274,6 +285,9 @@ class Planner:
             return Argument(name, DERIVED[name])
         if name == RNGS:
             return Argument(name, RNGS)
+        tying = next((key for key, names in TYING_SYNONYMS.items() if name in names), None)
+        if tying is not None:
+            return tying_switch(parameter, callee, tying)
         if name.lower() == "deterministic":  # Flax's switch for dropout, often defaulting to False: evaluation's
             return Argument(name, "True", f"{_name(callee)}({name}): True, the model as evaluated (dropout off); a"
                                           " training step of your own builds one with False")
@@ -319,6 +333,17 @@ class Planner:
                    " while it was built, from the suite's sizes; add any it reads later")
         self.steps.append(Step(self.variable("model_config"), SimpleNamespace, arguments, comment))
         return Argument(parameter.name, self.steps[-1].variable, positional=True)
+
+
+def tying_switch(parameter: inspect.Parameter, callee, key: str) -> Argument:
+    """A switch that ties or unties tables: its default, or the paper's True where it has none, with a TODO saying
+    the declarations follow that build and how to let the checks try the other."""
+    value = parameter.default if isinstance(parameter.default, bool) else True
+    given = "its default" if isinstance(parameter.default, bool) else "the paper's choice (§3.4)"
+    return Argument(parameter.name, repr(value), f"{_name(callee)}({parameter.name}) ties or unties the tables: built"
+                                                 f" with {value}, {given}, and supports declares what that build does"
+                                                 f" (c.{key}); to have the checks ask the other, pass c.{key} and map"
+                                                 " the other build's parameters too")
 
 
 def _positional_first(arguments: list[Argument]) -> list[Argument]:

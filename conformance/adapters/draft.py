@@ -25,6 +25,8 @@ import textwrap
 from pathlib import Path
 from types import SimpleNamespace
 
+import numpy as np
+
 from conformance.adapters.construct import HEAD_SIZE, PROBE, Plan, is_module_class, plan
 from conformance.adapters.names import NameMap, attention_modules, substitute
 from conformance.adapters.propose import Proposal, literal, parameters_of, propose, split_tables, tables_of
@@ -244,6 +246,8 @@ def draft(spec: str) -> str:
     supports, reasons = limits(net, built, proposal, config)
     supports, reasons = {**inner[0], **supports}, {**inner[1], **reasons}
     proposal.guesses += position_guesses(net, proposal) + fixed_sizes(built)
+    if torch_shifts_targets(net, config):
+        proposal.guesses.append(SHIFTS_ITSELF)
     first = batch_axis(net, config)
     encode = _method(type(net), "encode")
     if first is None and encode is not None and len(_required(encode)) == 1:  # a stub's TODO states the layout
@@ -299,6 +303,53 @@ def batch_axis(net, config: ModelConfig) -> bool | None:
     if where[:, 0].all() and not where[:, 1:].any():
         return False
     return None
+
+
+SHIFTS_ITSELF = ("decode seems to shift its targets right itself (no logits follow the last target token, those at"
+                 " position 1 follow the first; or its future mask hides the diagonal): the suite passes targets"
+                 " already shifted (BOS first) and wants the logits at i from the targets up to i; call the model in"
+                 " a mode that does not shift (its step-by-step decoding mode), or give it the targets shifted left"
+                 " (tgt_in[:, 1:] and one token more)")
+
+
+def shifts_targets(run, config: ModelConfig) -> bool:
+    """Whether ``run(tgt_in) -> logits (B, T, V)`` shifts its targets right itself (Flax's examples do, in training
+    mode): told by what it does on the probe, never by a name: the last target token is read by no position, the
+    first by the next one. False when it cannot be run or says nothing."""
+    first = max(config.pad_id, config.bos_id, config.eos_id) + 1
+    ids = np.arange(10).reshape(2, 5) % (config.tgt_vocab - first - 1) + first
+    moved = []
+    for column in (0, -1):
+        changed = ids.copy()
+        changed[:, column] = config.tgt_vocab - 1
+        try:
+            moved.append(np.abs(np.asarray(run(changed), np.float64) - np.asarray(run(ids), np.float64)).sum(-1))
+        except Exception:  # noqa: BLE001 - a decode the probe cannot call: nothing to tell
+            return False
+    if moved[0].ndim != 2 or moved[0].shape != ids.shape:
+        return False
+    return bool(moved[0][:, 1].all()) and not moved[1].any()
+
+
+def torch_shifts_targets(net, config: ModelConfig) -> bool:
+    """``shifts_targets`` for a PyTorch model whose ``encode(src)`` and ``decode`` (its three in any order) run."""
+    import torch
+
+    encode, decode = _method(type(net), "encode"), _method(type(net), "decode")
+    if encode is None or decode is None or len(_required(encode)) != 1:
+        return False
+    order = [_role(name) for name in _required(decode)]
+    if sorted(order) != ["memory", "src", "tgt"]:
+        return False
+    src = torch.arange(6).reshape(2, 3) % (config.src_vocab - 4) + 4
+
+    def run(tgt):
+        with torch.no_grad():
+            net.eval()
+            given = {"tgt": torch.as_tensor(tgt), "memory": net.encode(src), "src": src}
+            return net.decode(*(given[role] for role in order)).numpy()
+
+    return shifts_targets(run, config)
 
 
 def model_calls(cls, net) -> tuple[list[str], dict[str, str]]:

@@ -20,7 +20,16 @@ from collections.abc import Callable
 import numpy as np
 
 from conformance.adapters.construct import PROBE, Plan, plan
-from conformance.adapters.draft import WIDTH, construct, fixed_sizes, header, imports, tying_of
+from conformance.adapters.draft import (
+    SHIFTS_ITSELF,
+    WIDTH,
+    construct,
+    fixed_sizes,
+    header,
+    imports,
+    shifts_targets,
+    tying_of,
+)
 from conformance.adapters.names import NameMap
 from conformance.adapters.propose import Parameter, Proposal, literal, propose
 from conformance.config import ModelConfig
@@ -385,4 +394,13 @@ def draft_linen(module_name: str, target) -> str:
         paths = [linen_path(p.path) for p in parameters]
         supports, reasons = declared_limits(epsilons, "nn.LayerNorm(epsilon={:g})", paths, proposal)
         proposal.guesses += fixed_sizes(built) + [linen_path(guess) for guess in wide_heads(parameters, config)]
+        if shifts_targets(linen_decoding(module, params, built), config):
+            proposal.guesses.append(SHIFTS_ITSELF)
     return render(module_name, target, built, proposal, supports, reasons, failure, kind="linen")
+
+
+def linen_decoding(module, params, built: Plan) -> Callable:
+    """tgt_in -> the logits of the probed Linen module, on a fixed source, as the draft's encode and decode call it."""
+    encode, decode = linen_functions(built.steps[-1].callee)
+    src = np.arange(6).reshape(2, 3) % 19 + 4
+    return lambda tgt: module.apply({"params": params}, src, tgt, method=lambda m, s, t: decode(m, t, encode(m, s), s))

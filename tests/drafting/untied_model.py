@@ -17,3 +17,12 @@ class UntiedTransformer(Stacks):
 
     def decode(self, tgt, memory, src):
         return self.to_logits(self.run_decoder(self.embed(self.tgt_tok, tgt), memory, tgt, src))
+
+
+class ShiftingTransformer(UntiedTransformer):
+    """decode shifts its targets right itself (the padding id first, the last token dropped), as some training code
+    does inside the model."""
+
+    def decode(self, tgt, memory, src):
+        shifted = nn.functional.pad(tgt, (1, 0), value=0)[:, :-1]
+        return super().decode(shifted, memory, src)
