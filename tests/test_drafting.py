@@ -9,7 +9,7 @@ constructors with an argument no key names (blocked_model.py); (f) attention pro
 (g) an FFN inner size hard-wired to 4 d_model; (h) the width under two names (d_word_vec, d_model); (i) stacks
 that default to None, and keyword-only; (j) a module without vocabulary tables; (k) a module that imports a package
 this environment lacks; (l) sequence-first ids and activations; (m) constructor switches that tie the tables;
-(n) a decoder that shifts its targets itself.
+(n) a decoder that shifts its targets itself; (o) arguments annotated nn.Module itself.
 """
 
 from __future__ import annotations
@@ -391,3 +391,11 @@ def test_a_decoder_that_shifts_its_targets_itself_is_told_by_what_it_does():
     text = " ".join(line.strip("# ") for line in drafted("untied_model", "ShiftingTransformer").splitlines())
     assert "decode seems to shift its targets right itself" in text
     assert "shifts its targets" not in drafted("untied_model", "UntiedTransformer")
+
+
+def test_an_argument_annotated_bare_nn_module_is_built_from_its_namesake_class_or_left_to_the_user():
+    text = drafted("bare_module_model", "EncoderDecoder")
+    assert "Module()" not in text
+    assert "encoder = Encoder(d_model=c.d_model, num_layers=c.N)" in text
+    blocking = [todo for todo in todos(text) if "is annotated nn.Module, which says a module goes there" in todo]
+    assert [todo.split("(")[1].split(")")[0] for todo in blocking] == ["decoder", "generator"]

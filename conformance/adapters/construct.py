@@ -200,6 +200,13 @@ def is_module_class(value) -> bool:
     return isinstance(value, type) and issubclass(value, nn.Module) and value is not nn.Module
 
 
+def is_bare_module(value) -> bool:
+    """``nn.Module`` itself: an annotation that says a module goes there, not which."""
+    from torch import nn
+
+    return value is nn.Module
+
+
 # Annotations that name a kind of value, never a config to build (``dtype: Any``, ``kernel_init: Callable``).
 LIBRARY_MODULES = ("typing", "collections", "abc", "builtins", "numpy", "jax", "jaxlib", "enum", "types")
 
@@ -214,8 +221,8 @@ def config_object(parameter: inspect.Parameter, callee, required: list[inspect.P
     like a config that is the only required parameter (its attributes read while the class is built); else None."""
     annotation = _annotation(parameter, callee)
     if annotation is not None:
-        return None if annotation in SCALARS or is_module_class(annotation) or _library_type(annotation) \
-            else annotation
+        return None if annotation in SCALARS or is_module_class(annotation) or is_bare_module(annotation) \
+            or _library_type(annotation) else annotation
     if parameter.name.lower() not in CONFIG_WORDS or config_key(parameter.name):
         return None
     holder = getattr(callee, "config_class", None)
@@ -228,7 +235,7 @@ def module_class(parameter: inspect.Parameter, callee) -> tuple[type | None, str
     """The ``nn.Module`` class a parameter takes: its annotation, else (a guess, said in the TODO) the class of the
     callee's module whose name is the parameter's (``encoder`` -> ``Encoder``)."""
     annotation = _annotation(parameter, callee)
-    if annotation is not None:
+    if annotation is not None and not is_bare_module(annotation):
         return (annotation, "") if is_module_class(annotation) else (None, "")
     home = sys.modules.get(getattr(callee, "__module__", ""), None)
     wanted = parameter.name.replace("_", "").lower()
@@ -236,7 +243,8 @@ def module_class(parameter: inspect.Parameter, callee) -> tuple[type | None, str
                  None) if home else None
     if found is None:
         return None, ""
-    return found, (f"{_name(callee)}({parameter.name}) has no annotation: built as {found.__name__}, the class of that"
+    said = "is annotated nn.Module" if annotation is not None else "has no annotation"
+    return found, (f"{_name(callee)}({parameter.name}) {said}: built as {found.__name__}, the class of that"
                    f" name in {home.__name__}; check it is the one")
 
 
@@ -300,6 +308,10 @@ class Planner:
         if name.lower() in LENGTH_NAMES:
             return Argument(name, str(LONGEST), f"{_name(callee)}({name}): no config key has this name; {LONGEST} is"
                                                 " assumed, the longest sequence it accepts (the suite's are shorter)")
+        if is_bare_module(_annotation(parameter, callee)):
+            return Argument(name, "None", f"{_name(callee)}({name}) is annotated nn.Module, which says a module goes"
+                                          " there, not which, and no class of that name is in its module: build it"
+                                          " in module(c)", blocking=True)
         return Argument(name, "None", f"{_name(callee)}({name}): no config key has this name, and no annotation or"
                                       " class of that name says what to build: give its value in module(c)",
                         blocking=True)
