@@ -42,6 +42,9 @@ collect_ignore = ["hostile"]
 # minutes of grading): only when asked, as .ci/run asks. The submissions beside them are data (none is test_*.py).
 if not os.environ.get("RUN_HELDOUT_GRADING"):
     collect_ignore.append("hostile_grading")
+# The held-out cases of the dropout-placement checks (tests/heldout_dropout/: about 40 s each, 33 cases).
+if not os.environ.get("RUN_HELDOUT_DROPOUT"):
+    collect_ignore.append("heldout_dropout")
 ADAPTERS = Path(__file__).parent / "adapters"
 
 

@@ -1,0 +1,30 @@
+"""FAITHFUL: the reference trained with mixed precision (torch.autocast bf16 in train_step only; float32 weights and
+float32 evaluation), the most common way a real training loop runs. Dropout exactly where §5.4 puts it."""
+import torch
+from torch import nn
+from conformance.implementations.reference.adapter import ReferenceAdapter
+from conformance.adapters.torch import lrate
+
+class AmpTrainer:
+    provenance = None
+    def __init__(self, module):
+        cfg = module.config; r = cfg.recipe
+        self.module, self.cfg = module, cfg
+        self.opt = torch.optim.Adam(module.parameters(), lr=1.0, betas=tuple(r.adam_betas), eps=r.adam_eps)
+        self.sched = torch.optim.lr_scheduler.LambdaLR(self.opt, lambda s: lrate(s + 1, cfg.d_model, r.warmup))
+        self.crit = nn.CrossEntropyLoss(ignore_index=cfg.pad_id, label_smoothing=r.label_smoothing)
+    def train_step(self, src, tgt_in, tgt_out):
+        self.module.train()
+        lr = self.opt.param_groups[0]["lr"]
+        with torch.autocast("cpu", dtype=torch.bfloat16):
+            logits = self.module(src, tgt_in)
+        loss = self.crit(logits.float().reshape(-1, logits.shape[-1]), tgt_out.reshape(-1))
+        self.opt.zero_grad(); loss.backward(); self.opt.step(); self.sched.step()
+        return {"loss": float(loss.item()), "lr": float(lr)}
+
+class G(ReferenceAdapter):
+    def build_model(self, config, seed):
+        model = super().build_model(config, seed)
+        model._make_trainer = AmpTrainer
+        return model
+adapter = G(name="redteam2:amp_training")

@@ -1,0 +1,1 @@
+from conformance.implementations.reference.adapter import adapter
