@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import io
 import math
+from pathlib import Path
 
 import numpy as np
 import pytest
@@ -438,3 +439,19 @@ def test_dropout_checks_are_blocked_where_a_layer_norm_with_gamma_0_erases_nothi
     assert statuses == {"dropout_acts_on_every_sublayer_output_and_embedding_sum": "blocked",
                         "dropout_acts_nowhere_else": "blocked"}, run.out
     assert all("not post-norm" in c["message"] for c in run.report["checks"])
+
+
+def test_a_loss_reported_after_the_update_is_said_so_and_blocks_the_dropout_probes(certify):
+    """A train_step that reports the batch's loss after its update (a held-out attack on the dropout checks): the
+    reported-loss check says so with both losses, and the dropout probes, which count the loss before the update,
+    are blocked instead of naming a place the model does not drop."""
+    case = Path(__file__).parent / "heldout_dropout" / "red_team_1" / "loss_after_update.py"
+    run = certify(str(case), "-k", "reported_loss or dropout_acts")
+    assert run.statuses() == {"reported_loss_is_label_smoothed_cross_entropy": "failed",
+                              "dropout_acts_on_every_sublayer_output_and_embedding_sum": "blocked",
+                              "dropout_acts_nowhere_else": "blocked"}, run.out
+    messages = {c["id"]: c["message"] for c in run.report["checks"]}
+    assert messages["reported_loss_is_label_smoothed_cross_entropy"].startswith(
+        "train_step reports the batch's loss after its update")
+    assert all("reports the batch's loss after its update" in messages[check] for check in messages
+               if check.startswith("dropout_acts"))

@@ -34,7 +34,7 @@ import numpy as np
 
 from conformance.config import ModelConfig, Recipe, toy_config
 from conformance.errors import Blocked
-from conformance.judging.training import letter_ids
+from conformance.judging.training import letter_ids, loss_after_update
 from conformance.weights import model_shapes, random_weights
 
 # Steps per probe, and the probes' dropout rate (the places do not depend on it; a high one drops more per step): a
@@ -241,6 +241,11 @@ def measure(candidate, rng, seed: int, *, paper: bool) -> tuple[list[tuple[Probe
     ``STEPS`` steps from the same weights and batch (one token each side), with the controls: how many
     values the paper's dense places gave (a model whose masks repeat from one ``load_weights`` to the next shows
     none), and the probes left out. Blocked where a LayerNorm with gamma 0 does not erase what came before it."""
+    after = loss_after_update(candidate, seed)
+    if after:
+        raise Blocked(f"{after}. The probes count the values the loss of one batch takes before the update, where the"
+                      " paper's dropout acts only at the place studied; after it, the loss carries what the update"
+                      " learnt from every place's dropout")
     config = candidate.fit(toy_config(dropout=RATE, recipe=Recipe(warmup=400, dropout=RATE)))
     model = candidate.build_model(config, seed=seed)
     base = random_weights(model_shapes(config), rng)

@@ -106,6 +106,38 @@ def reversal_batch(
     return Batch(src, tgt_in, tgt_out, lengths)
 
 
+def loss_after_update(candidate, seed: int = 0) -> str:
+    """Words saying that ``train_step`` reports the batch's loss after its update (§5.4's protocol: before it), or ''.
+    At dropout 0 a training step's forward is evaluation's, so the value it reports is the model's own smoothed loss
+    with the weights it starts from; a step that reports the one with the weights it wrote is told apart by a warmup of
+    4 (a first update of d_model^-0.5 / 8, large enough to move the loss far beyond float32's rounding)."""
+    from conformance.config import Recipe
+    from conformance.weights import model_shapes, random_weights
+
+    config = candidate.fit(toy_config(dropout=0.0, recipe=Recipe(warmup=4, dropout=0.0)))
+    rng = np.random.default_rng(seed)
+    weights, batch = random_weights(model_shapes(config), rng), reversal_batch(rng, 16, config)
+    model = candidate.build_model(config, seed=seed)
+    model.load_weights(weights)
+
+    def loss() -> float:
+        logits = model.forward(batch.src, batch.tgt_in)
+        return smoothed_loss(logits, batch.tgt_out, config.recipe.label_smoothing, config.pad_id)
+
+    before = loss()
+    reported = float(model.train_step(*batch.arrays())["loss"])
+    after = loss()
+
+    def near(a: float, b: float) -> bool:  # the reported-loss check's tolerance: train- vs eval-mode kernels
+        return abs(a - b) <= 1e-5 + 1e-4 * abs(b)
+
+    if near(reported, after) and not near(reported, before) and not near(before, after):
+        return (f"train_step reports the batch's loss after its update: {reported:.6g} is the model's own smoothed"
+                f" loss with the weights the step wrote ({after:.6g}), not with those it started from ({before:.6g});"
+                " §5.4's protocol asks for the loss before the update")
+    return ""
+
+
 def encode_letters(text: str, config: ModelConfig) -> np.ndarray:
     """"cabed" -> [[5, 3, 4, 7, 6]] in the toy vocabulary (a = the first letter id)."""
     letters = letter_ids(config)

@@ -163,7 +163,12 @@ def test_reported_loss_is_label_smoothed_cross_entropy(candidate, check, rng, se
     want = training.smoothed_loss(logits, targets, config.recipe.label_smoothing, config.pad_id)
     padding = float((targets == config.pad_id).mean())
     tol = for_candidate(LOSS_TOL, candidate)
-    check.close(reported_loss(candidate, problem), np.array([want]), tol,
+    got = reported_loss(candidate, problem)
+    if abs(float(got[0]) - want) > tol.atol + tol.rtol * abs(want):
+        after = training.loss_after_update(candidate, problem % 2**16)
+        check.claim(not after, after, expected=f"{want:.6g}, the loss before the update", actual=f"{got[0]:.6g}",
+                    likely_cause="train_step reports the loss after its update, not before")
+    check.close(got, np.array([want]), tol,
                 what=f"loss of one batch of 64 ({padding:.0%} padding targets), before the update",
                 ask=Question(AskedAsFitted.of(reported_loss, candidate), problem, probe=problem + PROBE_SEED, tol=tol))
 
