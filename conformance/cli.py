@@ -12,7 +12,6 @@ from __future__ import annotations
 
 import argparse
 import contextlib
-import importlib
 import io
 import os
 import sys
@@ -27,11 +26,8 @@ from conformance.run.session import (  # noqa: F401 - the exit codes and checks_
     EXIT_NOTHING_RAN,
     EXIT_OK,
     EXIT_USAGE,
-    AwaitWorker,
     checks_dir,
-    load_failed,
     pytest_argv,
-    run_checks,
 )
 
 
@@ -195,38 +191,18 @@ def add_report_flags(parser) -> None:
 
 
 def certify(args, plugins=()) -> int:
-    """Load the implementation (exit 2 with the fix if it cannot be), then run the checks on it: its report."""
-    from conformance.boundary.isolation.supervisor import stop_all_workers
-    from conformance.boundary.isolation.warm import WarmWorkers
-    from conformance.boundary.loading import load
+    """Load the implementation (exit 2 with the fix if it cannot be), then run the checks on it: its report. The
+    Python API's run (``conformance.api.execute``), printed."""
+    from conformance.api import execute
     from conformance.errors import LoadError
     from conformance.reports import formats
-    from conformance.run.runs import Run
 
-    # isolated, every worker of the run (a restart after a crash too) forks from one warm process
-    run = Run([args.impl], options.Options.from_namespace(args), plugins=list(plugins),
-              renderings=formats.requested(args), warm=WarmWorkers())
-    if run.options.deviations:
-        from conformance.judging import deviations
-
-        try:
-            run.deviations = deviations.load(run.options.deviations)
-        except LoadError as exc:
-            print(f"transformer-conformance: {exc}", file=sys.stderr)
-            return EXIT_USAGE
-    try:  # fail fast, with the fix, before pytest starts; an isolated worker imports while pytest starts
-        candidate = load(args.impl, **run.load_options(), wait=False)
-    except LoadError as exc:
-        return load_failed(run, str(exc))
-    run.candidates[args.impl] = candidate  # the plugin's: one worker (one import) per run
-    run.plugins.append(AwaitWorker(candidate, on_failure="exit"))
     try:
-        code = run_checks(run, quiet_usage=True)
-        error = getattr(candidate.adapter, "reason", None)  # UnloadableAdapter: the worker could not load it
-        return load_failed(run, error) if error else code
-    finally:
-        stop_all_workers()
-        run.warm.close()
+        return execute(args.impl, options.Options.from_namespace(args), renderings=formats.requested(args),
+                       plugins=plugins).code
+    except LoadError as exc:  # the declared deviations' file
+        print(f"transformer-conformance: {exc}", file=sys.stderr)
+        return EXIT_USAGE
 
 
 def render_report(args) -> int:
@@ -287,18 +263,10 @@ def cannot_import(source: str, exc: ImportError) -> str:
 def template_from(source: str) -> int:
     """The adapter draft for an nn.Module class (conformance.adapters.draft), a Flax NNX class (draft_jax) or a Keras
     class (draft_keras); exit 2 with the fix if it cannot."""
-    from conformance.adapters.draft import draft, import_class
+    from conformance.adapters.draft import draft
 
     try:
-        module_name, target = import_class(source)
-        text = None
-        # imported by the class's module: a Flax NNX or a Keras class is drafted for its framework
-        for package, helper in (("flax", "draft_jax"), ("keras", "draft_keras")):
-            drafts = importlib.import_module(f"conformance.adapters.{helper}") if package in sys.modules else None
-            if drafts is not None and getattr(drafts, f"is_{package}_class")(target):
-                text = drafts.draft(module_name, target)
-                break
-        text = draft(source) if text is None else text
+        text = draft(source)
     except ImportError as exc:
         print(f"template --from {source}: {cannot_import(source, exc)}", file=sys.stderr)
         return EXIT_USAGE

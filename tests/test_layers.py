@@ -39,9 +39,11 @@ LAYERS: list[tuple[str, tuple[str, ...]]] = [
     ("judging", ("conformance.judging",)),
     ("run", ("conformance.run",)),
     ("grading", ("conformance.grading",)),
-    ("commands", ("conformance.cli", "conformance.__main__", "conformance.fixtures.regenerate")),
+    ("commands", ("conformance.cli", "conformance.api", "conformance.__main__", "conformance.fixtures.regenerate")),
 ]
 FACADE = "conformance"  # the package itself: PEP 562 names from the contract, imported by adapters written by users
+# ... and the Python API's names, read lazily from these (the layers above: ``certify`` runs the whole suite).
+FACADE_API = ("conformance.api", "conformance.reports.report")
 RENDERERS_MAY_READ = ("conformance.reports", "conformance.results")
 
 
@@ -210,3 +212,14 @@ def _imported_names(node: ast.Import | ast.ImportFrom, module: str) -> list[str]
 if __name__ == "__main__":  # python tests/test_layers.py: the figures
     for key, value in figures().items():
         print(f"{key}: {value}")
+
+
+def test_the_facade_names_the_contract_and_the_python_api_only():
+    """The facade's lazy names (``_SOURCES``, strings no import statement shows) come from the contract, and the
+    Python API's from ``FACADE_API``; the API's names stay out of ``__all__``, which adapters import."""
+    import conformance
+
+    sources = conformance._SOURCES
+    assert {m for m in sources if m not in FACADE_API and name_of(m) != "contract"} == set()
+    api_names = {name for m in FACADE_API for name in sources.get(m, ())}
+    assert api_names == {"certify", "DraftIncomplete", "Report"} and not api_names & set(conformance.__all__)

@@ -232,7 +232,22 @@ def _table_reasons(net, config: ModelConfig) -> dict[str, str]:
 
 def draft(spec: str) -> str:
     """The adapter source for ``spec`` (``module:Name``, a class or a factory function)."""
-    module_name, target = import_class(spec)
+    return draft_for(*import_class(spec))
+
+
+def draft_for(module_name: str, target) -> str:
+    """The adapter source for ``target`` (a class or a factory function of the module ``module_name``), for its
+    framework: a Flax or a Keras class by its helper (``draft_jax``, ``draft_keras``: imported only where the class's
+    module imported that framework), anything else as PyTorch."""
+    for package, helper in (("flax", "draft_jax"), ("keras", "draft_keras")):
+        drafts = importlib.import_module(f"conformance.adapters.{helper}") if package in sys.modules else None
+        if drafts is not None and getattr(drafts, f"is_{package}_class")(target):
+            return drafts.draft(module_name, target)
+    return draft_torch(module_name, target)
+
+
+def draft_torch(module_name: str, target) -> str:
+    """The adapter source for a PyTorch class or factory ``target`` of ``module_name``."""
     if inspect.isclass(target) and not is_module_class(target):
         raise ValueError(f"{target.__name__} is no nn.Module class; template --from drafts the adapter"
                          " of a PyTorch model: name its class, or a function that returns one")

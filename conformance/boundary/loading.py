@@ -66,7 +66,12 @@ def load(spec: str, *, timeout_s: float | None = None, isolate: bool | None = No
         return load_isolated(spec, timeout_s=timeout_s, limits=limits, threads=threads, builtin=is_builtin(spec),
                              wait=wait, warm=warm, dtype=dtype)
     target = import_target(spec)
-    adapter = target() if inspect.isclass(target) else target
+    return in_process(target() if inspect.isclass(target) else target, spec, timeout_s=timeout_s, dtype=dtype)
+
+
+def in_process(adapter: Any, spec: str, *, timeout_s: float | None = None, dtype: str | None = None) -> Candidate:
+    """The candidate of an adapter object that runs in this process (a built-in, ``module:attribute``, or an object
+    handed to the Python API), validated and switched to ``dtype``."""
     warnings = validate(adapter, spec)
     try:
         switched = frameworks.switch_dtype(adapter, dtype)

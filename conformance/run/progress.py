@@ -24,6 +24,7 @@ from conformance.results import FAILING
 from conformance.run.plugin import RESULTS_KEY
 
 INTERVAL_S = {"live": 0.25, "plain": 1.0}
+NOTEBOOK_WIDTH = 120  # characters of the line a notebook cell shows (it has no terminal size)
 
 
 class ProgressDisplay:
@@ -41,7 +42,10 @@ class ProgressDisplay:
 
     @classmethod
     def for_terminal(cls, choice: str) -> ProgressDisplay:
-        """``auto``: live on a terminal unless ``CI`` is set, else plain; ``live``, ``plain``, ``off``."""
+        """``auto``: live on a terminal unless ``CI`` is set, in a Jupyter kernel live in the cell's output (its stream
+        rewrites a line after a carriage return), else plain; ``live``, ``plain``, ``off``."""
+        if choice == "auto" and in_kernel():
+            return cls("live", sys.stderr, width=NOTEBOOK_WIDTH)  # the kernel's stream: it reaches the cell
         stream, owned = _stderr_duplicate()
         if choice == "auto":
             choice = "live" if _isatty(stream) and not os.environ.get("CI") else "plain"
@@ -143,6 +147,13 @@ class ProgressDisplay:
             self.stream.flush()
         except (OSError, ValueError):  # a closed or detached stream: progress is optional
             self.mode = "off"
+
+
+def in_kernel() -> bool:
+    """Running in a Jupyter kernel (ipykernel's shell), where stderr is the cell's output stream."""
+    shell = sys.modules.get("IPython")
+    get = getattr(shell, "get_ipython", None)
+    return get is not None and type(get()).__name__ == "ZMQInteractiveShell"
 
 
 def _stderr_duplicate():

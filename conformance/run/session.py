@@ -12,6 +12,7 @@ from __future__ import annotations
 import contextlib
 import io
 import sys
+from dataclasses import dataclass
 from pathlib import Path
 
 EXIT_OK, EXIT_FAILED, EXIT_USAGE, EXIT_INTERNAL, EXIT_NOTHING_RAN = 0, 1, 2, 3, 5
@@ -113,15 +114,33 @@ def run_argv(run) -> list[str]:
     return argv + (["-v"] if options.verbose else ["-q", "--tb=no", "--no-header"])
 
 
-def load_failed(run, message: str) -> int:
+@dataclass
+class Outcome:
+    """What one run of the checks came to: its exit code (README.md) and its report (None where no check ran to
+    a report: a broken invocation, an internal error)."""
+
+    code: int
+    report: dict | None = None
+    interrupted: bool = False  # stopped by Ctrl-C (or a notebook's stop button): the report holds the checks run
+    load_error: str | None = None  # why the implementation could not be loaded (the report's one error says it)
+
+
+def load_failed(run, message: str, *, echo: bool = True) -> Outcome:
+    """The outcome of a run whose implementation could not be loaded: its report holds one error, which says why;
+    ``echo``: said on stderr too (the command line's)."""
     from conformance.reports.safe_text import visible_text
 
     spec = run.impls[0]
-    print(visible_text(f"transformer-conformance: cannot load {spec!r}: {message}"), file=sys.stderr)
+    if echo:
+        print(visible_text(f"transformer-conformance: cannot load {spec!r}: {message}"), file=sys.stderr)
+    report = load_error_report(run, message)
     if run.options.json:
-        write_load_error_report(run, message)
-        print(f"JSON report written to {run.options.json}")
-    return EXIT_USAGE
+        from conformance.reports.json_report import render
+
+        Path(run.options.json).write_text(render(report))
+        if echo:
+            print(f"JSON report written to {run.options.json}")
+    return Outcome(EXIT_USAGE, report, load_error=message)
 
 
 class AwaitWorker:
@@ -150,9 +169,8 @@ class AwaitWorker:
                 pytest.exit(f"cannot load the implementation: {exc}", returncode=pytest.ExitCode.USAGE_ERROR)
 
 
-def write_load_error_report(run, message: str) -> None:
+def load_error_report(run, message: str) -> dict:
     """The report of a run whose implementation could not be loaded: one error, not conformant."""
-    from conformance.reports.json_report import render
     from conformance.results import CheckResult
     from conformance.run.report import build_report
 
@@ -166,7 +184,7 @@ def write_load_error_report(run, message: str) -> None:
     metadata = {"seed": run.options.seed, "implementations": [
         {"name": spec, "conventions": conventions, "provided_parts": [], "load_warnings": [message],
          "loaded": False, "isolation": load_error_isolation(run)}]}
-    Path(run.options.json).write_text(render(build_report([result], metadata)))
+    return build_report([result], metadata)
 
 
 def load_error_isolation(run) -> dict:
@@ -204,6 +222,12 @@ class FreezeCollected:
 
 def run_checks(run, *, quiet_usage: bool = False) -> int:
     """Run the checks of ``run`` (one implementation), print its report and write its renderings; the exit code."""
+    return checks_outcome(run, quiet_usage=quiet_usage).code
+
+
+def checks_outcome(run, *, quiet_usage: bool = False, echo: bool = True) -> Outcome:
+    """Run the checks of ``run`` (one implementation) and write its renderings; ``echo``: print its report and say
+    what was written (the command line's; the Python API shows the report it returns instead)."""
     import pytest
 
     from conformance.reports.terminal import render
@@ -223,25 +247,27 @@ def run_checks(run, *, quiet_usage: bool = False) -> int:
     if collector.config is None or code in (pytest.ExitCode.INTERNAL_ERROR, pytest.ExitCode.USAGE_ERROR):
         if not (quiet_usage and code == pytest.ExitCode.USAGE_ERROR):
             sys.stderr.write(captured.getvalue())
-        return EXIT_USAGE if code == pytest.ExitCode.USAGE_ERROR else EXIT_INTERNAL
+        return Outcome(EXIT_USAGE if code == pytest.ExitCode.USAGE_ERROR else EXIT_INTERNAL)
     report = collector.report()
     if len(report["checks"]) != len(collector.results):  # fail closed: a report that lost verdicts is no pass
         print(f"transformer-conformance: internal error: the report holds {len(report['checks'])} of the run's"
               f" {len(collector.results)} verdicts", file=sys.stderr)
-        return EXIT_INTERNAL
-    shown = print_rendering("the terminal report", lambda: print(render(report), end=""))
+        return Outcome(EXIT_INTERNAL)
+    shown = print_rendering("the terminal report", lambda: print(render(report), end="")) if echo else True
     if options.json:
         if not Path(options.json).is_file():  # fail closed: no report, no pass
             print(f"transformer-conformance: the JSON report {options.json} was not written", file=sys.stderr)
-            return EXIT_INTERNAL
-        print(f"JSON report written to {options.json}")
-    shown = print_rendering("the reports asked for", lambda: write_renderings(run.renderings, report)) and shown
-    if not shown:  # the verdicts are in the JSON report; a rendering the suite could not make is its own fault
-        return EXIT_INTERNAL
+            return Outcome(EXIT_INTERNAL, report)
+        if echo:
+            print(f"JSON report written to {options.json}")
+    written = print_rendering("the reports asked for", lambda: write_renderings(run.renderings, report, echo=echo))
+    if not (shown and written):  # the verdicts are in the JSON report; a rendering the suite could not make is its
+        return Outcome(EXIT_INTERNAL, report)  # own fault
+    interrupted = code == pytest.ExitCode.INTERRUPTED  # Ctrl-C, or a notebook's stop button
     unobserved = [d for d in report.get("declared_deviations", []) if not d["observed"]]
     if options.strict and unobserved:
-        return EXIT_FAILED  # a declared deviation the suite does not see: the declaration is wrong
-    return exit_code(code, collector.results)
+        return Outcome(EXIT_FAILED, report, interrupted)  # a declared deviation the suite does not see
+    return Outcome(exit_code(code, collector.results), report, interrupted)
 
 
 def print_rendering(what: str, rendering) -> bool:
@@ -258,12 +284,13 @@ def print_rendering(what: str, rendering) -> bool:
     return True
 
 
-def write_renderings(paths: dict[str, str], report: dict) -> None:
+def write_renderings(paths: dict[str, str], report: dict, *, echo: bool = True) -> None:
     """--html, --junit, --markdown, --badge: rendered from the run's report."""
     from conformance.reports import formats
 
     for written in formats.write(report, paths):
-        print(written.line())
+        if echo:
+            print(written.line())
 
 
 def exit_code(pytest_code, results) -> int:
