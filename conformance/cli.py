@@ -35,7 +35,11 @@ def build_parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(prog="transformer-conformance", description=__doc__.splitlines()[0])
     sub = parser.add_subparsers(dest="command", required=True)
     certify = sub.add_parser("certify", help="run every check against an implementation and print its report")
-    certify.add_argument("impl", help="reference, mutant:<name>, package.module:attribute, or path/to/adapter.py")
+    certify.add_argument("impl", help="reference, mutant:<name>, package.module:attribute, path/to/adapter.py, or"
+                                      " path/to/notebook.ipynb (its cells run in a kernel; a cell defines `adapter`)")
+    certify.add_argument("--adapter", dest="notebook_adapter", metavar="FILE.py",
+                         help="with a notebook: a Python file run after its cells, in their namespace, that defines"
+                              " `adapter` (an instructor's mapping of the lesson's class names)")
     options.add_arguments(certify, *options.CERTIFY)
     add_report_flags(certify)
     rendering = sub.add_parser("report", help="render a saved JSON report as HTML, JUnit XML, Markdown or a badge")
@@ -197,8 +201,15 @@ def certify(args, plugins=()) -> int:
     from conformance.errors import LoadError
     from conformance.reports import formats
 
+    impl = args.impl
+    if getattr(args, "notebook_adapter", None):
+        if not impl.endswith(".ipynb"):
+            print(f"transformer-conformance: --adapter goes with a notebook (NOTEBOOK.ipynb), not {impl!r}",
+                  file=sys.stderr)
+            return EXIT_USAGE
+        impl = f"{impl}+{args.notebook_adapter}"
     try:
-        return execute(args.impl, options.Options.from_namespace(args), renderings=formats.requested(args),
+        return execute(impl, options.Options.from_namespace(args), renderings=formats.requested(args),
                        plugins=plugins).code
     except LoadError as exc:  # the declared deviations' file
         print(f"transformer-conformance: {exc}", file=sys.stderr)

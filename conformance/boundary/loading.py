@@ -1,4 +1,5 @@
-"""Naming an implementation: a built-in name, ``package.module:attribute``, or a path to a ``.py`` file.
+"""Naming an implementation: a built-in name, ``package.module:attribute``, a path to a ``.py`` file, or a notebook
+(``NOTEBOOK.ipynb[+ADAPTER.py][:ATTR]``: its cells run in a kernel, ``isolation/notebooks.py``).
 
 The attribute defaults to ``adapter``; a class is instantiated without arguments. Modules are
 imported, never ``exec``-ed. Every failure raises ``LoadError`` with a message that names the fix.
@@ -12,7 +13,7 @@ from typing import Any
 from conformance.adapter import Conventions
 from conformance.boundary.candidate import Candidate
 from conformance.boundary.declarations import check_declarations
-from conformance.boundary.isolation import frameworks, importing
+from conformance.boundary.isolation import CELL_TIME_S, frameworks, importing, notebooks
 from conformance.boundary.naming import BUILTINS, MUTANT_PREFIX, builtin_names, resolve  # noqa: F401 - loading's names too
 from conformance.errors import LoadError
 
@@ -48,7 +49,7 @@ def is_builtin(spec: str) -> bool:
 
 
 def names_a_path(spec: str) -> bool:
-    return importing.split_target(resolve(spec))[0].endswith(".py")
+    return importing.split_target(resolve(spec))[0].endswith((".py", notebooks.SUFFIX))
 
 
 def should_isolate(spec: str, isolate: bool | None) -> bool:
@@ -65,6 +66,15 @@ def load(spec: str, *, timeout_s: float | None = None, isolate: bool | None = No
 
         return load_isolated(spec, timeout_s=timeout_s, limits=limits, threads=threads, builtin=is_builtin(spec),
                              wait=wait, warm=warm, dtype=dtype)
+    notebook = notebooks.parse(resolve(spec))
+    if notebook is not None:  # its cells' notes go with the candidate
+        try:
+            adapter, notes = importing.load_notebook(notebook, seconds=limits.cell_s if limits else CELL_TIME_S)
+        except importing.ImportFailed as exc:
+            raise LoadError(str(exc)) from None
+        candidate = in_process(adapter, spec, timeout_s=timeout_s, dtype=dtype)
+        candidate.load_warnings = [*notes, *candidate.load_warnings]
+        return candidate
     target = import_target(spec)
     return in_process(target() if inspect.isclass(target) else target, spec, timeout_s=timeout_s, dtype=dtype)
 

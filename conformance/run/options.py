@@ -16,7 +16,13 @@ import dataclasses
 from dataclasses import dataclass, field
 from typing import Any
 
-from conformance.boundary.isolation import WORKER_MEMORY_MIB, WORKER_TOTAL_S, existing_folder, variable_set_here
+from conformance.boundary.isolation import (
+    CELL_TIME_S,
+    WORKER_MEMORY_MIB,
+    WORKER_TOTAL_S,
+    existing_folder,
+    variable_set_here,
+)
 
 IMPL_HELP = "implementation to certify: a built-in name (reference), module:attribute, or a .py file"
 PYTEST_DEST = "conformance_{}"  # pytest keeps every option in one namespace: the suite's carry its name
@@ -104,6 +110,10 @@ class Options:
             " Python and its packages, and its temporary folder otherwise)",
         cli=("--allow-read",), pytest="--allow-read", metavar="PATH", parse=existing_folder)
 
+    cell_timeout: float = option(
+        CELL_TIME_S, f"seconds each code cell of a notebook may run; then it is stopped and the next one runs (default"
+                     f" {CELL_TIME_S:g})", cli=("--cell-timeout",), pytest="--cell-timeout", metavar="S")
+
     def __post_init__(self):
         for name in REPEATED:  # each variable or path once, in the order given
             object.__setattr__(self, name, tuple(dict.fromkeys(getattr(self, name) or ())))
@@ -167,7 +177,7 @@ REPEATED = tuple(o.name for o in TABLE if isinstance(o.default, tuple))
 BY_NAME = {o.name: o for o in TABLE}
 CERTIFY = ("json", "workers", "seed", "select", "profile", "dtype", "no_training", "no_diagnosis", "timeout", "threads",
            "strict", "deviations", "verbose", "progress", "no_cache")
-ISOLATION = ("isolate", "worker_memory", "worker_total_timeout", "pass_env", "allow_read")
+ISOLATION = ("isolate", "worker_memory", "worker_total_timeout", "pass_env", "allow_read", "cell_timeout")
 
 
 def add_arguments(parser, *names: str, **changed: dict) -> None:

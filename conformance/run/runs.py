@@ -22,7 +22,8 @@ def limits(options: Options, *, hide_suite_code: bool = False, own_folder: str |
 
     total = options.worker_total_timeout
     return Limits(memory_mib=options.worker_memory, total_s=total, cpu_s=int(total), hide_suite_code=hide_suite_code,
-                  pass_env=options.pass_env, own_folder=own_folder, allow_read=options.allow_read)
+                  pass_env=options.pass_env, own_folder=own_folder, allow_read=options.allow_read,
+                  cell_s=options.cell_timeout)
 
 
 @dataclass(eq=False)  # one object per run, compared (and hashed, as a pytest plugin) by identity

@@ -4,6 +4,7 @@
 ``supervisor.py`` (the worker process's life: started, limited, watched and killed), ``worker.py`` (the worker:
 imports the implementation, answers calls), ``trampoline.py`` (the worker's first code, which loads the rest
 under a neutral name), ``importing.py`` (importing the implementation, in-process and in the worker),
+``notebooks.py`` (a notebook's cells run in a kernel, then its adapter taken from their namespace),
 ``environment.py`` (the worker's environment: what it holds, ``--pass-env``), ``reads.py`` (what it may read: its
 folder, Python, ``--allow-read``), ``wire.py`` (the plain-data messages between them, through a pipe),
 ``sandbox.py`` (namespaces, resource limits and Landlock), ``warm.py`` (the pre-imported process each worker of
@@ -18,6 +19,7 @@ import os
 # checks of ``--pass-env`` and ``--allow-read``, here rather than in proxy.py so that the CLI's parser (``--help``)
 # reads them without importing the isolation.
 WORKER_MEMORY_MIB = 8192
+CELL_TIME_S = 120.0  # each code cell of a notebook (``notebooks.py``; --cell-timeout)
 WORKER_TOTAL_S = 1800.0
 
 

@@ -16,6 +16,8 @@ import sys
 from pathlib import Path
 from typing import Any
 
+from . import notebooks  # imported now: in the worker the package is gone once the candidate runs
+
 FIX_IMPORT = "Fix the file's import-time code"
 
 
@@ -37,6 +39,9 @@ class ImportFailed(Exception):
 def split_target(target: str) -> tuple[str, str]:
     """(location, attribute) of ``path.py[:attr]`` or ``module[:attr]``: split at the last colon when an identifier
     follows it; a path to a .py file is whole, colons in its folders' names included (``bob:1/adapter.py``)."""
+    notebook = notebooks.parse(target)
+    if notebook is not None:  # NOTEBOOK.ipynb[+ADAPTER.py][:ATTR]: located at the notebook
+        return notebook.notebook, notebook.attr
     if target.endswith(".py"):
         return target, ""
     location, colon, attr = target.rpartition(":")
@@ -46,6 +51,9 @@ def split_target(target: str) -> tuple[str, str]:
 def import_target(target: str, *, module_name=None, spec: str | None = None) -> Any:
     """The attribute ``target`` names. ``module_name(path)``: the name a file is imported under (default: its
     stem); ``spec``: how the user named it, for messages."""
+    notebook = notebooks.parse(target)
+    if notebook is not None:
+        raise ImportFailed("a notebook is loaded with its cells' time limit (loading.load, the worker)")
     location, attr = split_target(target)
     attr = attr or "adapter"
     if location.endswith(".py"):
@@ -58,6 +66,15 @@ def import_target(target: str, *, module_name=None, spec: str | None = None) -> 
             f"{location} has no attribute {attr!r}. Fix: define `{attr} = MyAdapter()` in it, or name the"
             f" attribute: {location}:NAME" + (f" (candidates: {', '.join(found)})" if found else ""))
     return getattr(module, attr)
+
+
+def load_notebook(target, *, seconds: float, adapter_source: str | None = None) -> tuple[Any, list[str]]:
+    """(adapter, notes) of a notebook target (``notebooks.load``), its failures as ``ImportFailed``."""
+    try:
+        return notebooks.load(target, adapter_source=adapter_source, seconds=seconds)
+    except notebooks.NotebookFailed as exc:
+        failure = str(exc)
+    raise ImportFailed(failure)  # outside the handler: the suite's own words, no exception of the code behind them
 
 
 def default_name(path: Path) -> str:

@@ -34,14 +34,17 @@ from typing import Any
 from conformance.adapter import ADAPTER_PARTS, MODEL_PARTS, PARTS, Conventions
 from conformance.boundary.candidate import Candidate
 from conformance.boundary.isolation import (
+    CELL_TIME_S,
     WORKER_MEMORY_MIB,
     WORKER_TOTAL_S,
     environment,
     frameworks,
     importing,
+    notebooks,
     reads,
     sandbox,
 )
+from conformance.boundary.isolation.notebooks import NotebookTarget
 from conformance.boundary.isolation.supervisor import Worker
 from conformance.boundary.isolation.warm import shadows_preloaded
 from conformance.boundary.isolation.wire import ChannelClosed, ChannelTimeout, WireError
@@ -66,6 +69,7 @@ class Limits:
     pass_env: tuple[str, ...] = ()  # the grader's variables the worker gets (--pass-env): names, never values
     own_folder: str | None = None  # what the worker may read of its own: None, the adapter's folder (reads.py)
     allow_read: tuple[str, ...] = ()  # more folders it may read (--allow-read)
+    cell_s: float = CELL_TIME_S  # each code cell of a notebook (--cell-timeout)
 
     def as_dict(self) -> dict:
         return {**asdict(self), "pass_env": list(self.pass_env), "allow_read": list(self.allow_read)}
@@ -88,9 +92,12 @@ def start_message(spec: str, limits: Limits, *, builtin: bool, threads: int, dty
     allowed = reads.worker_reads(own, suite="code" if builtin or not limits.hide_suite_code else "api",
                                  allow_read=tuple(str(Path(p).resolve()) for p in limits.allow_read))
     path = reads.worker_path(allowed)  # first: it may make the suite's folder listable
+    notebook = notebooks.parse(spec)
+    # a notebook's adapter file is read here and sent: the worker reads the notebook's folder, not the file's
+    adapter_source = Path(notebook.adapter_file).read_text() if notebook and notebook.adapter_file else None
     return {"spec": spec, "limits": limits.as_dict(), "reads": allowed.as_dict(), "path": path,
             "landlock": limits.landlock, "threads": threads, "parts": list(ADAPTER_PARTS),
-            "model_parts": list(MODEL_PARTS), "dtype": dtype}
+            "model_parts": list(MODEL_PARTS), "dtype": dtype, "adapter_source": adapter_source}
 
 
 def own_folder_of(spec: str, limits: Limits, *, builtin: bool) -> Path | None:
@@ -215,12 +222,14 @@ class ProxyAdapter:
             return worker, self._await_hello(worker)
 
     def _await_hello(self, worker: Worker) -> dict:
-        deadline = min(time.monotonic() + self.limits.load_s, self._deadline)
+        # a notebook's cells run at load, each within cell_s: its load may take the worker's whole time
+        load_s = self.limits.total_s if notebooks.parse(self._start["spec"]) else self.limits.load_s
+        deadline = min(time.monotonic() + load_s, self._deadline)
         try:
             reply = worker.receive(deadline)
         except ChannelTimeout:
             worker.cleanup()
-            raise LoadError(f"the implementation did not finish importing within {self.limits.load_s:g} s"
+            raise LoadError(f"the implementation did not finish importing within {load_s:g} s"
                             " (an endless loop, or a long computation at import time?)") from None
         except WireError:
             report, output = worker.stop(), worker.output()
@@ -544,7 +553,9 @@ def check_hello(hello: Any, spec: str) -> dict:
         conventions = Conventions(**declared) if isinstance(declared, dict) else None
     except (TypeError, ValueError) as exc:
         raise LoadError(f"the worker's hello has conventions that are not Conventions' fields: {exc}") from None
-    hello["warnings"] = check_declarations(conventions, hello["public"][:1000], spec)
+    notes = hello.get("notes") if isinstance(hello.get("notes"), list) else []
+    hello["warnings"] = [str(note)[:500] for note in notes[:notebooks.NOTES_SHOWN + 2]] \
+        + check_declarations(conventions, hello["public"][:1000], spec)
     hello["conventions"] = conventions
     hello["landlock"] = hello.get("landlock") if type(hello.get("landlock")) is int else 0
     hello["namespace"] = hello.get("namespace") if hello.get("namespace") in ("user+pid", "pid") else ""
@@ -639,6 +650,13 @@ def worker_spec(spec: str) -> str:
     same existence check as in-process loading."""
     from conformance.boundary.naming import resolve
 
+    notebook = notebooks.parse(resolve(spec))
+    if notebook is not None:
+        for path in filter(None, (notebook.notebook, notebook.adapter_file)):
+            if not Path(path).is_file():
+                raise LoadError(f"no file {path!r}. Fix: check the path (relative to {Path.cwd()})")
+        return NotebookTarget(str(Path(notebook.notebook).resolve()), notebook.adapter_file and
+                              str(Path(notebook.adapter_file).resolve()), notebook.attr).spec()
     location, attr = importing.split_target(resolve(spec))
     if not location.endswith(".py"):
         return resolve(spec)

@@ -97,8 +97,8 @@ def suite_on_the_path_only() -> bool:
 
 
 def own_folder(location: str) -> Path | None:
-    """The folder of an adapter's file, or of the package (or module file) ``module:attribute`` names."""
-    if location.endswith(".py"):
+    """The folder of an adapter's file (or notebook), or of the package (or module file) ``module:attribute`` names."""
+    if location.endswith((".py", ".ipynb")):  # a file's folder: a module's, or a notebook's
         return Path(location).resolve().parent
     spec = importlib.util.find_spec(location.split(".")[0])  # the top-level name: nothing of it is imported
     if spec is None or spec.origin in (None, "built-in", "frozen"):

@@ -271,7 +271,8 @@ def parent_of(pid: int) -> int | None:
 
 
 # What the worker's tree runs (trampoline.py loads them): this module, the worker and what they import.
-WORKER_MODULES = ("supervisor", "worker", "wire", "sandbox", "walls", "environment", "importing", "frameworks")
+WORKER_MODULES = ("supervisor", "worker", "wire", "sandbox", "walls", "environment", "importing", "notebooks",
+                  "frameworks")
 _SOURCES: dict[str, str] = {}
 
 

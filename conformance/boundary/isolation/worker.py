@@ -23,7 +23,7 @@ from pathlib import Path
 
 # Relative: these modules are ``app.*`` here (trampoline.py), ``conformance.boundary.isolation.*`` in the grader.
 # All are imported now: once the candidate runs, the package is gone from sys.modules and a later import would fail.
-from . import environment, frameworks, importing, sandbox, wire
+from . import environment, frameworks, importing, notebooks, sandbox, wire
 
 
 def serve(request_fd: int, response_fd: int, namespace: str) -> None:
@@ -86,7 +86,12 @@ def load(start: dict, namespace: str, refused: Refusals):
     calls_filtered = sandbox.narrow_system_calls()
     if landlock:  # what the sandbox refuses, as far as Python's own opens and listings show it
         refused.watch(sandbox.read_rules(reads, private_proc), writable, absent_too=start.get("in_bubblewrap", False))
-    target = importing.import_target(start["spec"])
+    notebook, notes = notebooks.parse(start["spec"]), []
+    if notebook is not None:  # its cells run here, under these walls; the adapter file's text came with the start
+        target, notes = importing.load_notebook(notebook, adapter_source=start.get("adapter_source"),
+                                                seconds=limits["cell_s"])
+    else:
+        target = importing.import_target(start["spec"])
     adapter, dtype = target() if inspect.isclass(target) else target, start.get("dtype")
     if callable(getattr(adapter, "with_dtype", None)):  # without it, the grader refuses what the hello declares
         try:
@@ -96,7 +101,7 @@ def load(start: dict, namespace: str, refused: Refusals):
                                          f" {exc}") from exc
     limit_threads(start.get("threads", 1))
     hello = describe_adapter(adapter, start["parts"], start["model_parts"])
-    hello.update(landlock=landlock, namespace=namespace, private_proc=private_proc,
+    hello.update(notes=notes, landlock=landlock, namespace=namespace, private_proc=private_proc,
                  walls={"read_only_mounts": in_bubblewrap or frozen, "tmpfs": in_bubblewrap or frozen,
                         "own_network": in_bubblewrap or own_network,
                         "calls_filtered": calls_filtered})
