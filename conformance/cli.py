@@ -90,6 +90,9 @@ def add_grade_parser(sub) -> None:
     options.add_arguments(grade, "json", json={"help": "write the JSON report (with the score) to PATH"})
     grade.add_argument("--adapter-name", default="adapter.py", metavar="FILE",
                        help="the adapter's file name in a submission folder (default adapter.py)")
+    grade.add_argument("--adapter", dest="notebook_adapter", metavar="FILE.py", type=absolute_file,
+                       help="notebooks: a Python file run after each submission's notebook cells, in their namespace,"
+                            " that defines `adapter` (the instructor's mapping of the lesson's class names)")
     options.add_arguments(grade, "seed", seed={"default": None,  # drawn per grading
                                                "help": "seed of the inputs (default: drawn, and recorded)"})
     grade.add_argument("--one", action="store_true", help="SUBMISSION is one submission, even with subfolders")
@@ -106,6 +109,14 @@ def add_grade_parser(sub) -> None:
                           select={"help": "only checks matching EXPR"},
                           threads={"help": "torch intra-op threads (default 1)"},
                           isolate={"default": True})  # a submission runs isolated
+
+
+def absolute_file(text: str) -> str:
+    """A file the grader reads (an instructor's adapter file): its absolute path, which every grader process reads."""
+    path = Path(text)
+    if not path.is_file():
+        raise argparse.ArgumentTypeError(f"no file {text!r}")
+    return str(path.resolve())
 
 
 def add_watch_parser(sub) -> None:

@@ -28,20 +28,23 @@ import time
 from pathlib import Path
 
 from conformance.grading.run_record import read_report
-from conformance.grading.submission import SKIPPED_FOLDERS, draw_seed, files_named
+from conformance.grading.submission import NOTEBOOK, SKIPPED_FOLDERS, draw_seed, files_named, find_notebook
 
 
 def is_class_folder(path: Path, adapter_name: str) -> bool:
-    """A folder of submission folders: it has no adapter of its own, its subfolders have."""
+    """A folder of submissions: it has no adapter of its own, and its subfolders have one (an adapter file or a
+    notebook), or it holds notebooks (one per student)."""
     if not path.is_dir() or (path / adapter_name).is_file():
         return False
-    return any(sub.is_dir() and files_named(sub, adapter_name) for sub in submission_folders(path))
+    return any(sub.suffix == NOTEBOOK or files_named(sub, adapter_name) or find_notebook(sub)
+               for sub in submission_folders(path))
 
 
 def submission_folders(path: Path) -> list[Path]:
-    """The class's submissions: its folders, but hidden ones, the tools' (``SKIPPED_FOLDERS``) and links (a link to
-    a classmate's folder would grade that folder twice, under another name)."""
-    return sorted(sub for sub in path.iterdir() if not skipped_because(sub) and sub.is_dir())
+    """The class's submissions: its folders and notebooks, but hidden ones, the tools' (``SKIPPED_FOLDERS``) and
+    links (a link to a classmate's folder would grade that folder twice, under another name)."""
+    return sorted(sub for sub in path.iterdir() if not skipped_because(sub)
+                  and (sub.is_dir() or sub.suffix == NOTEBOOK and sub.is_file()))
 
 
 def skipped_because(sub: Path) -> str:

@@ -22,10 +22,10 @@ from pathlib import Path
 # The options of ``grade`` that can change a verdict or a score. select, no_training: which checks run. timeout,
 # worker_total_timeout, worker_memory: what is judged hung or out of memory. threads: torch's reductions, hence the
 # last bits of an answer. isolate, allow_read, pass_env: what the code may read, hence whether it loads at all.
-# adapter_name: which file is graded. points: the score itself (by its content: the same file edited scores
-# differently).
+# adapter_name, notebook_adapter: which file is graded, and the instructor's mapping a notebook runs with. points:
+# the score itself (by its content: the same file edited scores differently).
 VERDICT_OPTIONS = ("select", "no_training", "timeout", "worker_total_timeout", "worker_memory", "threads", "isolate",
-                   "allow_read", "pass_env", "adapter_name")
+                   "allow_read", "pass_env", "adapter_name", "notebook_adapter")
 
 
 def run_identity(args, seed: int) -> dict:

@@ -2,7 +2,9 @@
 
 ``transformer-conformance grade SUBMISSION [--points points.toml] [--gradescope results.json] [--json PATH]``.
 SUBMISSION is a folder (its adapter is the shallowest file named ``--adapter-name``, default
-``adapter.py``) or a ``.py`` file. The run seed is drawn unless ``--seed`` is given, and recorded in the
+``adapter.py``; without one, its shallowest notebook), a ``.py`` file or a notebook (``.ipynb``: its cells run in a
+kernel in the sandboxed worker; ``--adapter FILE.py``, the instructor's mapping of the lesson's classes, runs after
+them in their namespace, for every submission). The run seed is drawn unless ``--seed`` is given, and recorded in the
 report. A submission that cannot be loaded still gets a complete report: every check is an error
 naming why, so its score is 0 of the same maximum as everyone's.
 """
@@ -19,7 +21,8 @@ from pathlib import Path
 
 from conformance.errors import LoadError
 
-SKIPPED_FOLDERS = {".git", "__pycache__", ".venv", "venv", "node_modules", "__MACOSX"}
+SKIPPED_FOLDERS = {".git", "__pycache__", ".venv", "venv", "node_modules", "__MACOSX", ".ipynb_checkpoints"}
+NOTEBOOK = ".ipynb"
 
 
 ADAPTER_DEPTH = 8  # folder levels searched for the adapter: a zip adds one or two, never hundreds
@@ -78,15 +81,21 @@ def grade_submission(args, plugins=(), warm=None) -> int:
         janitor.start()
     started = time.monotonic()
     submission = Path(args.submission)
-    spec, failure = adapter_of(submission, args.adapter_name)
+    notebook_adapter = getattr(args, "notebook_adapter", None)
+    spec, failure = adapter_of(submission, args.adapter_name, notebook_adapter)
     seed = draw_seed(args.seed)
     identity = run_identity(args, seed)
     with interrupts() as stop, tempfile.TemporaryDirectory(prefix="conformance-grade-") as tmp:
         janitor.remove_after_exit(tmp)
         report_path = Path(args.json) if args.json else Path(tmp) / "report.json"
         report_path.unlink(missing_ok=True)  # a report found after the run is this run's, and gets its score
+        graded, copy = submission, None
+        if submission.is_file() and submission.suffix == NOTEBOOK and not failure:  # a notebook of a class folder
+            copy = staged(submission, tmp)
+            graded = copy.parent
         try:
-            code = run_the_checks(args, submission, spec, failure, seed, report_path, plugins, warm)
+            code = run_the_checks(args, graded, spec, failure, seed, report_path, plugins, warm,
+                                  load_spec=copy and notebook_spec(copy, notebook_adapter))
         except KeyboardInterrupt:
             if not stop:
                 raise
@@ -126,18 +135,59 @@ def look_up_lines(grade: dict) -> list[str]:
     return lines
 
 
-def adapter_of(submission: Path, adapter_name: str) -> tuple[str, str | None]:
-    """The adapter a grade runs, and why it cannot be loaded (None if it may be)."""
+def adapter_of(submission: Path, adapter_name: str, notebook_adapter: str | None = None) -> tuple[str, str | None]:
+    """The adapter a grade runs, and why it cannot be loaded (None if it may be): the folder's adapter file, else
+    (or, with the instructor's ``notebook_adapter``, always) its notebook, with that file run after its cells."""
     try:
-        return str(find_adapter(submission, adapter_name) if submission.is_dir() else submission), None
+        if not submission.is_dir():
+            return notebook_spec(submission, notebook_adapter) if submission.suffix == NOTEBOOK \
+                else str(submission), None
+        if notebook_adapter or not files_named(submission, adapter_name):
+            notebook = find_notebook(submission)
+            if notebook is not None:
+                return notebook_spec(notebook, notebook_adapter), None
+            if notebook_adapter:
+                raise LoadError(f"no notebook ({NOTEBOOK}) in {submission}. Fix: the submission must contain the"
+                                " notebook the adapter file maps")
+        return str(find_adapter(submission, adapter_name)), None
     except LoadError as exc:
         return str(submission / adapter_name), str(exc)
 
 
+def notebook_spec(notebook: Path, notebook_adapter: str | None) -> str:
+    """``NOTEBOOK.ipynb[+ADAPTER.py]`` (``boundary.isolation.notebooks``)."""
+    return f"{notebook}+{Path(notebook_adapter).resolve()}" if notebook_adapter else str(notebook)
+
+
+def find_notebook(folder: Path) -> Path | None:
+    """The shallowest notebook under ``folder`` (Jupyter's checkpoints left out), None if it has none."""
+    found = [Path(entry.path) for entry in entries_under_folder(folder)
+             if entry.name.endswith(NOTEBOOK) and entry.is_file(follow_symlinks=False)]
+    found = [path for path in found if not SKIPPED_FOLDERS & set(path.relative_to(folder).parts[:-1])]
+    return min(found, key=lambda path: (len(path.relative_to(folder).parts), str(path))) if found else None
+
+
+def entries_under_folder(folder: Path):
+    from conformance.boundary.isolation.reads import entries_under
+
+    return entries_under(folder, depth=ADAPTER_DEPTH)
+
+
+def staged(submission: Path, tmp: str) -> Path:
+    """A notebook handed in as a file of the class folder, copied into a folder of its own: what its worker may
+    read of its own is that folder, never its classmates' notebooks beside it."""
+    import shutil
+
+    own = Path(tmp) / "submission"
+    own.mkdir(exist_ok=True)
+    return Path(shutil.copy2(submission, own / submission.name))
+
+
 def run_the_checks(args, submission: Path, spec: str, failure: str | None, seed: int, report_path: Path, plugins,
-                   warm) -> int:
+                   warm, *, load_spec: str | None = None) -> int:
     """The checks of a grade, run on the submission's adapter (every one an error naming why if there is none);
-    the raw report to ``report_path``; ``run_checks``' exit code."""
+    the raw report to ``report_path``; ``run_checks``' exit code. ``load_spec``: where the adapter is loaded from,
+    when not ``spec`` (a staged copy), reported as ``spec``."""
     from conformance.boundary.isolation.supervisor import stop_all_workers
     from conformance.boundary.isolation.warm import WarmWorkers
     from conformance.boundary.loading import load
@@ -150,9 +200,11 @@ def run_the_checks(args, submission: Path, spec: str, failure: str | None, seed:
                    plugins=list(plugins), warm=warm or WarmWorkers())
     try:
         try:
-            candidate = unloadable_candidate(spec, failure) if failure else load(spec, **run.load_options(), wait=False)
+            candidate = unloadable_candidate(spec, failure) if failure else \
+                load(load_spec or spec, **run.load_options(), wait=False)
         except LoadError as exc:
             candidate = unloadable_candidate(spec, str(exc))
+        candidate.name = spec
         run.candidates[spec] = candidate
         run.plugins.append(AwaitWorker(candidate, on_failure="replace"))
         return run_checks(run)
