@@ -111,14 +111,16 @@ def execute(impl, options: Options, *, renderings: dict[str, str] | None = None,
 
 
 def is_adapter(value) -> bool:
-    """An adapter object: it builds models and declares its conventions (the protocol's two class-level parts)."""
-    return not inspect.isclass(value) and callable(getattr(value, "build_model", None)) \
-        and hasattr(value, "conventions")
+    """An adapter object or class: it declares the protocol's ``Conventions``, or builds models."""
+    from conformance.adapter import Conventions
+
+    return isinstance(getattr(value, "conventions", None), Conventions) \
+        or callable(getattr(value, "build_model", None))
 
 
 def live_name(value) -> str:
     """The report's name of a live object: the adapter's own ``name``, else its class's."""
-    own = getattr(value, "name", None) if is_adapter(value) else None
+    own = getattr(value, "name", None) if is_adapter(value) and not inspect.isclass(value) else None
     if isinstance(own, str) and own:
         return own
     kind = value if inspect.isclass(value) or inspect.isfunction(value) else type(value)
@@ -129,7 +131,7 @@ def live_candidate(value, spec: str, options: Options):
     """The candidate of a live object: an adapter as it is, an adapter class built, a model drafted."""
     from conformance.boundary.loading import in_process
 
-    if inspect.isclass(value) and callable(getattr(value, "build_model", None)):
+    if inspect.isclass(value) and is_adapter(value):
         value = value()
     if is_adapter(value):
         return in_process(value, spec, timeout_s=options.timeout, dtype=options.dtype)

@@ -37,6 +37,7 @@ class ProgressDisplay:
         self.started = clock()
         self.last_drawn = -float("inf")
         self._owned = False
+        self.erase = "\x1b[K"  # after the carriage return, what clears the line (a terminal's code)
 
     # -- choosing the mode and the stream --------------------------------------------------------
 
@@ -44,8 +45,10 @@ class ProgressDisplay:
     def for_terminal(cls, choice: str) -> ProgressDisplay:
         """``auto``: live on a terminal unless ``CI`` is set, in a Jupyter kernel live in the cell's output (its stream
         rewrites a line after a carriage return), else plain; ``live``, ``plain``, ``off``."""
-        if choice == "auto" and in_kernel():
-            return cls("live", sys.stderr, width=NOTEBOOK_WIDTH)  # the kernel's stream: it reaches the cell
+        if choice == "auto" and in_kernel():  # the kernel's stream, which reaches the cell; no terminal's codes
+            display = cls("live", sys.stderr, width=NOTEBOOK_WIDTH)
+            display.erase = " " * NOTEBOOK_WIDTH + "\r"  # a cell's output has no code to erase a line: blanks do
+            return display
         stream, owned = _stderr_duplicate()
         if choice == "auto":
             choice = "live" if _isatty(stream) and not os.environ.get("CI") else "plain"
@@ -139,7 +142,7 @@ class ProgressDisplay:
     def _emit(self, text: str, *, final: bool = False) -> None:
         if self.mode == "live":
             width = self.width or shutil.get_terminal_size((100, 24)).columns - 1
-            out = "\r\x1b[K" + text[:width] + ("\n" if final else "")
+            out = "\r" + self.erase + text[:width] + ("\n" if final else "")
         else:
             out = f"progress: {text}\n"
         try:
