@@ -1,7 +1,7 @@
 """The Python API: ``certify(impl)`` runs the checks and returns a ``Report``; the command line is a layer over it.
 
 ``impl`` is what ``transformer-conformance certify`` takes (a built-in name, ``mutant:NAME``, ``module:attribute``,
-a path to a .py file), or a live object of this process: an adapter, an adapter class, or a model class or
+a path to a .py file or a notebook), or a live object of this process: an adapter, an adapter class, or a model class or
 instance, drafted on the fly as ``template --from`` drafts it. A draft runs only where it builds: where only the
 model's author can decide something (a constructor argument no config key names, a model the suite cannot build),
 ``DraftIncomplete`` says what, with the draft to finish. A live object runs in this process (there is nothing to
@@ -9,10 +9,10 @@ isolate it from: its code already ran here); a path is isolated as on the comman
 
 The options are the command line's (``conformance.run.options``), spelt as keywords: ``training`` (off by default
 here: the toy run takes minutes), ``dtype``, ``select`` (``-k``), ``seed``, ``isolate``, ``diagnosis``, ``strict``,
-``timeout``, ``threads``, ``progress``, ``deviations``, ``cache``, ``pass_env``, ``allow_read``, and the reports to
-write as well (``json``, ``html``, ``markdown``, ``junit``, ``badge``: paths). In a notebook the progress is one
-line rewritten in place in the cell, and the stop button (or Ctrl-C) ends the run cleanly and raises
-``KeyboardInterrupt``.
+``timeout``, ``threads``, ``progress``, ``deviations``, ``cache``, ``pass_env``, ``allow_read``, ``cell_timeout``
+(a notebook's cells), and the reports to write as well (``json``, ``html``, ``markdown``, ``junit``, ``badge``:
+paths). In a notebook the progress is one line rewritten in place in the cell, and the stop button (or Ctrl-C) ends
+the run cleanly and raises ``KeyboardInterrupt``. docs/notebooks.md has the whole of it.
 """
 
 from __future__ import annotations
@@ -20,6 +20,7 @@ from __future__ import annotations
 import inspect
 from pathlib import Path
 
+from conformance.boundary.isolation import CELL_TIME_S
 from conformance.errors import LoadError
 from conformance.run.options import Options
 from conformance.run.session import Outcome
@@ -39,7 +40,8 @@ class DraftIncomplete(LoadError):
 def certify(impl, *, training: bool = False, dtype: str | None = None, select: str | None = None, seed: int = 0,
             isolate: bool | None = None, diagnosis: bool = True, strict: bool = False, timeout: float = 60.0,
             threads: int = 1, progress: str = "auto", deviations: str | None = None, cache: bool = True,
-            pass_env: tuple[str, ...] = (), allow_read: tuple[str, ...] = (), json: str | None = None,
+            pass_env: tuple[str, ...] = (), allow_read: tuple[str, ...] = (), cell_timeout: float = CELL_TIME_S,
+            json: str | None = None,
             html: str | None = None, markdown: str | None = None, junit: str | None = None,
             badge: str | None = None):
     """Certify ``impl`` (see the module's text) and return its ``Report``. Raises ``LoadError`` where the
@@ -49,7 +51,7 @@ def certify(impl, *, training: bool = False, dtype: str | None = None, select: s
     options = Options(no_training=not training, dtype=dtype, select=select, seed=seed, isolate=isolate,
                       no_diagnosis=not diagnosis, strict=strict, timeout=timeout, threads=threads,
                       progress=progress, deviations=deviations, no_cache=not cache,
-                      pass_env=tuple(pass_env), allow_read=tuple(allow_read), json=json)
+                      pass_env=tuple(pass_env), allow_read=tuple(allow_read), cell_timeout=cell_timeout, json=json)
     renderings = {name: path for name, path in zip(RENDERINGS, (html, markdown, junit, badge), strict=True) if path}
     outcome = execute(impl, options, renderings=renderings, echo=False)
     if outcome.load_error is not None:
