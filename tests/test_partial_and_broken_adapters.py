@@ -53,3 +53,12 @@ def test_a_missing_greedy_loop_of_a_keras_or_jax_adapter_offers_no_torch_helper_
     (check,) = run.report["checks"]
     assert check["status"] == "not_implemented", run.out
     assert check["message"].endswith("does not provide model.greedy_decode"), check["message"]
+
+
+def test_attention_weights_without_the_protocols_names_are_an_error_naming_what_is_missing(certify):
+    run = certify(adapter_path("attention_weights_unnamed"), "--no-isolate", "-k",
+                  "published_shapes_of_attention_weights")
+    (check,) = run.report["checks"]
+    assert check["status"] == "error" and "internal error" not in check["message"], run.out
+    assert check["message"].startswith("model.attention_weights gave no encoder.0.self_attn, ")
+    assert "(it named layers.decoder.0.cross_attn, " in check["message"] and 'model={"attention"' in check["message"]

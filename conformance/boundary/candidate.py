@@ -154,6 +154,10 @@ def expect_scalar(value: Any, kind: type, *, part: str) -> float | int:
 
 
 
+# Every attention of a model, by stack: what ``attention_weights`` names (for each layer l of the stack).
+ATTENTIONS = (("encoder", ("self_attn",)), ("decoder", ("self_attn", "cross_attn")))
+
+
 def arrays_by_name(value, part: str, expect) -> dict[str, np.ndarray]:
     """A part's dict of named arrays, each validated by ``expect`` (its own shape: a dict's arrays are named, not
     sized); anything but a dict is a bad output."""
@@ -557,8 +561,20 @@ class CandidateModel:
 
     def attention_weights(self, src, tgt_in) -> dict[str, np.ndarray]:
         self._require_lengths("attention_weights", src, tgt_in)
-        weights = self._call("attention_weights", self._ids(src), self._ids(tgt_in))
-        return arrays_by_name(weights, "model.attention_weights", expect_float_array)
+        weights = arrays_by_name(self._call("attention_weights", self._ids(src), self._ids(tgt_in)),
+                                 "model.attention_weights", expect_float_array)
+        wanted = [f"{stack}.{layer}.{sublayer}" for stack, sublayers in ATTENTIONS for layer in range(self.config.N)
+                  for sublayer in sublayers]
+        missing = [name for name in wanted if name not in weights]
+        if missing:
+            raise BadOutput(
+                f"model.attention_weights gave no {', '.join(missing[:4])}{' ...' if len(missing) > 4 else ''}"
+                f" (it named {', '.join(sorted(weights)[:6]) or 'nothing'}); expected one (B, h, Lq, Lk) array for"
+                " each attention, named encoder.{l}.self_attn, decoder.{l}.self_attn, decoder.{l}.cross_attn, l from"
+                " 0. Likely cause: the adapter's hooks found no attention module there (TorchAdapter: map them with"
+                " model={\"attention\": {...}})", part="model.attention_weights", expected=wanted,
+                actual=sorted(weights))
+        return weights
 
     def unmapped_parameters(self) -> dict[str, int]:
         found = self._call("unmapped_parameters")
