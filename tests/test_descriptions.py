@@ -247,3 +247,15 @@ def test_a_question_about_one_half_of_the_model_is_described_by_that_halfs_readi
     assert _side(Question(functools.partial(questions.decoded))) == "decoder"
     assert _side(Question(questions.logits)) is None
     assert set(SIDES) <= set(MODEL_TEXTS) and SIDES["padding decoder"] == "decoder"
+
+
+def test_a_constant_answer_is_described_only_by_a_measurement_that_found_the_part_constant(certify):
+    """A fixed rate: its schedule refit is a constant law, said as such; a table of zeros: no measurement finds its
+    part constant, so nothing describes it (a constant answer is the collapse of many bugs)."""
+    run = certify(str(Path(__file__).parent / "adapters" / "constant_rate.py"), "--no-isolate", "--no-training",
+                  "-k", "lrate_matches_formula_for_any_step or pe_matches_formula_for_any_size")
+    checks = {check["id"]: check for check in run.report["checks"]}
+    (rate,) = checks["lrate_matches_formula_for_any_step"]["descriptions"]
+    assert "a constant rate, 0.0001 at every step measured" in rate["text"] and rate["kind"] == "refit"
+    assert checks["pe_matches_formula_for_any_size"]["status"] == "failed"
+    assert checks["pe_matches_formula_for_any_size"]["descriptions"] == []

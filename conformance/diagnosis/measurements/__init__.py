@@ -94,6 +94,8 @@ def describe(candidate, question, tol, *, disk_cache: bool = True) -> list[dict]
         return [as_description(name, "answer", finding.text, finding.key, facts=finding.facts)
                 for name, finding in _answers(candidate, asked)]
 
+    if asked.collapsed:  # a constant answer: said only by a measurement that found the part itself constant
+        return asked.refitted([knob for knob in knobs_of(candidate, asked.parts) if knob.facts.get("constant")])
     found = asked.refitted(knobs_of(candidate, asked.parts))
     if not found and asked.parts <= COUNTS:  # a count: its components' sizes say more than a formula's arithmetic
         found = read_off() or formula_differences(asked)

@@ -17,6 +17,8 @@ from conformance.diagnosis.degenerate import degenerate
 from conformance.diagnosis.matching import _answer, _distance, _same, known_answer
 from conformance.diagnosis.question import Question
 
+CONSTANT = "a constant"  # how ``degenerate`` starts the reason of an answer with one value
+
 
 class _Recorder:
     """The candidate, noting every method the question calls on it (its parts, ``build_model``...)."""
@@ -46,6 +48,9 @@ class Asked:
     max_abs: float | None = None
     probe_max_abs: float | None = None
     disk_cache: bool = True  # the run reads and writes the answers kept on disk (``matching.known_answer``)
+    # why the candidate's answer on the second problem is no evidence of a bug in particular (``degenerate``): a
+    # constant; only a measurement that says the part itself is constant (``Knob.facts["constant"]``) describes it
+    collapsed: str | None = None
 
     @classmethod
     def of(cls, candidate, question: Question, tol, *, disk_cache: bool = True) -> Asked | None:
@@ -62,10 +67,13 @@ class Asked:
         theirs, theirs_second = (known_answer(question, reference, p, disk_cache=disk_cache) for p in (problem, second))
         if mine is None or mine_second is None or theirs_second is None:
             return None
-        if not np.isfinite(mine).all() or degenerate(mine_second, theirs_second) or same(mine_second, theirs_second):
-            return None  # collapsed on the second problem, or right there: nothing to confirm
+        if not np.isfinite(mine).all() or same(mine_second, theirs_second):
+            return None  # right on the second problem: nothing to confirm
+        collapsed = degenerate(mine_second, theirs_second)
+        if collapsed and not collapsed.startswith(CONSTANT):
+            return None  # collapsed there: evidence of no bug in particular
         return cls(candidate, question, same, problem, second, mine, mine_second, theirs, theirs_second,
-                   recorder.called, disk_cache=disk_cache)
+                   recorder.called, disk_cache=disk_cache, collapsed=collapsed)
 
     # -- the neighbouring formula ---------------------------------------------------------------------
     def reproduces(self, neighbour) -> tuple[float, float] | None:

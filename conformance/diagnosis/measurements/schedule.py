@@ -140,7 +140,10 @@ def texts(law: ScheduleLaw) -> list[str]:
         found.append(f"the step counted {abs(law.offset)} {'ahead' if law.offset > 0 else 'behind'}: lrate(step"
                      f" {sign} {abs(law.offset)}), clamped at step 1")
     if law.single:
-        if law.p < 0:
+        if law.p == 0:
+            found.append(f"a constant rate, {law.A.written()} at every step measured (up to 1,000 warmups; paper: a"
+                         " rise to a peak at step warmup, then a decay as step^-0.5)")
+        elif law.p < 0:
             found.append(f"no warm-up: the rate is {law.A.written()} step^{law.p:g} from step 1 (paper: a rise to a"
                          " peak at step warmup, then d_model^-0.5 step^-0.5)")
         else:
@@ -190,6 +193,7 @@ def schedule(candidate):
     if not found:
         return []
     facts = {"offset": law.offset, "p": law.p, "q": law.q, "combine": law.combine, "single": law.single,
+             "constant": law.single and law.p == 0,
              "A": [law.A.c, law.A.a, law.A.b], "B": None if law.B is None else [law.B.c, law.B.a, law.B.b]}
     key = "schedule:" + ",".join(f"{k}={v}" for k, v in facts.items())
     return [Knob("schedule", law, "learning-rate schedule refitted from the candidate's rates: " + "; ".join(found),
