@@ -259,3 +259,24 @@ def test_a_constant_answer_is_described_only_by_a_measurement_that_found_the_par
     assert "a constant rate, 0.0001 at every step measured" in rate["text"] and rate["kind"] == "refit"
     assert checks["pe_matches_formula_for_any_size"]["status"] == "failed"
     assert checks["pe_matches_formula_for_any_size"]["descriptions"] == []
+
+
+def test_rows_that_are_log_probabilities_are_said_whatever_else_differs():
+    """A log_softmax on the output beside other deviations: no transform of the paper's answer gives the candidate's,
+    but its rows' logsumexp is 0 on both problems, where the paper's logits are not normalised."""
+    from types import SimpleNamespace
+
+    from conformance.diagnosis.measurements.answers import answer_normalised
+
+    rng = np.random.default_rng(0)
+    paper, paper_second = rng.normal(size=(2, 3, 7)), rng.normal(size=(3, 4, 9))
+    other = [rng.normal(size=paper.shape), rng.normal(size=paper_second.shape)]  # the other deviations' logits
+    log_probabilities = [x - np.log(np.exp(x).sum(-1, keepdims=True)) for x in other]
+    asked = SimpleNamespace(mine=log_probabilities[0], mine_second=log_probabilities[1], paper=paper,
+                            paper_second=paper_second)
+    assert "every row of the answer is log-probabilities" in answer_normalised(asked).text
+    asked.mine, asked.mine_second = other  # not normalised: nothing to say
+    assert answer_normalised(asked) is None
+    probabilities = [np.exp(x) for x in log_probabilities]  # attention weights: the paper's rows sum to 1 too
+    assert answer_normalised(SimpleNamespace(mine=probabilities[0], mine_second=probabilities[1],
+                                             paper=probabilities[0], paper_second=probabilities[1])) is None

@@ -3,7 +3,7 @@
 * A scale: the candidate's answer is the paper's times one number c (least squares, exact), the same law at both
   problems: a constant, or a power of a size (d_model^-0.5 when d_model differs between the two).
 * A transform: the paper's answer through a log-softmax or a softmax over its last axis, or with its last two
-  axes swapped.
+  axes swapped. Whatever else differs: rows that are (log-)probabilities where the paper's are not normalised.
 * Where: the entries that differ, against the padding of the problem's inputs: only the padded positions (the
   real ones are the paper's), or only the rows that have padding.
 * A parameter count: the difference from the paper's as a sum of the components' sizes (``diagnosis.counts``),
@@ -96,6 +96,44 @@ def answer_transform(asked):
             continue
         if asked.same(asked.mine, here) and asked.same(asked.mine_second, there):
             return Finding(text, f"answer_transform:{name}", (), {"transform": name})
+    return None
+
+
+def _log_probabilities(x) -> bool:
+    """Every row (the last axis, at least 2 long) a distribution's logarithm: its logsumexp is 0."""
+    x = np.asarray(x, np.float64)
+    if x.ndim < 2 or x.shape[-1] < 2 or not np.isfinite(x).all():
+        return False
+    top = x.max(-1, keepdims=True)
+    return bool(np.abs(np.log(np.exp(x - top).sum(-1)) + top[..., 0]).max() <= 1e-4)
+
+
+def _probabilities(x) -> bool:
+    """Every row (the last axis, at least 2 long) a distribution: non-negative, summing to 1."""
+    x = np.asarray(x, np.float64)
+    return bool(x.ndim >= 2 and x.shape[-1] >= 2 and np.isfinite(x).all() and (x >= 0).all()
+                and np.abs(x.sum(-1) - 1).max() <= 1e-4)
+
+
+NORMALISED = {
+    "log_probabilities": (_log_probabilities, "every row of the answer is log-probabilities (its logsumexp over the"
+                                              " last axis is 0, on both problems) where the paper's is not"
+                                              " normalised: a log_softmax on the output (the logits are asked for)"),
+    "probabilities": (_probabilities, "every row of the answer is probabilities (non-negative, summing to 1 over the"
+                                      " last axis, on both problems) where the paper's is not normalised: a softmax"
+                                      " on the output (the logits are asked for)"),
+}
+
+
+@measurement("answer_normalised", "answer", (),
+             "every row of the answer is log-probabilities / probabilities where the paper's is not normalised")
+def answer_normalised(asked):
+    """What the answer's rows are, whatever else differs: a normalisation the paper's answer does not have (a
+    log_softmax on the output beside other deviations, which ``answer_transform`` cannot see)."""
+    papers = [answer for answer in (asked.paper, asked.paper_second) if answer is not None]
+    for name, (holds, text) in NORMALISED.items():
+        if holds(asked.mine) and holds(asked.mine_second) and papers and not any(holds(p) for p in papers):
+            return Finding(text, f"answer_normalised:{name}", (), {"normalised": name})
     return None
 
 
