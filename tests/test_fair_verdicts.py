@@ -85,3 +85,18 @@ def test_a_declared_epsilon_other_than_the_lessons_is_said_and_never_counted(cer
     assert run.code == 0
     reference = certify("reference", "-k", "lessons_layer_norm_epsilon", "--no-training")
     assert reference.statuses() == {"layers_use_the_lessons_layer_norm_epsilon": "passed"}
+
+
+def test_an_epsilon_fixed_in_the_code_and_declared_nowhere_is_measured_and_said(certify):
+    """ε 1e-6 fixed in every LayerNorm, undeclared: no check on random weights sees it, the epsilon check measures
+    it (the encoder made to normalise rows of variance 1e-6 and 1e-9) and says it, advisory; pre-norm, where the
+    probe's construction does not hold, measures nothing and passes."""
+    run = certify(adapter_path("eps_fixed_undeclared"), "-k", "lessons_layer_norm_epsilon", "--no-training")
+    (check,) = run.report["checks"]
+    assert check["status"] == "advisory" and check["data"]["measured_eps"] == [1e-06], run.out
+    assert check["message"].startswith("the layers' LayerNorm epsilon measures 1e-06, undeclared, where the config"
+                                       " asks the lesson's 1e-05")
+    bert = certify("mutant:layer_norm_eps_of_bert", "-k", "lessons_layer_norm_epsilon", "--no-training")
+    assert bert.statuses() == {"layers_use_the_lessons_layer_norm_epsilon": "advisory"}
+    pre_norm = certify("mutant:pre_norm", "-k", "lessons_layer_norm_epsilon", "--no-training")
+    assert pre_norm.statuses() == {"layers_use_the_lessons_layer_norm_epsilon": "passed"}

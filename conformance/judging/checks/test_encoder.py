@@ -17,6 +17,7 @@ from conformance.config import toy_config
 from conformance.diagnosis import Question, find_structure
 from conformance.diagnosis.localise import locate_encode, suspect_in_encoder_layer
 from conformance.errors import PartNotImplemented
+from conformance.judging import epsilon
 from conformance.paper import claims
 from conformance.problems import oracle, questions
 from conformance.problems.scenarios import LOADED_MODEL, LayerSizes, fast_failure, layer_sizes, model_sizes
@@ -92,8 +93,9 @@ def run_a_normed_part(candidate) -> None:
 def test_layers_use_the_lessons_layer_norm_epsilon(candidate, check):
     """The layers' LayerNorm ε is the lesson's 10⁻⁵, or any the suite gives them.
 
-    Read off the declaration, once a layer or the model has run: a candidate that declares no ε takes the one each
-    call gives; one that declares its own (fixed in its code) is said, with the value and the reason it gives."""
+    Read off the declaration, once a layer or the model has run: one that declares its own (fixed in its code) is
+    said, with the value and the reason it gives. A model that declares none is measured: its encoder made to
+    normalise rows of tiny variance (``epsilon.measured``), where an ε fixed in its code shows."""
     run_a_normed_part(candidate)
     declared = candidate.conventions.supports.get("eps")
     reason = candidate.conventions.reasons.get("eps")
@@ -102,3 +104,12 @@ def test_layers_use_the_lessons_layer_norm_epsilon(candidate, check):
                 f"the layers' LayerNorm epsilon is declared {values}{f' ({reason})' if reason else ''}, where the"
                 " lesson's is 1e-05 (PyTorch's default): rows whose variance is near either value normalise"
                 " differently", expected="eps 1e-05 (or any given)", actual=f"eps {values}")
+    found = epsilon.measured(candidate) if declared is None else None
+    if found is not None:
+        check.record("measured_eps", list(found))
+        values = " or ".join(f"{eps:g}" for eps in found)
+        check.claim(LESSONS_EPS in found, f"the layers' LayerNorm epsilon measures {values}, undeclared, where the"
+                    " config asks the lesson's 1e-05 (PyTorch's default): the encoder, made to normalise rows of"
+                    " variance 1e-06 and 1e-09, computes what the paper's formulas give with that epsilon (fixed in"
+                    " the code? declare it: supports={'eps': (...)})", expected="eps 1e-05 (the config's)",
+                    actual=f"eps {values}")
