@@ -152,7 +152,7 @@ def grade(args, plugins=()) -> int:
     if args.init_gradescope:
         try:
             written = init_gradescope(args.init_gradescope, adapter_name=args.adapter_name, points=args.points,
-                                      training=args.training)
+                                      training=args.training, notebook_adapter=args.notebook_adapter)
         except GradescopeSetupError as exc:
             print(f"transformer-conformance grade --init-gradescope: {exc}", file=sys.stderr)
             return EXIT_USAGE

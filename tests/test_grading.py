@@ -243,6 +243,17 @@ def test_init_gradescope_writes_the_files_to_upload(tmp_path, capsys):
     assert_commands_parse(run)
 
 
+def test_init_gradescope_for_notebooks_ships_the_mapping_and_the_notebook_extra(tmp_path, capsys):
+    (tmp_path / "mapping.py").write_text("adapter = None\n")
+    folder = tmp_path / "autograder"
+    assert main(["grade", "--init-gradescope", str(folder), "--adapter", str(tmp_path / "mapping.py")]) == EXIT_OK
+    assert (folder / "mapping.py").read_text() == "adapter = None\n"
+    assert "[torch,notebook]\"" in (folder / "setup.sh").read_text()
+    assert "--adapter /autograder/source/mapping.py" in (folder / "run_autograder").read_text()
+    readme = (folder / "README.txt").read_text()
+    assert "mapping.py" in readme and "Students submit\na notebook (.ipynb)" in readme
+
+
 def test_the_documented_github_actions_workflow_uses_real_commands():
     workflow = (ROOT / "docs" / "grade-class-workflow.yml").read_text()
     assert "matrix" in workflow and "--summarise" in workflow

@@ -24,7 +24,7 @@ python3 -m venv /autograder/venv
 # The suite from the wheel uploaded beside this script, never a name looked up on a package index. CPU-only torch
 # keeps the image small; the suite needs no GPU.
 /autograder/venv/bin/pip install -q --extra-index-url https://download.pytorch.org/whl/cpu \\
-    "/autograder/source/{wheel}[torch]"
+    "/autograder/source/{wheel}[{extras}]"
 """
 
 RUN = """#!/usr/bin/env bash
@@ -33,7 +33,7 @@ set -uo pipefail
 mkdir -p /autograder/results
 cd /autograder/source
 /autograder/venv/bin/transformer-conformance grade /autograder/submission --one \\
-    --adapter-name {adapter_name} --points /autograder/source/points.toml {training}\\
+    --adapter-name {adapter_name}{notebook} --points /autograder/source/points.toml {training}\\
     --gradescope /autograder/results/results.json --json /autograder/results/report.json
 status=$?
 if [ ! -s /autograder/results/results.json ]; then  # fail closed: never an empty (full-marks) result
@@ -46,22 +46,28 @@ exit 0
 README = """Upload as a Gradescope autograder: zip setup.sh, run_autograder, points.toml and the suite's wheel (the
 files, not this folder): `cd {folder} && zip autograder.zip setup.sh run_autograder points.toml {wheel}`.
 Edit points.toml first (docs/grading.md in transformer-conformance describes it). Students submit
-{adapter_name} (and any modules it imports).
+{submits}.
 """
 
 
 def init_gradescope(folder: str, *, adapter_name: str = "adapter.py", points: str | None = None,
-                    training: bool = False) -> list[Path]:
+                    training: bool = False, notebook_adapter: str | None = None) -> list[Path]:
     """Write setup.sh, run_autograder, points.toml (a copy of ``points`` or the template), README.txt and the suite's
-    wheel, built from this copy of the suite."""
+    wheel, built from this copy of the suite. ``notebook_adapter``: students submit notebooks, and this file (the
+    instructor's mapping, copied beside the others) runs after each one's cells."""
     out = Path(folder)
     out.mkdir(parents=True, exist_ok=True)
     wheel = build_wheel(out)
+    mapping = Path(notebook_adapter).name if notebook_adapter else None
     files = {
-        "setup.sh": SETUP.format(wheel=wheel.name),
-        "run_autograder": RUN.format(adapter_name=adapter_name, training="" if training else "--no-training "),
+        "setup.sh": SETUP.format(wheel=wheel.name, extras="torch,notebook" if mapping else "torch"),
+        "run_autograder": RUN.format(adapter_name=adapter_name, training="" if training else "--no-training ",
+                                     notebook=f" --adapter /autograder/source/{mapping}" if mapping else ""),
         "points.toml": Path(points).read_text() if points else TEMPLATE,
-        "README.txt": README.format(folder=out, adapter_name=adapter_name, wheel=wheel.name),
+        "README.txt": README.format(folder=out, wheel=wheel.name + (f" {mapping}" if mapping else ""),
+                                    submits="a notebook (.ipynb)" if mapping else
+                                    f"{adapter_name} (and any modules it imports)"),
+        **({mapping: Path(notebook_adapter).read_text()} if mapping else {}),
     }
     written = []
     for name, text in files.items():
