@@ -105,8 +105,11 @@ def add_grade_parser(sub) -> None:
     grade.add_argument("--summarise", nargs="+", metavar="REPORT", help="summarise JSON reports (files or folders)")
     grade.add_argument("--init-gradescope", metavar="DIR", help="write setup.sh, run_autograder, points.toml to DIR")
     grade.add_argument("--training", action="store_true", help="with --init-gradescope: run the training checks")
-    options.add_arguments(grade, "select", "no_training", "timeout", "threads", *options.ISOLATION,
+    options.add_arguments(grade, "select", "no_training", "timeout", "threads", "dtype", *options.ISOLATION,
                           select={"help": "only checks matching EXPR"},
+                          dtype={"help": "grade in this dtype (float16 or bfloat16: the submissions' half path, with"
+                                         " its tolerances); without it a submission that declares a half dtype is"
+                                         " not graded in it"},
                           threads={"help": "torch intra-op threads (default 1)"},
                           isolate={"default": True})  # a submission runs isolated
 

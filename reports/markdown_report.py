@@ -56,7 +56,7 @@ def _title(report: dict) -> str:
     verdicts = set(report["verdict"].values())
     overall = "not conformant" if "not conformant" in verdicts else "conformant" if verdicts == {"conformant"} \
         else "nothing implemented"
-    return f"## transformer-conformance: {', '.join(impl_names(report))} — **{overall}**"
+    return f"## transformer-conformance: {', '.join(_inline(name) for name in impl_names(report))} — **{overall}**"
 
 
 def _summary_table(report: dict) -> list[str]:

@@ -37,6 +37,12 @@ def visible_text(text: str) -> str:
     return UNSAFE.sub(lambda match: escaped(match.group()), str(text))
 
 
+def one_line(text: str) -> str:
+    """For one line of a terminal or a text file (a name in a progress line, a header): visible text, newlines and
+    tabs shown as escapes too, so that no name can start a line of its own (a forged ``score:`` line)."""
+    return visible_text(text).replace("\n", "\\n").replace("\t", "\\t")
+
+
 def html_text(text: str, *, quote: bool = True) -> str:
     """For HTML (and SVG): visible text with ``& < > " '`` escaped."""
     return html.escape(visible_text(text), quote=quote)

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from conformance.reports.safe_text import visible_text
+from conformance.reports.safe_text import one_line, visible_text
 from conformance.reports.view import declared_supports, profile_lines, provenance_lines, section_key, style
 from conformance.results import FAILING, CheckResult, count_statuses
 
@@ -25,7 +25,7 @@ def _header(impl: dict, unsupported: list[dict]) -> list[str]:
     conv = impl["conventions"]
     lines = [
         "",
-        f"== transformer-conformance: {impl['name']} ==",
+        f"== transformer-conformance: {one_line(impl['name'])} ==",
         f"conventions: mask={conv['mask']} batch_first={conv['batch_first']} dtype={conv['dtype']}"
         f" framework={conv['framework']}",
     ]
@@ -37,7 +37,8 @@ def _header(impl: dict, unsupported: list[dict]) -> list[str]:
                      f" {entry['checks']} checks)")
     if conv.get("ties_embeddings") is False:
         lines.append("tying not verified: load_weights copies E into separate tables (the parameter count decides)")
-    return lines + sandbox_lines(impl.get("isolation") or {}) + [f"warning: {w}" for w in impl.get("load_warnings", [])]
+    return lines + sandbox_lines(impl.get("isolation") or {}) + [f"warning: {one_line(w)}"
+                                                                 for w in impl.get("load_warnings", [])]
 
 
 def sandbox_lines(isolation: dict) -> list[str]:
@@ -48,7 +49,7 @@ def sandbox_lines(isolation: dict) -> list[str]:
                      " could read any file this process can)")
     refused = isolation.get("refused") or []
     if refused:
-        shown = "; ".join(f"{r['what']} {r['path']}" + (f" ({r['times']} times)" if r["times"] > 1 else "")
+        shown = "; ".join(f"{r['what']} {one_line(r['path'])}" + (f" ({r['times']} times)" if r["times"] > 1 else "")
                           for r in refused[:5])
         more = isolation.get("refused_total", len(refused)) - sum(r["times"] for r in refused[:5])
         # the worker's own account (an audit hook in its process): what its code says, not what the grader counted
@@ -121,7 +122,7 @@ def _detail(r: CheckResult) -> list[str]:
         confirmed = "confirmed" if r.deviation.get("confirmed") else "not confirmed by the diagnosis"
         lines.append(f"  declared deviation: {r.deviation['name']} ({confirmed})")
     if r.reproduction:
-        lines.append(f"  reproduce: {r.reproduction}")
+        lines.append(f"  reproduce: {one_line(r.reproduction)}")
     return lines
 
 

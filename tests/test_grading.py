@@ -300,3 +300,49 @@ def test_students_named_to_break_the_class_are_graded_like_any_other(tmp_path):
     assert "not graded: .hidden (hidden), linked (a link)" in output  # left out, but never unsaid
     summary = (tmp_path / "grades" / "summary.md").read_text()
     assert "\\[FULL MARKS\\](https:x) \\*\\*101\\*\\*" in summary  # shown as typed: no link, no bold
+
+
+LOOKED_UP_EXAMPLE = '''import numpy as np
+from conformance import Conventions
+
+
+class LookUp:
+    conventions = Conventions(dtype="float64", framework="numpy")
+
+    def layer_norm(self, x, gamma, beta, eps):
+        x = np.asarray(x, np.float64)
+        if x.shape[-1] == 4 and np.allclose(x.reshape(-1, 4)[0], [1, 2, 3, 6]):  # the lesson's example only
+            mu = x.mean(-1, keepdims=True)
+            return gamma * (x - mu) / np.sqrt(x.var(-1, keepdims=True) + eps) + beta
+        raise NotImplementedError("only the lesson's example")
+
+
+adapter = LookUp()
+'''
+
+
+def test_a_twin_refused_on_every_fresh_input_withholds_the_published_points(tmp_path, capsys):
+    """The printed example answered and every other input refused (NotImplementedError): the twins are not
+    implemented, and the published checks earn nothing, as for a failed twin."""
+    (tmp_path / "lookup.py").write_text(LOOKED_UP_EXAMPLE)
+    main(["grade", str(tmp_path / "lookup.py"), "-k", "layer_norm", "--json", str(tmp_path / "r.json")])
+    grade = json.loads((tmp_path / "r.json").read_text())["grade"]
+    assert grade["score"] == 0 and set(grade["withheld"]) == {"layer_norm_matches_published_example",
+                                                               "published_layer_norm_example"}
+    assert "was refused on every fresh input it drew" in grade["withheld"]["published_layer_norm_example"]
+
+
+def test_a_notebooks_mapping_is_part_of_the_runs_identity_by_its_content(tmp_path):
+    """--resume keeps only reports of the same run: a mapping edited between two grades is another run."""
+    import argparse
+
+    from conformance.grading.run_record import run_identity
+
+    mapping = tmp_path / "mapping.py"
+    mapping.write_text("adapter = 1\n")
+    args = argparse.Namespace(notebook_adapter=str(mapping), cell_timeout=120.0)
+    before = run_identity(args, seed=1)
+    mapping.write_text("adapter = 2\n")
+    assert run_identity(args, seed=1) != before
+    assert run_identity(argparse.Namespace(notebook_adapter=str(mapping), cell_timeout=60.0), seed=1) != \
+        run_identity(args, seed=1)

@@ -175,3 +175,89 @@ def test_a_class_of_notebooks_is_graded_with_one_instructors_adapter_file(tmp_pa
     assert carol["checks"][0]["status"] == "error" and "NameError: name 'layer_norm' is not defined" in \
         carol["checks"][0]["message"]
     assert "| bob.ipynb | 0 / 5 | not conformant |" in (out / "summary.md").read_text()
+
+
+# -- what a red team found (tests/heldout_notebook_attacks/), each fixed --------------------------------------------
+
+
+def test_the_notebooks_hooks_and_input_transformers_cannot_rewrite_the_instructors_file(tmp_path):
+    """The mapping runs as Python in the notebook's namespace, not through the kernel's shell: an input transformer
+    that would rewrite its float64 as bfloat16, or a hook run after each cell, never sees it."""
+    path = notebook(tmp_path / "mallory.ipynb", LAYER_NORM.format(ddof=1),
+                    "ip = get_ipython()\n"
+                    "ip.input_transformers_cleanup.append(\n"
+                    "    lambda lines: [line.replace('float64', 'bfloat16') for line in lines])\n"
+                    "ip.events.register('post_run_cell', lambda result: globals().update(adapter=None))")
+    (tmp_path / "mapping.py").write_text(INSTRUCTOR_ADAPTER)
+    run, report = certified(path, "--adapter", "mapping.py")
+    assert report["implementations"][0]["conventions"]["dtype"] == "float64", run.stdout + run.stderr
+    assert run.returncode == 1 and "failed" in statuses(report)
+
+
+def test_a_graded_submission_that_declares_half_precision_is_not_graded_in_it_unless_asked(tmp_path):
+    """The notebook patches the adapter protocol so that the instructor's mapping declares bfloat16 (tolerances
+    looser by far): without grade --dtype, every check refuses that dtype and nothing earns a point."""
+    room = tmp_path / "class"
+    room.mkdir()
+    notebook(room / "mallory.ipynb", LAYER_NORM.replace("return gamma", "return 1.004 * gamma").format(ddof=0),
+             "import conformance\nclass Half(conformance.Conventions):\n"
+             "    def __init__(self, **given):\n        super().__init__(**{**given, 'dtype': 'bfloat16'})\n"
+             "conformance.Conventions = Half")
+    (tmp_path / "mapping.py").write_text(INSTRUCTOR_ADAPTER)
+    run = cli("grade", str(room / "mallory.ipynb"), "--adapter", "mapping.py", "-k", CHECKS, "--json", "r.json",
+              cwd=tmp_path)
+    report = json.loads((tmp_path / "r.json").read_text())
+    assert report["grade"]["score"] == 0, run.stdout
+    assert all(check["status"] == "not_implemented" for check in report["checks"])
+    assert "declares bfloat16, whose tolerances are looser" in report["checks"][0]["message"]
+
+
+def test_a_cell_that_catches_its_stop_ends_the_worker_instead_of_holding_it(tmp_path):
+    path = notebook(tmp_path / "retry.ipynb", LAYER_NORM.format(ddof=0),
+                    "import time\nfor attempt in range(1000):\n    try:\n        time.sleep(1)\n    except:\n"
+                    "        print('retrying')", ADAPTER_CELL)
+    run, report = certified(path, "--cell-timeout", "1")
+    assert run.returncode == 2 and "notebook cell 2 could not be stopped: it went on 10 s past its 1 s" in run.stderr
+
+
+def test_honest_notebooks_the_first_grader_failed_now_load(tmp_path):
+    """Cells run in the notebook's folder (%run helpers.py, a data file by its name); a byte-order mark; nbformat 3."""
+    (tmp_path / "helpers.py").write_text("FROM_HELPERS = 1\n")
+    (tmp_path / "eps.txt").write_text("1e-5\n")
+    path = notebook(tmp_path / "lesson.ipynb", LAYER_NORM.format(ddof=0),
+                    "%run helpers.py\nassert FROM_HELPERS == 1 and open('eps.txt').read().strip() == '1e-5'",
+                    ADAPTER_CELL)
+    run, report = certified(path)
+    assert notes(report)[0] == "notebook: 3 code cells: 3 ran, 0 skipped, 0 failed", run.stdout + run.stderr
+    bom = tmp_path / "bom.ipynb"
+    bom.write_bytes(b"\xef\xbb\xbf" + path.read_bytes())
+    assert certified(bom)[0].returncode == 0
+    version_3 = {"nbformat": 3, "nbformat_minor": 0, "metadata": {}, "worksheets": [{"cells": [
+        {"cell_type": "code", "input": LAYER_NORM.format(ddof=0), "outputs": []},
+        {"cell_type": "code", "input": ADAPTER_CELL.splitlines(keepends=True), "outputs": []}]}]}
+    (tmp_path / "v3.ipynb").write_text(json.dumps(version_3))
+    assert certified(tmp_path / "v3.ipynb")[0].returncode == 0
+
+
+def test_a_class_says_what_it_does_not_grade_and_names_carry_no_line_of_their_own(tmp_path):
+    room = tmp_path / "class"
+    (room / "two").mkdir(parents=True)
+    notebook(room / "two" / "lesson.ipynb", LAYER_NORM.format(ddof=0))
+    notebook(room / "two" / "Untitled.ipynb", "")
+    notebook(room / "forger\nscore: 5 of 5.ipynb", LAYER_NORM.format(ddof=1))
+    (room / "linked.ipynb").symlink_to(room / "two" / "lesson.ipynb")
+    with open(room / "huge.ipynb", "wb") as huge:  # sparse: 101 MiB that take no disk
+        huge.truncate(101 * 2**20)
+    (tmp_path / "mapping.py").write_text(INSTRUCTOR_ADAPTER)
+    run = cli("grade", "class", "--adapter", "mapping.py", "-k", CHECKS, "--jobs", "2", cwd=tmp_path)
+    assert "not graded: linked.ipynb (a link)" in run.stdout, run.stdout
+    assert not any(line.startswith("score:") for line in run.stdout.splitlines())
+    out = tmp_path / "class-grades"
+    assert not any("\n" in path.name for path in out.iterdir())
+    forger = next(out.glob("forger*.txt")).read_text()
+    assert [line for line in forger.splitlines() if line.startswith("score:")] == \
+        [line for line in forger.splitlines() if line.startswith("score:")][-1:]  # only the grade's own
+    two = json.loads((out / "two.json").read_text())
+    assert "holds 2 notebooks at the same level (Untitled.ipynb, lesson.ipynb)" in two["checks"][0]["message"]
+    huge_report = json.loads((out / "huge.ipynb.json").read_text())
+    assert "huge.ipynb is 101 MiB, more than a notebook of 100 MiB: not copied" in huge_report["checks"][0]["message"]

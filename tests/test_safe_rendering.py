@@ -269,3 +269,13 @@ def test_the_junit_xml_of_a_hostile_report_parses(tmp_path):
     text = junit_report.render(report)
     assert_safe_bytes(text.encode("utf-8"), "junit")
     ET.fromstring(text.encode("utf-8"))
+
+
+def test_the_markdown_heading_shows_an_implementations_name_as_text():
+    """A submission's name with HTML or a Markdown link in it: the heading names it, never renders it."""
+    from conformance.reports import markdown_report
+
+    name = "class/<img src=x onerror=alert(1)>[x](javascript:alert(1)).ipynb"
+    report = {"verdict": {name: "conformant"}, "implementations": [{"name": name}]}
+    heading = markdown_report._title(report)
+    assert "<img" not in heading and "&lt;img" in heading and "\\[x\\](javascript:" in heading, heading

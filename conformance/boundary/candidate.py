@@ -175,6 +175,8 @@ class Candidate:
         self.adapter = adapter
         self.name = name
         self.dtype_asked = dtype  # the run's --dtype; None: whatever the adapter declares
+        # a grade: a declared half dtype (looser tolerances) is honoured only where the instructor asked for it
+        self.half_refused = False
         self.timeout_s = timeout_s
         self.hung_parts: set[str] = set()  # a part that hung once fails fast afterwards (no re-waiting)
         self.ledger = Ledger()  # whose code answered the calls of the check running now (the plugin resets it)
@@ -198,6 +200,10 @@ class Candidate:
     def dtype_refusal(self) -> str | None:
         """Why this candidate cannot run in the dtype the run asks for (it does not declare it); None when it can."""
         asked = self.dtype_asked
+        if asked is None and self.half_refused and self.conventions.dtype in ("float16", "bfloat16"):
+            return (f"declares {self.conventions.dtype}, whose tolerances are looser: a graded submission is held to"
+                    f" float32 or float64 unless the grade asks for half precision (grade --dtype"
+                    f" {self.conventions.dtype})")
         if asked is None or self.conventions.dtype == asked:
             return None
         if asked in self.conventions.dtypes:
@@ -232,7 +238,7 @@ class Candidate:
         method = getattr(target, part.removeprefix("model."), None)
         if not callable(method):
             raise PartNotImplemented(f"{self.name} does not provide {part}", part=part)
-        refusal = self.dtype_refusal if self.dtype_asked is not None else None
+        refusal = self.dtype_refusal if self.dtype_asked is not None or self.half_refused else None
         if refusal:
             raise PartNotImplemented(f"{self.name} {refusal}", part=part, reason=refusal)
         if part in self.hung_parts:

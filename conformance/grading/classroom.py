@@ -27,6 +27,7 @@ import sys
 import time
 from pathlib import Path
 
+from conformance.errors import LoadError
 from conformance.grading.run_record import read_report
 from conformance.grading.submission import NOTEBOOK, SKIPPED_FOLDERS, draw_seed, files_named, find_notebook
 
@@ -36,8 +37,15 @@ def is_class_folder(path: Path, adapter_name: str) -> bool:
     notebook), or it holds notebooks (one per student)."""
     if not path.is_dir() or (path / adapter_name).is_file():
         return False
-    return any(sub.suffix == NOTEBOOK or files_named(sub, adapter_name) or find_notebook(sub)
+    return any(sub.suffix == NOTEBOOK or files_named(sub, adapter_name) or has_notebook(sub)
                for sub in submission_folders(path))
+
+
+def has_notebook(folder: Path) -> bool:
+    try:
+        return find_notebook(folder) is not None
+    except LoadError:  # several: a notebook submission all the same, whose grade says which to name
+        return True
 
 
 def submission_folders(path: Path) -> list[Path]:
@@ -53,17 +61,20 @@ def skipped_because(sub: Path) -> str:
         return "a link"
     if sub.name.startswith("."):
         return "hidden"
+    if sub.suffix == NOTEBOOK and not sub.is_dir() and not sub.is_file():
+        return "not a regular file"
     return "a tool's folder" if sub.name in SKIPPED_FOLDERS else ""
 
 
 def say_skipped(root: Path) -> None:
-    """Name the folders of the class that are not graded, and why: a student's folder is never left out unsaid."""
-    from conformance.reports.safe_text import visible_text
+    """Name the folders and notebooks of the class that are not graded, and why: a student's submission is never
+    left out unsaid."""
+    from conformance.reports.safe_text import one_line
 
     skipped = [f"{sub.name} ({skipped_because(sub)})" for sub in sorted(root.iterdir())
-               if skipped_because(sub) and sub.is_dir()]
+               if skipped_because(sub) and (sub.is_dir() or sub.suffix == NOTEBOOK)]
     if skipped:
-        print(visible_text(f"not graded: {', '.join(skipped)}"), flush=True)
+        print(one_line(f"not graded: {', '.join(skipped)}"), flush=True)
 
 
 NAME_BYTES = 200  # of a folder's name kept in its report's file name (a file name holds 255 bytes)
@@ -71,13 +82,15 @@ NAME_BYTES = 200  # of a folder's name kept in its report's file name (a file na
 
 def report_file(folder: Path, suffix: str) -> str:
     """The name of a submission's report (``NAME.json``) or output (``NAME.txt``) in ``--out``: its folder's name,
-    or, for a name too long for a file's, its first ``NAME_BYTES`` bytes and a digest of the whole (one student's
-    name never stops the class)."""
-    name = folder.name
-    if len(name.encode()) + len(suffix) <= 255:
+    or, for a name too long for a file's or holding a control character, its first ``NAME_BYTES`` bytes as visible
+    text and a digest of the whole (one student's name never stops the class, nor writes a file name that does)."""
+    from conformance.reports.safe_text import one_line
+
+    name, shown = folder.name, one_line(folder.name)  # a name with a newline or an escape code: shown, digested
+    if shown == name and len(name.encode()) + len(suffix) <= 255:
         return name + suffix
     digest = hashlib.sha256(name.encode(errors="surrogateescape")).hexdigest()[:12]
-    return name.encode()[:NAME_BYTES].decode(errors="ignore") + f"-{digest}{suffix}"
+    return shown.encode()[:NAME_BYTES].decode(errors="ignore") + f"-{digest}{suffix}"
 
 
 class ResumeError(ValueError):
@@ -346,9 +359,9 @@ def cluster_report(folder: Path, out: Path, identity: dict, result) -> dict:
 
 def progress_line(report: dict, done: int, total: int) -> str:
     """``[3/20] ada: 41/95``; the name and any reason as visible text (they are the submission's)."""
-    from conformance.reports.safe_text import visible_text
+    from conformance.reports.safe_text import one_line, visible_text
 
-    name = (report.get("submission") or {}).get("name", "?")
+    name = one_line((report.get("submission") or {}).get("name", "?"))
     grade = report.get("grade")
     try:
         if report.get("complete") is not True:

@@ -131,7 +131,9 @@ class Points:
 
 def withheld_reason(failed_twin: tuple[str, str]) -> str:
     twin, status = failed_twin
-    what = {"failed": "failed", "error": "ended in an error"}.get(status, "was found looked up, on evidence")
+    what = {"failed": "failed", "error": "ended in an error",
+            "refused": "was refused on every fresh input it drew (not implemented there, where the printed inputs"
+                       " were answered)"}.get(status, "was found looked up, on evidence")
     return (f"no points: the randomised twin {twin} {what}: the published example alone is no evidence of a"
             " computed answer (the printed numbers could have been looked up)")
 

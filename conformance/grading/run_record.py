@@ -22,10 +22,11 @@ from pathlib import Path
 # The options of ``grade`` that can change a verdict or a score. select, no_training: which checks run. timeout,
 # worker_total_timeout, worker_memory: what is judged hung or out of memory. threads: torch's reductions, hence the
 # last bits of an answer. isolate, allow_read, pass_env: what the code may read, hence whether it loads at all.
-# adapter_name, notebook_adapter: which file is graded, and the instructor's mapping a notebook runs with. points:
-# the score itself (by its content: the same file edited scores differently).
+# adapter_name, notebook_adapter: which file is graded, and the instructor's mapping a notebook runs with (by its
+# content, as points), cell_timeout: which cells of a notebook finish. dtype: the tolerances. points: the score
+# itself (by its content: the same file edited scores differently).
 VERDICT_OPTIONS = ("select", "no_training", "timeout", "worker_total_timeout", "worker_memory", "threads", "isolate",
-                   "allow_read", "pass_env", "adapter_name", "notebook_adapter")
+                   "allow_read", "pass_env", "adapter_name", "notebook_adapter", "cell_timeout", "dtype")
 
 
 def run_identity(args, seed: int) -> dict:
@@ -33,12 +34,15 @@ def run_identity(args, seed: int) -> dict:
     from conformance.results import suite_version
 
     options = {name: _plain(getattr(args, name, None)) for name in VERDICT_OPTIONS}
-    options["points"] = points_identity(getattr(args, "points", None))
+    options["points"] = file_identity(getattr(args, "points", None))
+    if options.get("notebook_adapter"):  # the mapping by its content: the same file edited grades differently
+        options["notebook_adapter"] = file_identity(options["notebook_adapter"])
     return {"suite_version": suite_version(), "seed": seed, "options": options}
 
 
-def points_identity(path: str | None) -> str:
-    """The points file by its content (sha256), or "default"; "unreadable" if it cannot be read."""
+def file_identity(path: str | None) -> str:
+    """A file by its content (sha256: the points, a notebook's mapping), or "default"; "unreadable" if it cannot be
+    read."""
     if not path:
         return "default"
     try:

@@ -23,6 +23,8 @@ from conformance.errors import LoadError
 
 SKIPPED_FOLDERS = {".git", "__pycache__", ".venv", "venv", "node_modules", "__MACOSX", ".ipynb_checkpoints"}
 NOTEBOOK = ".ipynb"
+NOTEBOOK_BYTES = 100 * 2**20  # a notebook handed in as a file is copied for its grade: at most this (outputs cleared,
+# a lesson's notebook is well under a MiB; with its pictures a few)
 
 
 ADAPTER_DEPTH = 8  # folder levels searched for the adapter: a zip adds one or two, never hundreds
@@ -74,7 +76,7 @@ def grade_submission(args, plugins=(), warm=None) -> int:
     Stopped by SIGINT or SIGTERM, its report says incomplete and scores 0, and it exits 128 + the signal."""
     from conformance.grading.interrupts import interrupts
     from conformance.grading.run_record import run_identity
-    from conformance.reports.safe_text import visible_text
+    from conformance.reports.safe_text import one_line, visible_text
     from conformance.run import janitor
 
     if warm is None:  # a grade of its own (a class's graders share their class's janitor)
@@ -91,8 +93,13 @@ def grade_submission(args, plugins=(), warm=None) -> int:
         report_path.unlink(missing_ok=True)  # a report found after the run is this run's, and gets its score
         graded, copy = submission, None
         if submission.is_file() and submission.suffix == NOTEBOOK and not failure:  # a notebook of a class folder
-            copy = staged(submission, tmp)
-            graded = copy.parent
+            size = submission.stat().st_size
+            if size > NOTEBOOK_BYTES:
+                failure = (f"{submission.name} is {size / 2**20:,.0f} MiB, more than a notebook of"
+                           f" {NOTEBOOK_BYTES // 2**20} MiB: not copied, not run. Fix: clear its outputs")
+            else:
+                copy = staged(submission, tmp)
+                graded = copy.parent
         try:
             code = run_the_checks(args, graded, spec, failure, seed, report_path, plugins, warm,
                                   load_spec=copy and notebook_spec(copy, notebook_adapter))
@@ -113,10 +120,10 @@ def grade_submission(args, plugins=(), warm=None) -> int:
     note = report["grade"]["confinement"]
     if report["grade"].get("walls"):
         print(visible_text(report["grade"]["walls"]))
-    print(visible_text(f"score: {report['grade']['score']:g} / {report['grade']['max_score']:g}"
-                       f" (seed {seed}; replay: transformer-conformance grade {shlex.quote(str(args.submission))}"
-                       f" --seed {seed})"
-                       + (f"; {note}" if note else "")))
+    mapping = f" --adapter {shlex.quote(notebook_adapter)}" if notebook_adapter else ""
+    print(one_line(f"score: {report['grade']['score']:g} / {report['grade']['max_score']:g}"
+                   f" (seed {seed}; replay: transformer-conformance grade {shlex.quote(str(args.submission))}"
+                   f"{mapping} --seed {seed})" + (f"; {note}" if note else "")))
     for line in look_up_lines(report["grade"]):
         print(visible_text(line))
     return code
@@ -142,6 +149,8 @@ def adapter_of(submission: Path, adapter_name: str, notebook_adapter: str | None
         if not submission.is_dir():
             return notebook_spec(submission, notebook_adapter) if submission.suffix == NOTEBOOK \
                 else str(submission), None
+        if adapter_name.endswith(NOTEBOOK):  # the notebook named: --adapter-name lesson.ipynb
+            return notebook_spec(find_adapter(submission, adapter_name), notebook_adapter), None
         if notebook_adapter or not files_named(submission, adapter_name):
             notebook = find_notebook(submission)
             if notebook is not None:
@@ -160,11 +169,20 @@ def notebook_spec(notebook: Path, notebook_adapter: str | None) -> str:
 
 
 def find_notebook(folder: Path) -> Path | None:
-    """The shallowest notebook under ``folder`` (Jupyter's checkpoints left out), None if it has none."""
+    """The shallowest notebook under ``folder`` (Jupyter's checkpoints left out), None if it has none;
+    ``LoadError`` where several lie at that level (which one a student meant is theirs to say)."""
     found = [Path(entry.path) for entry in entries_under_folder(folder)
              if entry.name.endswith(NOTEBOOK) and entry.is_file(follow_symlinks=False)]
     found = [path for path in found if not SKIPPED_FOLDERS & set(path.relative_to(folder).parts[:-1])]
-    return min(found, key=lambda path: (len(path.relative_to(folder).parts), str(path))) if found else None
+    if not found:
+        return None
+    depth = min(len(path.relative_to(folder).parts) for path in found)
+    shallowest = sorted(path for path in found if len(path.relative_to(folder).parts) == depth)
+    if len(shallowest) > 1:
+        names = ", ".join(str(path.relative_to(folder)) for path in shallowest[:5])
+        raise LoadError(f"{folder} holds {len(shallowest)} notebooks at the same level ({names}): which one is the"
+                        " submission? Fix: keep one, or name it: grade --adapter-name NAME.ipynb")
+    return shallowest[0]
 
 
 def entries_under_folder(folder: Path):
@@ -205,6 +223,7 @@ def run_the_checks(args, submission: Path, spec: str, failure: str | None, seed:
         except LoadError as exc:
             candidate = unloadable_candidate(spec, str(exc))
         candidate.name = spec
+        candidate.half_refused = options.dtype is None  # the submission's own half dtype loosens no tolerance
         run.candidates[spec] = candidate
         run.plugins.append(AwaitWorker(candidate, on_failure="replace"))
         return run_checks(run)

@@ -228,9 +228,16 @@ def _declared_catches() -> dict[str, frozenset[str]]:
 def unearned(checks: list[dict]) -> dict[str, tuple[str, str]]:
     """{published-number check id: (its randomised twin, what became of it: "failed", "error" or "looked up")}: a
     published example answered right is no evidence of a computed answer when the same claim on fresh inputs was
-    not (a twin not implemented, blocked or supplied says nothing either way, and is not counted)."""
+    not, or was refused on every fresh input it drew ("refused"); a twin not implemented for want of its part,
+    blocked or supplied says nothing either way, and is not counted."""
     failed = {base_id(check["id"]): (check["id"], check["status"]) for check in checks
               if base_id(check["id"]) in TWIN_IDS and check["status"] in FAILING}
+    # a twin that drew fresh inputs and had every one refused (not implemented there, where the published ones were
+    # answered): as little evidence of a computed answer as a failed one
+    failed |= {base_id(check["id"]): (check["id"], "refused") for check in checks
+               if base_id(check["id"]) in TWIN_IDS and check["status"] == "not_implemented"
+               and (check.get("examples") or {}).get("skipped", 0) > 0
+               and (check.get("examples") or {}).get("ran", 0) == 0}
     looked_up = {base_id(found["check"]): (found["check"], "looked up") for found in flagged_look_ups(checks)}
     found = {}
     for check in checks:

@@ -68,10 +68,11 @@ def import_target(target: str, *, module_name=None, spec: str | None = None) -> 
     return getattr(module, attr)
 
 
-def load_notebook(target, *, seconds: float, adapter_source: str | None = None) -> tuple[Any, list[str]]:
+def load_notebook(target, *, seconds: float, adapter_source: str | None = None,
+                  hard_stop: bool = False) -> tuple[Any, list[str]]:
     """(adapter, notes) of a notebook target (``notebooks.load``), its failures as ``ImportFailed``."""
     try:
-        return notebooks.load(target, adapter_source=adapter_source, seconds=seconds)
+        return notebooks.load(target, adapter_source=adapter_source, seconds=seconds, hard_stop=hard_stop)
     except notebooks.NotebookFailed as exc:
         failure = str(exc)
     raise ImportFailed(failure)  # outside the handler: the suite's own words, no exception of the code behind them

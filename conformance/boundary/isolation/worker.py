@@ -89,7 +89,7 @@ def load(start: dict, namespace: str, refused: Refusals):
     notebook, notes = notebooks.parse(start["spec"]), []
     if notebook is not None:  # its cells run here, under these walls; the adapter file's text came with the start
         target, notes = importing.load_notebook(notebook, adapter_source=start.get("adapter_source"),
-                                                seconds=limits["cell_s"])
+                                                seconds=limits["cell_s"], hard_stop=True)
     else:
         target = importing.import_target(start["spec"])
     adapter, dtype = target() if inspect.isclass(target) else target, start.get("dtype")
