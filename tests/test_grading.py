@@ -169,6 +169,25 @@ def test_the_class_summary_counts_each_status_apart_and_reads_a_check_nobody_imp
     assert "| pe | § | 1/3 | 1 | 1 | 1 | 1 | 0 |" in markdown and "| mha | § | - | 0 | 0 | 0 | 4 | 0 |" in markdown
 
 
+def test_the_class_summary_counts_an_unloaded_submission_apart_and_names_a_measured_finding():
+    """A submission that could not be loaded implements nothing (its load error on every check is no "0/1" row);
+    a student whose bug no known bug matches shows the finding their report's profile puts first."""
+    from conformance.grading.class_summary import build_summary, render_markdown
+
+    def report(name, status, *, loaded=True, profile=None):
+        return {"submission": {"name": name}, "verdict": {name: "not conformant"}, "complete": True,
+                "implementations": [{"name": name, "loaded": loaded}], "profile": {name: profile or {}},
+                "checks": [{"id": "pe", "section": "§", "status": status}]}
+
+    measured = {"causes": [{"kind": "measured", "text": "the mean left out: centred = x", "explains": 3}]}
+    summary = build_summary([report("ada", "passed"), report("bo", "failed", profile=measured),
+                             report("cy", "error", loaded=False)])
+    assert [(r["id"], r["passed"], r["failed"], r["error"]) for r in summary["checks"]] == [("pe", 1, 1, 0)]
+    rows = {row["student"]: row["most_likely_bug"] for row in summary["students"]}
+    assert rows["bo"] == "measured: the mean left out: centred = x" and rows["ada"] == ""
+    assert "The 1 submission(s) that could not be loaded are counted apart" in render_markdown(summary)
+
+
 def test_a_folder_without_the_adapter_file_names_the_fix(tmp_path, capsys):
     (tmp_path / "empty").mkdir()
     report = tmp_path / "report.json"

@@ -5,7 +5,8 @@ most_likely_bug, hard_coded, seed``. Markdown: that table, the checks by pass ra
 of the submissions that implement the check: one that no submission implements is listed last, not as
 failed by all), each with its passed, failed, error and not-implemented counts apart, and the diagnosed bugs
 by how many students show them (a failing check names the mutants whose output it matches; a student's most
-likely bug is the one their failing checks name most often).
+likely bug is the one their failing checks name most often, else the measured finding their report's profile puts
+first). A submission that could not be loaded is counted apart from the pass rates: it implements nothing.
 """
 
 from __future__ import annotations
@@ -14,7 +15,7 @@ import csv
 import io
 from collections import Counter
 
-from conformance.grading.points import Points, totals
+from conformance.grading.points import Points, report_loaded, totals
 from conformance.judging.twins import flagged_look_ups
 from conformance.reports.safe_text import csv_cell, markdown_cell
 from conformance.results import FAILING
@@ -33,7 +34,9 @@ def build_summary(reports: list[dict]) -> dict:
             for report in reports}
     students = sorted(rows.values(), key=lambda row: str(row["student"]))
     readable = [report for report in reports if rows[id(report)]["verdict"] not in ("not graded", "incomplete")]
-    return {"students": students, "checks": pass_rates(readable), "bugs": common_bugs(students)}
+    loaded = [report for report in readable if report_loaded(report)]
+    return {"students": students, "checks": pass_rates(loaded), "not_loaded": len(readable) - len(loaded),
+            "bugs": common_bugs(students)}
 
 
 def incomplete_row(report: dict) -> dict:
@@ -83,25 +86,29 @@ def student_row(report: dict) -> dict:
         "max_score": grade["max_score"],
         "verdict": next(iter(report.get("verdict", {}).values()), "?"),
         **{status: statuses.get(status, 0) for status in ("passed", "failed", "error", "not_implemented")},
-        "most_likely_bug": most_likely_bug(report["checks"]),
+        "most_likely_bug": most_likely_bug(report),
         "hard_coded": ", ".join(found["check"] for found in flagged_look_ups(report["checks"])),
         "seed": report.get("seed"),
         "incomplete": "",
     }
 
 
-def most_likely_bug(checks: list[dict]) -> str:
+def most_likely_bug(report: dict) -> str:
+    """The report's best finding: the known bug most failing checks match, else the measured finding (a formula
+    difference, a description) that explains most of them in its profile; "" when nothing was found."""
     named = Counter()
     bugs = {}
-    for check in checks:
+    for check in report["checks"]:
         if check["status"] in FAILING:
             for match in check.get("diagnosis") or []:
                 named[match["mutant"]] += 1
                 bugs[match["mutant"]] = match.get("bug", match["mutant"])
-    if not named:
-        return ""
-    mutant, _ = named.most_common(1)[0]
-    return f"{bugs[mutant]} (mutant:{mutant})"
+    if named:
+        mutant, _ = named.most_common(1)[0]
+        return f"{bugs[mutant]} (mutant:{mutant})"
+    profile = next(iter((report.get("profile") or {}).values()), None) or {}
+    measured = [cause for cause in profile.get("causes") or [] if cause.get("kind") == "measured"]
+    return f"measured: {measured[0]['text']}" if measured else ""
 
 
 COUNTED = ("passed", "failed", "error", "not_implemented")  # each a column; the rest (advisory, ...) are "other"
@@ -153,8 +160,12 @@ def render_markdown(summary: dict) -> str:
         lines.append(f"| {markdown_cell(row['student'])} | {score} | {markdown_cell(row['verdict'])} |"
                      f" {row['passed']} | {row['failed']} | {row['error']} | {row['not_implemented']} |"
                      f" {markdown_cell(row['most_likely_bug'] or '-')} |")
+    unloaded = summary.get("not_loaded", 0)
+    apart = (f" The {unloaded} submission(s) that could not be loaded are counted apart: they implement nothing."
+             if unloaded else "")
     lines += ["", "## Checks by pass rate", "",
-              "Pass rate: of the submissions that implement the check. Other: advisory, deviation, supplied, blocked.",
+              "Pass rate: of the loaded submissions that implement the check. Other: advisory, deviation, supplied,"
+              " blocked." + apart,
               "", "| check | section | pass rate | passed | failed | error | not implemented | other |",
               "| --- | --- | ---: | ---: | ---: | ---: | ---: | ---: |"]
     lines += [f"| {markdown_cell(row['id'])} | {markdown_cell(row['section'])} | {_fmt_rate(row)} | "
