@@ -1,5 +1,5 @@
 """Progress on stderr while the checks run (conformance/run/progress.py): a live line on a terminal, plain lines
-otherwise, at most a few a second; the training check's step, loss and exact match as it goes."""
+otherwise, one as each section begins; the training check's step, loss and exact match as it goes."""
 
 import io
 
@@ -24,14 +24,16 @@ def display(mode: str) -> tuple[ProgressDisplay, io.StringIO, Clock]:
     return shown, stream, clock
 
 
-def test_plain_lines_at_most_one_a_second():
+def test_plain_lines_one_as_each_section_begins():
     shown, stream, clock = display("plain")
-    for i in range(20):  # 20 checks starting within 1.9 s
+    for i in range(20):  # 20 checks of two sections
+        shown.names[f"test_x.py::test_{i}"] = f"check_{i} ({'§3.5' if i < 12 else '§3.1'})"
+        shown.sections[f"test_x.py::test_{i}"] = "§3.5" if i < 12 else "§3.1"
         clock.now = i * 0.1
         shown.pytest_runtest_logstart(f"test_x.py::test_{i}", None)
     assert stream.getvalue().splitlines() == [
-        "progress: [0/10] 0 failing | running test_0",
-        "progress: [0/10] 0 failing | running test_10",
+        "progress: [0/10] 0 failing | running check_0 (§3.5)",
+        "progress: [0/10] 0 failing | running check_12 (§3.1)",
     ]
 
 
@@ -48,7 +50,7 @@ def test_training_steps_reach_the_display_while_it_is_active():
     with shown:
         progress = training.Progress("training reference seed 0", 3000)
         progress.update(100, 1.234, (100, 0.5))
-        clock.now = 5.0
+        clock.now = 31.0  # plain: a training line every 30 s
         progress.update(200, 0.9, (200, 0.75))
         progress.finish("passed: exact match 96%")
     assert training.Progress.sink is None

@@ -3,8 +3,9 @@
 It shows how many checks are done out of how many, how many fail, the running check and its section,
 and, while the training check runs, its step, loss and exact match (``conformance.judging.training.Progress``
 reports them here through ``Progress.sink``). On a terminal it is one line rewritten in place at most 4
-times a second; when stderr is not a terminal or under CI (``CI`` set), plain lines, at most one a
-second. It writes to a duplicate of the process's stderr, so pytest's output capture does not hide it.
+times a second; when stderr is not a terminal or under CI (``CI`` set), plain lines: one as each paper
+section's checks begin, the training check's step every 30 s, and the end. It writes to a duplicate of the
+process's stderr, so pytest's output capture does not hide it.
 
 Under ``--workers N`` the checks run in worker processes: the count and the running check still show
 (xdist forwards both), the training steps do not (they happen in a worker).
@@ -23,7 +24,7 @@ import pytest
 from conformance.results import FAILING
 from conformance.run.plugin import RESULTS_KEY
 
-INTERVAL_S = {"live": 0.25, "plain": 1.0}
+INTERVAL_S = {"live": 0.25, "plain": 30.0}  # plain: the training check's steps; the checks by section (below)
 NOTEBOOK_WIDTH = 120  # characters of the line a notebook cell shows (it has no terminal size)
 
 
@@ -34,6 +35,8 @@ class ProgressDisplay:
         self.total, self.done, self.failing = 0, 0, 0
         self.running, self.training = "", ""
         self.names: dict[str, str] = {}
+        self.sections: dict[str, str] = {}  # plain lines: one as each section begins, not one per check
+        self.section: str | None = None
         self.started = clock()
         self.last_drawn = -float("inf")
         self._owned = False
@@ -83,6 +86,7 @@ class ProgressDisplay:
         self.total = max(self.total, len(session.items))
         for item in session.items:
             self.names[item.nodeid] = f"{check_id(item)} ({check_section(item)})"
+            self.sections[item.nodeid] = check_section(item)
 
     @pytest.hookimpl(optionalhook=True)
     def pytest_xdist_node_collection_finished(self, node, ids) -> None:
@@ -90,6 +94,12 @@ class ProgressDisplay:
 
     def pytest_runtest_logstart(self, nodeid, location) -> None:
         self.running = self.names.get(nodeid) or nodeid.rsplit("::", 1)[-1]
+        if self.mode == "plain":  # a log, a notebook's cell, CI: a line as each section begins
+            section = self.sections.get(nodeid, self.running)
+            if section != self.section:
+                self.section = section
+                self._emit(self.line())
+            return
         self.draw()
 
     def pytest_runtest_logreport(self, report) -> None:
