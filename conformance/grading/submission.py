@@ -43,10 +43,15 @@ def find_adapter(folder: Path, name: str) -> Path:
 
 def files_named(folder: Path, name: str, depth: int = ADAPTER_DEPTH) -> list[Path]:
     """Regular files called ``name`` under ``folder``, at most ``depth`` levels down, links not followed."""
+    return files_where(folder, lambda found: found == name, depth)
+
+
+def files_where(folder: Path, matches, depth: int = ADAPTER_DEPTH) -> list[Path]:
+    """Regular files whose name ``matches`` under ``folder``, at most ``depth`` levels down, links not followed."""
     from conformance.boundary.isolation.reads import entries_under
 
     return [Path(entry.path) for entry in entries_under(folder, depth=depth)
-            if entry.name == name and entry.is_file(follow_symlinks=False)]
+            if matches(entry.name) and entry.is_file(follow_symlinks=False)]
 
 
 def draw_seed(seed: int | None) -> int:
@@ -171,9 +176,8 @@ def notebook_spec(notebook: Path, notebook_adapter: str | None) -> str:
 def find_notebook(folder: Path) -> Path | None:
     """The shallowest notebook under ``folder`` (Jupyter's checkpoints left out), None if it has none;
     ``LoadError`` where several lie at that level (which one a student meant is theirs to say)."""
-    found = [Path(entry.path) for entry in entries_under_folder(folder)
-             if entry.name.endswith(NOTEBOOK) and entry.is_file(follow_symlinks=False)]
-    found = [path for path in found if not SKIPPED_FOLDERS & set(path.relative_to(folder).parts[:-1])]
+    found = [path for path in files_where(folder, lambda name: name.endswith(NOTEBOOK))
+             if not SKIPPED_FOLDERS & set(path.relative_to(folder).parts[:-1])]
     if not found:
         return None
     depth = min(len(path.relative_to(folder).parts) for path in found)
@@ -183,12 +187,6 @@ def find_notebook(folder: Path) -> Path | None:
         raise LoadError(f"{folder} holds {len(shallowest)} notebooks at the same level ({names}): which one is the"
                         " submission? Fix: keep one, or name it: grade --adapter-name NAME.ipynb")
     return shallowest[0]
-
-
-def entries_under_folder(folder: Path):
-    from conformance.boundary.isolation.reads import entries_under
-
-    return entries_under(folder, depth=ADAPTER_DEPTH)
 
 
 def staged(submission: Path, tmp: str) -> Path:

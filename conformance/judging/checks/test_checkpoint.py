@@ -206,9 +206,6 @@ def test_trained_checkpoint_attention_matches_golden(candidate, check):
     got = trained_model(candidate).attention_weights(stored["example_src"], stored["example_tgt_in"])
     record_attention(check, got, stored)
     layers = sorted(key.removeprefix("example_attention.") for key in stored if key.startswith("example_attention."))
-    missing = [layer for layer in layers if layer not in got]
-    check.claim(not missing, f"model.attention_weights gave no {missing} (names: encoder.{{l}}.self_attn,"
-                " decoder.{l}.self_attn, decoder.{l}.cross_attn, l from 0)", expected=layers, actual=sorted(got))
     locate = lambda: locate_attention(candidate, stored["example_src"], stored["example_tgt_in"])  # noqa: E731
     for layer in layers:
         check.close(got[layer], stored[f"example_attention.{layer}"], golden_tolerance(candidate),
