@@ -22,7 +22,8 @@ JSON field ``diagnosis``) is scored twice:
 
 Then every failing check of the leave-one-out run is put in one class: *named* (a same-output mutant, a
 structural pattern or another likely cause), *described* (a measured description, ``descriptions`` in the JSON:
-``correct`` when one contains every word M declares in ``expected.toml``'s ``described``; ``true`` when one
+``correct`` when one contains every word M declares in ``expected.toml``'s ``described``, or every word of one of
+its ``alternatives`` (other phrasings of the same statement, where a held-out set gives them); ``true`` when one
 contains a phrase of its ``consequences``, another effect of the bug measured; ``false`` otherwise), or
 *unexplained*. A mutant is *described* when one of its failing checks carries a correct description. With
 ``CONFORMANCE_DESCRIBE=0`` the descriptions are off: the "before" of the same table. The totals also give that
@@ -90,12 +91,13 @@ def contains(text: str, words) -> bool:
     return all(word.lower() in text.lower() for word in words)
 
 
-def described(check: dict, words, consequences) -> str | None:
-    """"correct", "true" or "false" for a check's descriptions; None when it has none."""
+def described(check: dict, wordsets, consequences) -> str | None:
+    """"correct", "true" or "false" for a check's descriptions; None when it has none. ``wordsets``: the sets of
+    words a correct statement holds (one set is enough: a held-out set's ``described`` and its ``alternatives``)."""
     texts = [d["text"] for d in check.get("descriptions") or []]
     if not texts:
         return None
-    if words and any(contains(text, words) for text in texts):
+    if any(words and contains(text, words) for text in texts for words in wordsets):
         return "correct"
     if all(any(phrase.lower() in text.lower() for phrase in consequences) for text in texts):
         return "true"
@@ -116,7 +118,7 @@ def explained_otherwise(check: dict) -> bool:
     return bool(check.get("diagnosis") or check.get("patterns") or (cause and not cause.startswith("measured:")))
 
 
-def classify(checks: list[dict], words, consequences, *, names_ok) -> dict:
+def classify(checks: list[dict], wordsets, consequences, *, names_ok) -> dict:
     """Per failing check: named, described (correct / true / false) or unexplained; and the false ones listed."""
     row = {"named": 0, "correct": 0, "true": 0, "false": [], "unexplained": 0, "false_names": [],
            "before_named": 0, "before_unexplained": 0}
@@ -126,7 +128,7 @@ def classify(checks: list[dict], words, consequences, *, names_ok) -> dict:
             row["false_names"].append(f"{check['id']}: {named[0]['mutant']}")
             continue
         row["before_named" if explained_otherwise(check) else "before_unexplained"] += 1
-        verdict = described(check, words, consequences)
+        verdict = described(check, wordsets, consequences)
         if verdict == "false":
             row["false"].append(f"{check['id']}: {check['descriptions'][0]['text']}")
         elif verdict:
@@ -169,7 +171,7 @@ def score(name: str) -> dict:
             row["loo_same"] += 1
         else:
             row["loo_false"].append(f"{check_id}: {named[0]['mutant']}")
-    row.update(classify(failing(rerun), words, consequences,
+    row.update(classify(failing(rerun), [words], consequences,
                         names_ok=lambda named: all(match["max_abs"] <= SAME for match in named)))
     row["descriptions"] = sorted({d["text"] for c in failing(rerun) for d in c.get("descriptions") or []})
     return row
@@ -180,12 +182,13 @@ def score_heldout(path: str) -> dict:
     torch_threads()
     table = tomllib.loads((Path(path).parent / "expected.toml").read_text()).get(Path(path).stem, {})
     words, consequences, accepted = table.get("described", ()), table.get("consequences", ()), table.get("named", ())
+    wordsets = [words, *table.get("alternatives", ())]  # any one set of words identifies a correct statement
     started = time.perf_counter()
     report = certify(path, "--no-isolate")
     checks = failing(report)
     row = {"mutant": Path(path).stem, "failing": len(checks), "loo_s": time.perf_counter() - started,
            "words": bool(words)}
-    row.update(classify(checks, words, consequences,
+    row.update(classify(checks, wordsets, consequences,
                         names_ok=lambda named: all(part in accepted for m in named
                                                    for part in (m.get("mutants") or [m["mutant"]]))))
     row["descriptions"] = sorted({d["text"] for c in checks for d in c.get("descriptions") or []})
