@@ -7,10 +7,11 @@
 Each case of ``tests/heldout_multi/`` (an implementation in the style of real code with 2 to 4 deviations, and the
 words a correct statement of each contains, in ``expected.toml``) is certified as a user certifies it
 (``--no-training``, in this process). Every failing check's statements are gathered: its likely cause, the names of
-the known bugs it matched, its measured descriptions; and each advisory check's message. A deviation is *stated* when one statement holds every word of
-its ``words`` (or of one of its ``alternatives``), or names one of its ``named`` catalogue bugs. Deviations that no
-``--no-training`` run can see (``training_only``) are counted apart. The statements no deviation accounts for are
-printed per case, for a person to judge: a statement can be true in other words than the set's, or false.
+the known bugs it matched, its measured descriptions; and each advisory check's message. A deviation is *stated*
+when one statement holds every word of its ``words`` (or of one of its ``alternatives``), or names one of its
+``named`` catalogue bugs. Deviations that no ``--no-training`` run can see (``training_only``) are counted apart.
+The statements no deviation accounts for are printed per case, for a person to judge: a statement can be true in
+other words than the set's, or false.
 """
 
 from __future__ import annotations

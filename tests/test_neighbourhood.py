@@ -11,7 +11,7 @@ import json
 
 import numpy as np
 import pytest
-from conftest import adapter_path
+from conftest import adapter_path, certify_quietly
 
 from conformance.boundary.loading import load
 from conformance.config import ModelConfig
@@ -203,3 +203,17 @@ def test_a_model_only_adapter_is_profiled_once_on_a_fixed_question_and_its_check
     asked = Asked.of(candidate, Question(questions.decoded, sizes), for_dtype(MODEL, "float64"))
     (found,) = search.formula_differences(asked)
     assert "feed_forward: the term b2 counted twice" in found["text"]
+
+
+@pytest.mark.slow
+def test_a_decoder_that_stops_but_never_pads_is_not_named_one_that_never_stops(tmp_path, monkeypatch):
+    """Where some row runs to max_len, a decoder that leaves the finished rows unpadded answers as greedy_never_stops:
+    the greedy question's second problem is one where every row ends, which tells them apart. Its search meets
+    neighbours that loop for ever (a loop condition mutated): each is abandoned after its time."""
+    monkeypatch.setattr(search, "NEIGHBOUR_TIMEOUT_S", 1.0)
+    search.neighbour_candidate.cache_clear()
+    report = certify_quietly(tmp_path, adapter_path("greedy_unpadded_after_eos"), "--no-training", "--no-isolate",
+                             "-k", "greedy_decoding_stops")
+    (check,) = [c for c in report["checks"] if c["status"] == "failed"]
+    assert not check.get("diagnosis")  # was: greedy_never_stops, confirmed on a second problem that could not tell
+    assert "a row is not stopped at </s>" in check["likely_cause"]

@@ -42,6 +42,9 @@ PART_SCREENS = {
 }
 MAX_SEARCH_SECONDS = 20.0  # a bound on one question's search (a model question at its largest)
 MAX_SHOWN = 3  # finalists that still differ from one another: more than this says little
+# A neighbour's call that runs longer is abandoned: a mutated loop condition can loop for ever (a greedy decoder
+# whose rows never all finish), where the paper's formulas answer the largest question asked in about a second.
+NEIGHBOUR_TIMEOUT_S = 5.0
 
 
 @functools.cache
@@ -61,7 +64,8 @@ def neighbour_candidate(neighbour_id: str):
     form = found["forms"][0]
     adapter = build(found["owner"], found["formula"], mutated_source(found["owner"], found["formula"], form),
                     form.get("at"))
-    return named(Candidate(adapter, name=f"neighbour:{neighbour_id}", timeout_s=None), f"neighbour:{neighbour_id}")
+    return named(Candidate(adapter, name=f"neighbour:{neighbour_id}", timeout_s=NEIGHBOUR_TIMEOUT_S),
+                 f"neighbour:{neighbour_id}")
 
 
 def reached(parts: set) -> list[dict]:

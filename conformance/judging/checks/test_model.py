@@ -142,21 +142,31 @@ def greedy_sizes(seed: int) -> ModelSizes:
     return ModelSizes(GREEDY, B=12, S=5, T=MAX_LEN, seed=seed)
 
 
+@dataclasses.dataclass(frozen=True)
+class EveryRowEnds:
+    """The greedy question's second problem: one where every row of the reference's output ends with </s> before
+    max_len, at different steps. On a problem where some row runs to max_len, a decoder that never pads after
+    </s> and one that never stops at </s> answer alike; here they do not."""
+
+    sizes: ModelSizes
+
+
 @functools.cache
-def greedy_problem(sizes: ModelSizes):
+def greedy_problem(sizes: ModelSizes, every_row_ends: bool = False):
     """Weights and a padded source (B, S) on which the reference's greedy output exercises both endings.
 
     Random weights often make every row pick one token forever; this searches (deterministically from the
     seed) for a problem where some row stops with </s> at step 2 or later (earlier when T is shorter) and
-    another row ends elsewhere or runs to max_len (T). The output rows of padding and <s> are 0, so they are
-    seldom predicted."""
+    another row ends elsewhere or runs to max_len (T); with ``every_row_ends``, one where every row stops before
+    max_len. The output rows of padding and <s> are 0, so they are seldom predicted."""
     config, rng = sizes.config, sizes.rng()
     for _ in range(300):
         weights = model_weights(config, rng)
         output_rows(weights, config)[[config.pad_id, config.bos_id]] = 0.0
         src = token_ids(rng, config, sizes.B, sizes.S, keep=trailing_keep(rng, sizes.B, sizes.S, full_row=True))
         ends = [end_of_row(row) for row in oracle.OracleModel(config, weights).greedy_decode(src, sizes.T)]
-        if max(ends) > min(ends) and any(min(3, sizes.T - 1) <= end < sizes.T for end in ends):
+        late = any(min(3, sizes.T - 1) <= end < sizes.T for end in ends)
+        if max(ends) > min(ends) and late and (max(ends) < sizes.T or not every_row_ends):
             break
     return weights, src
 
@@ -174,14 +184,16 @@ def end_of_row(row: np.ndarray) -> int:
     return int(hits[0]) + 1 if hits.size else len(row)
 
 
-def greedy_ids(candidate, sizes: ModelSizes) -> np.ndarray:
+def greedy_ids(candidate, problem: ModelSizes | EveryRowEnds) -> np.ndarray:
     """The candidate's greedy decoding of the problem ``greedy_problem(sizes)``: the question both checks ask."""
-    weights, src = greedy_problem(sizes)
+    ends = isinstance(problem, EveryRowEnds)
+    sizes = problem.sizes if ends else problem
+    weights, src = greedy_problem(sizes, every_row_ends=ends)
     return loaded_model(candidate, sizes.config, weights).greedy_decode(src, sizes.T)
 
 
 def greedy_question(sizes: ModelSizes) -> Question:
-    probe = dataclasses.replace(sizes, seed=sizes.seed + PROBE_SEED)
+    probe = EveryRowEnds(dataclasses.replace(sizes, seed=sizes.seed + PROBE_SEED))
     return Question(greedy_ids, sizes, probe=probe, tol=Tolerance(0, 0, "token ids are exact"))
 
 
