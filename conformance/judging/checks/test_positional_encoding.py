@@ -202,7 +202,7 @@ def test_published_positional_encoding_values(candidate, check):
         for entry in unowned(published.of_kind(verify)):
             a = entry["args"]
             angle = pair_angle(candidate, a["i"], a["d"])
-            pairs.append((entry["id"], 1 / angle if verify == "pe_divisor" else a["pos"] * angle))
+            pairs.append((entry["id"], per_angle(1.0, angle) if verify == "pe_divisor" else a["pos"] * angle))
     check.published_values(pairs, what="PE", floor=for_candidate(ANGLE_READ_BACK, candidate))
 
 
@@ -219,6 +219,11 @@ def pair_angle(candidate, i: int, d: int) -> float:
     return float(np.arctan2(pe[1, 2 * i], pe[1, 2 * i + 1]))
 
 
+def per_angle(numerator: float, angle: float) -> float:
+    """``numerator / angle``; infinite for a pair that does not turn (its wavelength is then no number at all)."""
+    return numerator / angle if angle else float("inf")
+
+
 @claims.POSITIONAL_ENCODING
 @TABLE
 def test_published_wavelengths(candidate, check):
@@ -227,11 +232,12 @@ def test_published_wavelengths(candidate, check):
     for entry in unowned(published.of_kind("wavelength")):
         a = entry["args"]
         pair = a["i"] if "i" in a else a["col"] // 2
-        pairs.append((entry["id"], 2 * np.pi / pair_angle(candidate, pair, a["d"])))
+        pairs.append((entry["id"], per_angle(2 * np.pi, pair_angle(candidate, pair, a["d"]))))
     # "for d in (64, 512): ... for i in (0, 1, d // 4, d // 2 - 1)"
     for fact_id in published.listing_lines("wavelengths"):
         d = published.fact(fact_id)["value"][0]
-        pairs.append((fact_id, [d, *(2 * np.pi / pair_angle(candidate, i, d) for i in (0, 1, d // 4, d // 2 - 1))]))
+        lengths = [per_angle(2 * np.pi, pair_angle(candidate, i, d)) for i in (0, 1, d // 4, d // 2 - 1)]
+        pairs.append((fact_id, [d, *lengths]))
     check.published_values(pairs, what="wavelength 2*pi/omega read off PE[1]")
 
 
