@@ -47,6 +47,24 @@ def test_each_operator_family_proposes_its_slips():
     assert "np.tril(x)" in proposals("np.triu(x)", operators.confusion)
     assert "x.mean(-1, keepdims=False)" in proposals("x.mean(-1, keepdims=True)", operators.axis)
     assert "bhqd,bhkd->bhkq" in " ".join(proposals("'bhqd,bhkd->bhqk'", operators.variable))
+    # an operation moved across its neighbour, also where the neighbour is another formula of the oracle
+    assert "self.scale_scores(self.attention_weights(qk, m), d_k=d)" in proposals(
+        "self.attention_weights(self.scale_scores(qk, d_k=d), m)", operators.order)
+    # a reshape's order: a split into strided groups, a merge that reads them so
+    assert "y.reshape(B, L, -1, h).swapaxes(-1, -2)" in proposals("y.reshape(B, L, h, -1)", operators.axis)
+    assert "out.swapaxes(-1, -2).reshape(shape)" in proposals("out.reshape(shape)", operators.axis)
+    assert "np.exp(log_p)" in proposals("log_p", operators.confusion)  # probabilities for their logarithm
+
+
+def test_new_families_are_said_in_words():
+    def said(old: str, new: str, family: str) -> str:
+        return words.change(ast.parse(old, mode="eval").body, ast.parse(new, mode="eval").body, family, "f")
+
+    assert said("self.attention_weights(self.scale_scores(qk), m)", "self.scale_scores(self.attention_weights(qk, m))",
+                "order") == "the scaling of the scores applied after the masked softmax, where the paper applies it" \
+                           " before"
+    assert "strided" in said("y.reshape(B, L, h, -1)", "y.reshape(B, L, -1, h).swapaxes(-1, -2)", "axis")
+    assert "probabilities where the paper uses log-probabilities" in said("log_p", "np.exp(log_p)", "confusion")
 
 
 def test_an_operation_is_applied_again_only_to_what_a_formula_returns():

@@ -253,11 +253,13 @@ class NumpyAdapter:
 
     def scaled_dot_product_attention(self, q, k, v, mask):
         # float16 scores in float32: a dot product beyond 65504 whose scaled score is not stays finite
-        scores = self.scale_scores(np.einsum("bqd,bkd->bqk", _wide(q), _wide(k)), d_k=q.shape[-1], h=1)
-        return self._attend(scores, v, mask)
+        return self._attend(np.einsum("bqd,bkd->bqk", _wide(q), _wide(k)), v, mask, d_k=q.shape[-1], h=1)
 
-    def _attend(self, scores, v, additive):
-        weights = self.attention_weights(scores, additive).astype(np.asarray(v).dtype, copy=False)
+    def _attend(self, qk, v, additive, d_k, h):
+        """softmax(Q K^T / sqrt(d_k) + M) V and the weights, from the scores Q K^T: scale, mask, softmax, in the
+        paper's order, in one expression (an operation moved across its neighbour is then one change)."""
+        weights = self.attention_weights(self.scale_scores(qk, d_k=d_k, h=h), additive)
+        weights = weights.astype(np.asarray(v).dtype, copy=False)
         return np.einsum("...qk,...kd->...qd", weights, v), weights
 
     # -- §3.2.2 multi-head attention -------------------------------------------------------------
@@ -270,8 +272,8 @@ class NumpyAdapter:
             return y.reshape(*x.shape[:2], h, -1).transpose(0, 2, 1, 3)  # (B, h, L, d_k)
 
         q, k, v = heads(query, "Q"), heads(key, "K"), heads(value, "V")
-        scores = self.scale_scores(np.einsum("bhqd,bhkd->bhqk", _wide(q), _wide(k)), d_k=q.shape[-1], h=h)
-        out, attn = self._attend(scores, v, None if mask is None else mask[:, None])
+        qk = np.einsum("bhqd,bhkd->bhqk", _wide(q), _wide(k))
+        out, attn = self._attend(qk, v, None if mask is None else mask[:, None], d_k=q.shape[-1], h=h)
         merged = out.transpose(0, 2, 1, 3).reshape(query.shape)
         return self.project(merged, weights["W_O"], weights.get("b_O", 0.0)), attn
 

@@ -12,9 +12,10 @@ a slip of the hand would put in its place, by family:
   normalisation, two arguments swapped;
 * ``term``: a term dropped (a + b -> a), duplicated (a + b -> a + 2 b), an operation left out (f(x) -> x), an
   operator for its mirror (+ for -, * for /, == for !=, & for |);
-* ``axis``: keepdims flipped, a reduction over another axis;
+* ``axis``: keepdims flipped, a reduction over another axis; a split's two factors in the other order (a head's
+  columns strided, i, i + h, ..., where the paper's are a block), a merge that reads them so;
 * ``confusion``: a function for its usual confusion: mean / sum, the variance with n - 1, sqrt left out or
-  squared, sin / cos, triu / tril, max / min, log / log10 / log2, ReLU / GELU.
+  squared, sin / cos, triu / tril, max / min, log / log10 / log2, ReLU / GELU, probabilities for their logarithm.
 
 No operator knows what a bug is: a neighbour is kept when it computes something other than the paper's
 formula (``generate.screen``), never because someone named it.
@@ -209,9 +210,34 @@ def axis(node: ast.AST, context: dict) -> Iterator[tuple[ast.AST, str]]:
             call = copy.deepcopy(node)
             call.keywords[k].value = ast.Constant(not keyword.value.value)
             yield call, "axis"
+    if callee(node) == "reshape" and isinstance(node.func, ast.Attribute) and _owner(node) not in ("np", "self"):
+        yield from _reshape_order(node)
+
+
+def _swapped_last_two(node: ast.AST) -> ast.Call:
+    return ast.Call(ast.Attribute(node, "swapaxes", ast.Load()), [ast.Constant(-1), ast.Constant(-2)], [])
+
+
+def _reshape_order(node: ast.Call) -> Iterator[tuple[ast.AST, str]]:
+    """x.reshape(..., a, b) -> x.reshape(..., b, a).swapaxes(-1, -2): the same shape, its elements taken in the
+    other order (a split into heads whose head i holds the columns i, i + h, ...); x.reshape(shape) ->
+    x.swapaxes(-1, -2).reshape(shape): a merge of the last two axes that reads them so."""
+    args = node.args
+    if len(args) >= 2 and not any(isinstance(a, ast.Starred) for a in args[-2:]):
+        split = copy.deepcopy(node)
+        split.args[-2], split.args[-1] = split.args[-1], split.args[-2]
+        yield _swapped_last_two(split), "axis"
+    elif len(args) == 1 and not node.keywords:
+        merge = copy.deepcopy(node)
+        merge.func.value = _swapped_last_two(merge.func.value)
+        yield merge, "axis"
 
 
 def confusion(node: ast.AST, context: dict) -> Iterator[tuple[ast.AST, str]]:
+    if isinstance(node, ast.Name) and isinstance(node.ctx, ast.Load) and node.id.startswith("log_"):
+        # a log-probability read as what it is the logarithm of: log_p -> exp(log_p)
+        yield ast.Call(ast.Attribute(ast.Name("np", ast.Load()), "exp", ast.Load()), [copy.deepcopy(node)], []), \
+            "confusion"
     if not isinstance(node, ast.Call):
         return
     name, owner = callee(node), _owner(node)

@@ -26,6 +26,7 @@ FUNCTION_WORDS = {
     "reversed": "the reversed order", "range": "range", "einsum": "einsum", "transpose": "the transpose",
     "reshape": "the reshape", "pe_interleave": "the interleaving", "pe_frequencies": "the frequencies",
     "smoothed_target": "the smoothed target", "token_losses": "the per-token losses", "reduce_loss": "the reduction",
+    "attention_weights": "the masked softmax", "swapaxes": "the transpose of the last two axes",
 }
 OPERATOR_WORDS = {ast.Add: "+", ast.Sub: "-", ast.Mult: "×", ast.Div: "/", ast.BitOr: "or", ast.BitAnd: "and",
                   ast.Eq: "==", ast.NotEq: "!=", ast.Lt: "<", ast.LtE: "<=", ast.Gt: ">", ast.GtE: ">=",
@@ -127,14 +128,30 @@ def change(old: ast.AST, new: ast.AST, family: str, formula: str = "") -> str:
             return f"{mirror} in place of {original}"
         return f"{old_text} becomes {new_text}"
     if family == "confusion":
+        if isinstance(old, ast.Name) and isinstance(new, ast.Call) and ast.dump(new.args[0]) == ast.dump(old):
+            return f"exp({old_text}) in place of {role(formula, old.id)}: probabilities where the paper uses" \
+                   " log-probabilities"
         return f"{_name(new)} in place of {_name(old)}"
     if family == "axis":
-        return f"{new_text} in place of {old_text} (keepdims)"
+        return _axis(old, new, old_text, new_text)
     if family == "variable":
         return f"reads {role(formula, ast.unparse(new))} where the paper reads {role(formula, ast.unparse(old))}"
     if family == "order":
         return _order(old, new)
     return f"{new_text} in place of {old_text}"
+
+
+def _axis(old: ast.AST, new: ast.AST, old_text: str, new_text: str) -> str:
+    from conformance.diagnosis.neighbourhood.operators import callee
+
+    if isinstance(new, ast.Call) and callee(new) == "swapaxes":  # x.reshape(..., b, a).swapaxes(-1, -2)
+        return "the reshape's last two sizes taken in the other order, then transposed back: each group holds every" \
+               " k-th element (strided), where the paper's holds a contiguous block"
+    if isinstance(new, ast.Call) and callee(new) == "reshape" and isinstance(new.func, ast.Attribute) \
+            and isinstance(new.func.value, ast.Call) and callee(new.func.value) == "swapaxes":
+        return "a merge that reads the last two axes in the other order (strided), where the paper concatenates" \
+               " contiguous blocks"
+    return f"{new_text} in place of {old_text} (keepdims)"
 
 
 def _order(old: ast.AST, new: ast.AST) -> str:
@@ -146,8 +163,8 @@ def _order(old: ast.AST, new: ast.AST) -> str:
         return f"two arguments of {_name(old)} swapped"
     if isinstance(old, ast.Call) and isinstance(new, ast.BinOp):  # f(a + b) -> a + f(b)
         return f"{notation(ast.unparse(new.left))} added after {_name(old)}, not inside it"
-    if isinstance(old, ast.Call) and isinstance(new, ast.Call):
-        return f"{_name(old)} and {_name(new)} applied in the other order"
+    if isinstance(old, ast.Call) and isinstance(new, ast.Call):  # f(g(x)) -> g(f(x)): g now comes after f
+        return f"{_name(new)} applied after {_name(old)}, where the paper applies it before"
     if isinstance(old, ast.BinOp) and isinstance(new, ast.Call):
         return f"the factor {notation(ast.unparse(old.left))} moved inside {_name(new)}"
     if isinstance(old, ast.BinOp) and isinstance(new, ast.BinOp) and isinstance(new.op, ast.Mult) \
