@@ -38,6 +38,10 @@ class Tolerance:
 # relatively.
 UNIT_ROUNDOFF = {"float64": 2.0**-53, "float32": 2.0**-24, "float16": 2.0**-11, "bfloat16": 2.0**-8}
 HALF = ("float16", "bfloat16")
+# The largest finite number of each dtype: beyond it, a value is inf (float16's is e^11.1; bfloat16 keeps float32's
+# exponent and so its range).
+LARGEST = {"float64": 1.7976931348623157e308, "float32": 3.4028234663852886e38, "float16": 65504.0,
+           "bfloat16": 3.3895313892515355e38}
 
 
 def half(roundings: int, what: str) -> dict[str, Tolerance]:

@@ -33,6 +33,7 @@ def test_an_overflow_fails_the_hazard_check_and_is_named_by_where_its_nan_lie(ce
     check = run.report["checks"][0]
     assert check["status"] == "failed"  # not an error: the NaN is the hazard itself
     assert "not finite" in check["message"]
+    assert "the largest float16 number is 65,504" in check["message"]  # the threshold of the dtype that ran
     assert [d["mutant"] for d in check["diagnosis"]] == ["half_scale_after_overflowing_matmul"]
     assert "--dtype float16" in check["reproduction"]
 

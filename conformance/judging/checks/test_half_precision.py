@@ -22,7 +22,7 @@ from conformance.diagnosis.localise import locate_forward
 from conformance.paper import claims, formulas
 from conformance.problems import oracle, questions
 from conformance.problems.scenarios import ModelSizes, keep_masks, loaded_model
-from conformance.tolerances import ELEMENTWISE, LAYER, MODEL, Tolerance, for_candidate
+from conformance.tolerances import ELEMENTWISE, LARGEST, LAYER, MODEL, Tolerance, for_candidate
 
 SECTION = "Half precision: float16 and bfloat16"
 pytestmark = pytest.mark.half_precision
@@ -56,8 +56,10 @@ def finite(check, answer, candidate, problem, *, what: str, ask: Question) -> np
     if bad.any():
         kinds = {name: int((got == mark).sum()) for name, mark in MARKS.items() if (got == mark).any()}
         first = tuple(int(i) for i in np.argwhere(bad)[0])
+        dtype = candidate.conventions.dtype
+        largest = f"; the largest {dtype} number is {LARGEST[dtype]:,.6g}" if dtype in LARGEST else ""
         check.claim(False, f"{what}: {int(bad.sum())} of {got.size} values are not finite"
-                           f" ({', '.join(f'{n} {k}' for k, n in kinds.items())}; first at {first})", ask=ask,
+                           f" ({', '.join(f'{n} {k}' for k, n in kinds.items())}; first at {first}{largest})", ask=ask,
                     expected="finite values", actual=f"{int(bad.sum())} NaN/inf")
     return got
 
