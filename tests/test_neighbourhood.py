@@ -235,3 +235,13 @@ def test_a_decoder_that_stops_but_never_pads_is_not_named_one_that_never_stops(t
     (check,) = [c for c in report["checks"] if c["status"] == "failed"]
     assert not check.get("diagnosis")  # was: greedy_never_stops, confirmed on a second problem that could not tell
     assert "a row is not stopped at </s>" in check["likely_cause"]
+
+
+def test_a_composite_sublayer_is_asked_as_a_question_and_its_formula_stated(tmp_path):
+    """The composite parts (LayerNorm(x + Sublayer(x)) in one call) hand the diagnosis their question: a residual
+    added after the LayerNorm is stated as the formula it computes."""
+    report = certify_quietly(tmp_path, adapter_path("ffn_sublayer_residual_outside_norm"), "--no-training",
+                             "--no-isolate", "-k", "ffn_sublayer_matches_reference")
+    (check,) = report["checks"]
+    assert check["status"] == "failed"
+    assert "x (the residual) added after LayerNorm, not inside it" in check["likely_cause"]

@@ -131,6 +131,48 @@ def feed_forward_output(candidate, sizes: LayerSizes) -> np.ndarray:
     return candidate.feed_forward(x, weights)
 
 
+# The composite sublayers, LayerNorm(x + Sublayer(x)), whose LayerNorm the composite parts name "norm."
+def sublayer_norm(d_model: int) -> dict[str, tuple[int]]:
+    return {"norm.gamma": (d_model,), "norm.beta": (d_model,)}
+
+
+@_drawn_once
+def attention_sublayer_problem(sizes: LayerSizes, *, cross: bool):
+    """Weights {W_Q.., norm.gamma, norm.beta}, x (B, T, d), memory (B, S, d) or None, key padding (B, T, Lk)."""
+    rng = sizes.rng()
+    weights = random_weights({**attention_shapes(sizes.d_model, bias=sizes.bias), **sublayer_norm(sizes.d_model)},
+                             rng)
+    x = activations(rng, sizes.B, sizes.T, sizes.d_model)
+    memory = activations(rng, sizes.B, sizes.S, sizes.d_model) if cross else None
+    keys = sizes.S if cross else sizes.T
+    return weights, x, memory, key_padding(trailing_keep(rng, sizes.B, keys), sizes.T)
+
+
+def attention_sublayer_output(candidate, sizes: LayerSizes, *, cross: bool) -> np.ndarray:
+    weights, x, memory, keep = attention_sublayer_problem(sizes, cross=cross)
+    return candidate.attention_sublayer(x, memory, weights, sizes.h, sizes.eps, keep)
+
+
+def self_attention_sublayer_output(candidate, sizes: LayerSizes) -> np.ndarray:
+    return attention_sublayer_output(candidate, sizes, cross=False)
+
+
+def cross_attention_sublayer_output(candidate, sizes: LayerSizes) -> np.ndarray:
+    return attention_sublayer_output(candidate, sizes, cross=True)
+
+
+@_drawn_once
+def ffn_sublayer_problem(sizes: LayerSizes):
+    rng = sizes.rng()
+    weights = random_weights({**ffn_shapes(sizes.d_model, sizes.d_ff), **sublayer_norm(sizes.d_model)}, rng)
+    return weights, activations(rng, sizes.B, sizes.S, sizes.d_model)
+
+
+def ffn_sublayer_output(candidate, sizes: LayerSizes) -> np.ndarray:
+    weights, x = ffn_sublayer_problem(sizes)
+    return candidate.ffn_sublayer(x, weights, sizes.eps)
+
+
 # --------------------------------------------------------------------------------------------------
 # The model
 # --------------------------------------------------------------------------------------------------

@@ -43,7 +43,8 @@ ROLES = {
     "tgt_mask": "the target padding mask", "future": "the causal mask", "self_mask": "the self-attention's mask",
     "cross_mask": "the cross-attention's mask", "'Q'": "W_Q", "'K'": "W_K", "'V'": "W_V", "'O'": "W_O",
     ("token_losses", "q"): "the smoothed target", ("smoothed_target", "q"): "the smoothed target",
-    ("label_smoothed_loss", "q"): "the smoothed target",
+    ("label_smoothed_loss", "q"): "the smoothed target", ("_sublayer", "x"): "the residual",
+    ("_sublayer", "out"): "the sublayer's output",
 }
 
 
@@ -137,7 +138,7 @@ def change(old: ast.AST, new: ast.AST, family: str, formula: str = "") -> str:
     if family == "variable":
         return f"reads {role(formula, ast.unparse(new))} where the paper reads {role(formula, ast.unparse(old))}"
     if family == "order":
-        return _order(old, new)
+        return _order(old, new, formula)
     return f"{new_text} in place of {old_text}"
 
 
@@ -154,7 +155,7 @@ def _axis(old: ast.AST, new: ast.AST, old_text: str, new_text: str) -> str:
     return f"{new_text} in place of {old_text} (keepdims)"
 
 
-def _order(old: ast.AST, new: ast.AST) -> str:
+def _order(old: ast.AST, new: ast.AST, formula: str = "") -> str:
     from conformance.diagnosis.neighbourhood.operators import callee
 
     if isinstance(new, ast.Call) and callee(new) == "reversed":
@@ -162,7 +163,9 @@ def _order(old: ast.AST, new: ast.AST) -> str:
     if isinstance(old, ast.Call) and isinstance(new, ast.Call) and callee(old) == callee(new):
         return f"two arguments of {_name(old)} swapped"
     if isinstance(old, ast.Call) and isinstance(new, ast.BinOp):  # f(a + b) -> a + f(b)
-        return f"{notation(ast.unparse(new.left))} added after {_name(old)}, not inside it"
+        added = new.left
+        said = role(formula, added.id) if isinstance(added, ast.Name) else notation(ast.unparse(added))
+        return f"{said} added after {_name(old)}, not inside it"
     if isinstance(old, ast.Call) and isinstance(new, ast.Call):  # f(g(x)) -> g(f(x)): g now comes after f
         return f"{_name(new)} applied after {_name(old)}, where the paper applies it before"
     if isinstance(old, ast.BinOp) and isinstance(new, ast.Call):

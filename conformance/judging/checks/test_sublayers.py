@@ -14,47 +14,25 @@ checks here are then deselected (``superseded_by``), so no claim is counted twic
 import pytest
 from hypothesis import given
 
+from conformance.diagnosis import Question
 from conformance.paper import claims
-from conformance.problems import oracle
-from conformance.problems.scenarios import (
-    LayerSizes,
-    activations,
-    fast_failure,
-    key_padding,
-    layer_sizes,
-    trailing_keep,
-)
+from conformance.problems import oracle, questions
+from conformance.problems.scenarios import LayerSizes, fast_failure, layer_sizes
 from conformance.tolerances import LAYER, for_dtype
-from conformance.weights import attention_shapes as mha_shapes
-from conformance.weights import ffn_shapes, random_weights
 
 SECTION = "§3.1 Residual connection and layer normalisation"
-
-
-def norm(d_model: int) -> dict[str, tuple[int]]:
-    """The sublayer's LayerNorm, as the composite parts name it."""
-    return {"norm.gamma": (d_model,), "norm.beta": (d_model,)}
 
 
 def tol(candidate):
     return for_dtype(LAYER, candidate.conventions.dtype)
 
 
-def attention_problem(sizes: LayerSizes, *, cross: bool):
-    """Weights {W_Q.., norm.gamma, norm.beta}, x (B, T, d), memory (B, S, d) or None, key padding (B, T, Lk)."""
-    rng = sizes.rng()
-    weights = random_weights({**mha_shapes(sizes.d_model, bias=sizes.bias), **norm(sizes.d_model)}, rng)
-    x = activations(rng, sizes.B, sizes.T, sizes.d_model)
-    memory = activations(rng, sizes.B, sizes.S, sizes.d_model) if cross else None
-    keys = sizes.S if cross else sizes.T
-    return weights, x, memory, key_padding(trailing_keep(rng, sizes.B, keys), sizes.T)
-
-
 def assert_attention_matches_oracle(candidate, check, sizes: LayerSizes, *, cross: bool):
-    weights, x, memory, keep = attention_problem(sizes, cross=cross)
-    got = candidate.attention_sublayer(x, memory, weights, sizes.h, sizes.eps, keep)
+    weights, x, memory, keep = questions.attention_sublayer_problem(sizes, cross=cross)
+    answer = questions.cross_attention_sublayer_output if cross else questions.self_attention_sublayer_output
     kind = "cross-attention" if cross else "self-attention"
-    check.close(got, oracle.attention_sublayer(x, memory, weights, sizes.h, sizes.eps, keep), tol(candidate),
+    check.close(answer(candidate, sizes), oracle.attention_sublayer(x, memory, weights, sizes.h, sizes.eps, keep),
+                tol(candidate), ask=Question(answer, sizes),
                 what=f"{kind} sublayer LayerNorm(x + MultiHead(x, {'memory' if cross else 'x'})) (x{x.shape},"
                      f" h={sizes.h})")
 
@@ -86,8 +64,7 @@ def test_cross_attention_sublayer_matches_reference(candidate, check, sizes):
 @given(sizes=layer_sizes())
 def test_ffn_sublayer_matches_reference(candidate, check, sizes):
     """LayerNorm(x + FFN(x)) equals the reference: post-norm around §3.3's max(0, x W1 + b1) W2 + b2."""
-    rng = sizes.rng()
-    weights = random_weights({**ffn_shapes(sizes.d_model, sizes.d_ff), **norm(sizes.d_model)}, rng)
-    x = activations(rng, sizes.B, sizes.S, sizes.d_model)
-    check.close(candidate.ffn_sublayer(x, weights, sizes.eps), oracle.ffn_sublayer(x, weights, sizes.eps),
-                tol(candidate), what=f"FFN sublayer LayerNorm(x + FFN(x)) (x{x.shape}, d_ff={sizes.d_ff})")
+    weights, x = questions.ffn_sublayer_problem(sizes)
+    check.close(questions.ffn_sublayer_output(candidate, sizes), oracle.ffn_sublayer(x, weights, sizes.eps),
+                tol(candidate), ask=Question(questions.ffn_sublayer_output, sizes),
+                what=f"FFN sublayer LayerNorm(x + FFN(x)) (x{x.shape}, d_ff={sizes.d_ff})")
