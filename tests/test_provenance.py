@@ -207,3 +207,19 @@ def test_a_check_that_reads_another_checks_run_is_judged_on_the_parts_that_run_u
     assert [e["deviation"] for e in provenance.judged_conversions(["model.train_step:reported_loss"],
                                                                    ledger["converted"])] == ["summed"]
     assert judged_ledger(candidate, ["model.forward"]) is None
+
+
+BEHIND = adapter_path("smoothing_behind_conversions")
+
+
+@pytest.mark.parametrize("conversion", ["kl", "sum"])
+@pytest.mark.parametrize("bug", ["label_smoothing_over_v_minus_2", "label_smoothing_over_wrong_tokens",
+                                 "label_smoothing_missing", "label_smoothing_counts_padding"])
+def test_a_converted_loss_still_names_its_known_smoothing_bug(certify, conversion, bug):
+    """A conversion carries the code's own quantities (its target's entropy, the tokens its sum ran over): a
+    smoothing bug behind it answers as the bug does, and is named (with the paper's H(q) it was "no known cause")."""
+    run = certify(f"{BEHIND}:{conversion}_{bug}", "--no-isolate", "--no-training", "--progress", "off",
+                  "-k", "smoothed_loss_matches_formula_with_padding")
+    (check,) = run.report["checks"]
+    assert check["status"] == "failed", check["status"]
+    assert bug in [match["mutant"] for match in check["diagnosis"]], check.get("likely_cause")

@@ -33,24 +33,41 @@ def smoothed_target_entropy(vocab: int, epsilon: float) -> float:
     return -sum(p * math.log(p) * n for p, n in ((right, 1), (other, vocab - 1)) if p > 0)
 
 
-def cross_entropy_from_kl(kl: float, vocab: int, epsilon: float) -> float:
-    """A mean KL(q || p) per non-padding token -> the protocol's mean smoothed cross-entropy.
+def target_entropy(target) -> float:
+    """The mean entropy of the rows of a smoothed target (N, V) as the implementation built it: 0 log 0 = 0."""
+    q = np.asarray(target, dtype=np.float64).reshape(-1, np.shape(target)[-1])
+    if not len(q):
+        raise ValueError("no target rows: the entropy of none is undefined")
+    return float(-np.where(q > 0, q * np.log(np.where(q > 0, q, 1.0)), 0.0).sum(-1).mean())
 
-    CE(q, p) = KL(q || p) + H(q), and H(q) is the same for every token. If the implementation's q is
-    not PyTorch's (eps / (V - 2) with a zero padding column, say), the converted loss differs from the
-    formula's and the suite says so: that is a deviation, not a conversion."""
-    entropy = smoothed_target_entropy(vocab, epsilon)
-    note_conversion("cross_entropy_from_kl", "reported_loss", f"a KL divergence, + H(q) = {entropy:.6g}",
+
+def cross_entropy_from_kl(kl: float, vocab: int, epsilon: float, *, target=None) -> float:
+    """A mean KL(q || p) per token -> the protocol's mean smoothed cross-entropy: CE(q, p) = KL(q || p) + H(q).
+
+    ``target``: the implementation's own smoothed target, the rows (N, V) its KL was averaged over; its mean
+    entropy is added, so that the converted loss is the cross-entropy against the target the code really built.
+    Pass it: a target that is not PyTorch's (eps / (V - 2) with a zero padding column, say) then converts to that
+    target's cross-entropy, which the suite compares with the formula's and names as the known bug it is. Without
+    it, H(q) of the paper's q is added (exact only when the code's q is the paper's)."""
+    if target is None:
+        entropy, whose = smoothed_target_entropy(vocab, epsilon), "the paper's q"
+    else:
+        entropy, whose = target_entropy(target), "the implementation's own q"
+    note_conversion("cross_entropy_from_kl", "reported_loss", f"a KL divergence, + H(q) = {entropy:.6g} ({whose})",
                     deviation="label_smoothing_as_kl_divergence")
     return float(kl) + entropy
 
 
-def mean_from_sum(total: float, targets, pad_id: int) -> float:
-    """A loss summed over tokens -> the mean over the non-padding targets (``targets`` (N,) or (B, T))."""
-    count = int((np.asarray(targets) != pad_id).sum())
+def mean_from_sum(total: float, targets, pad_id: int, *, counted: int | None = None) -> float:
+    """A loss summed over tokens -> the mean (``targets`` (N,) or (B, T)).
+
+    ``counted``: how many tokens the implementation's sum ran over, when that is not the non-padding targets
+    (the paper's): a sum that also ran over the padding converts to that code's mean, which the suite names."""
+    count = int((np.asarray(targets) != pad_id).sum()) if counted is None else int(counted)
     if count == 0:
         raise ValueError("every target is padding: the mean over none is undefined")
-    note_conversion("mean_from_sum", "reported_loss", f"a sum over {count} non-padding targets, divided by {count}",
+    which = "non-padding targets" if counted is None else "tokens the implementation summed over"
+    note_conversion("mean_from_sum", "reported_loss", f"a sum over {count} {which}, divided by {count}",
                     deviation="label_smoothing_summed_over_tokens")
     return float(total) / count
 
