@@ -21,6 +21,7 @@ from conformance.reports.view import (
     in_paper_order,
     is_failing,
     listed,
+    profile_heading,
     profile_of,
     provenance_of,
     sections,
@@ -118,7 +119,7 @@ def _profile(report: dict, name: str) -> str:
     if found["unexplained"]:
         rows.append(f"<li><b>no known cause</b>: {len(found['unexplained'])} of {total} failures"
                     f' <span class="muted">({escape(listed(found["unexplained"]))})</span></li>')
-    return f'<div class="profile"><p><b>Profile</b>: {escape(found["line"])}</p><ul>{"".join(rows)}</ul></div>'
+    return f'<div class="profile"><p><b>Profile</b>: {escape(profile_heading(found))}</p><ul>{"".join(rows)}</ul></div>'
 
 
 def _provenance(report: dict, name: str) -> str:

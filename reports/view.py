@@ -203,13 +203,23 @@ def listed(ids: list[str], shown: int = 4) -> str:
     return ", ".join(ids[:shown]) + (f" and {len(ids) - shown} more" if len(ids) > shown else "")
 
 
+def profile_heading(found: dict) -> str:
+    """What the profile's lines below it add up to: "20 failures; 4 causes explain 15, 5 without a known cause"."""
+    total, causes, unexplained = found["failures"], found["causes"], len(found["unexplained"])
+    explained = total - unexplained
+    said = f"{len(causes)} cause{'s' if len(causes) != 1 else ''} explain{'' if len(causes) != 1 else 's'}" \
+           f" {explained}" if causes else "no cause found"
+    return f"{total} failure{'s' if total != 1 else ''}; {said}" + \
+        (f", {unexplained} without a known cause" if unexplained and causes else "")
+
+
 def profile_lines(report: dict, impl: str) -> list[str]:
     """The profile as plain lines: the one-line summary, then each cause with what it explains."""
     found = profile_of(report, impl)
     if found is None:
         return []
     total = found["failures"]
-    lines = [f"profile: {found['line']}"]
+    lines = [f"profile: {profile_heading(found)}"]  # each cause once, below: the one-line summary is the JSON's
     lines += [f"  {cause_label(cause)} ({cause['explains']} of {total}): {cause['text']}: {listed(cause['checks'])}"
               for cause in found["causes"]]
     if found["unexplained"]:

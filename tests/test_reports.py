@@ -200,3 +200,22 @@ def test_badge_says_how_many_failed_or_passed(failing, passing):
     passed = len(passing["checks"])
     assert label(badge.render(passing)) == f"conformance: {passed}/{passed}"
     assert badge.message(passing)[1] == badge.GREEN
+
+
+def test_the_profile_says_each_cause_once_in_every_rendering(failing):
+    """A heading that counts, then one line per cause: the causes are not said again in a paragraph above them."""
+    name = next(iter(failing["profile"]))
+    found = failing["profile"][name]
+    texts = [cause["text"] for cause in found["causes"]]
+    assert texts, found
+    terminal = "\n".join(view.profile_lines(failing, name))
+    markdown = markdown_report.render(failing)
+    markdown = markdown[markdown.index("profile: "):].split("\n\n")[0]
+    html = html_report.render(failing)
+    html = re.search(r'<div class="profile">.*?</div>', html, re.S).group(0)
+    for text in texts:
+        assert terminal.count(text) == 1, terminal
+        assert markdown.count(text) == 1, markdown
+        assert html.count(html_report.escape(text)) == 1, html
+    heading = view.profile_heading(found)
+    assert f"{found['failures']} failures" in heading and heading in terminal and heading in markdown
