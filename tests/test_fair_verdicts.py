@@ -61,7 +61,9 @@ def test_the_failing_example_is_the_one_the_check_ran(certify):
     message = run.report["checks"][0]["message"]
     example = message[message.index("sizes=LayerSizes("):]  # the drawn example, in the wording of the Hypothesis run
     assert "bias=True" in example and "bias=False" not in example, example
-    assert "(sizes as run: fitted to the configurations the candidate declares)" in example, example
+    assert "(sizes as run: fitted to the configurations the candidate declares)" in message, message
+    # the suite's words, not Hypothesis's: no heading of its own, no call of the test function with the fixtures
+    assert not any(word in message for word in ("Failing test case", "Falsifying example", "candidate=", "check="))
 
 
 def test_a_check_no_configuration_of_which_is_declared_ends_early(certify):

@@ -492,7 +492,8 @@ def _classify(item, call, candidate) -> CheckResult:
         result.status, result.message = "error", f"internal error in the check: {type(exc).__name__}: {exc}"
     notes = getattr(exc, "__notes__", None)
     if notes:
-        result.message += "\n" + "\n".join(as_run(note, getattr(exc, "fitted_example", None)) for note in notes)
+        shown = [as_run(note, getattr(exc, "fitted_example", None)) for note in notes]
+        result.message += "".join(f"\n{note}" for note in shown if note)
     unanswered = candidate.ledger.unanswered
     if result.status == "failed" and unanswered:  # a verdict on no answer (a check that reads a raise as a claim)
         result.status, result.message = "error", f"{unanswered} (the check's own verdict: {result.message})"
@@ -614,12 +615,16 @@ def _changed(ran, drawn) -> bool:
 
 HYPOTHESIS_EXAMPLE = re.compile(r"^(Failing test case|Falsifying example): ")
 EXAMPLE_ARGUMENT = re.compile(r"^    (\w+)=", re.M)
+FIXTURES = {"candidate", "check", "request", "rng", "seed"}  # given by the suite, not drawn: no part of the example
 
 
 def as_run(note: str, fitted: dict | None) -> str:
-    """Hypothesis's failing example with each argument the run fitted to the candidate's declarations
-    (``Candidate.fit``) shown as it ran, and a line that says so; any other note unchanged."""
-    if not fitted or not HYPOTHESIS_EXAMPLE.match(note):
+    """Hypothesis's failing example in the suite's words: the drawn arguments only (the suite's fixtures left out),
+    each one the run fitted to the candidate's declarations (``Candidate.fit``) shown as it ran, and a line that
+    says so; never Hypothesis's heading (its wording changes with its releases, and its call of the test function
+    means nothing to the candidate's author: the reproduction is the report's ``certify ... -k ... --seed``). Any
+    other note unchanged."""
+    if not HYPOTHESIS_EXAMPLE.match(note):
         return note
     from hypothesis.vendor.pretty import pretty
 
@@ -627,17 +632,21 @@ def as_run(note: str, fitted: dict | None) -> str:
     if not starts:
         return note
     end = note.rstrip().rfind("\n)")
-    pieces, cursor = [], 0
+    arguments = []
     for match, following in zip(starts, [*starts[1:], None], strict=True):
-        stop = following.start() if following is not None else end + 1
         name = match.group(1)
-        if name in fitted:
-            value = textwrap.indent(pretty(fitted[name]), "    ").lstrip()
-            pieces += [note[cursor:match.start()], f"    {name}={value},\n"]
-            cursor = stop
-    pieces.append(note[cursor:])
-    shown = ", ".join(sorted(fitted))
-    return "".join(pieces) + f"\n({shown} as run: fitted to the configurations the candidate declares)"
+        if name in FIXTURES:
+            continue
+        if fitted and name in fitted:
+            arguments.append(f"    {name}={textwrap.indent(pretty(fitted[name]), '    ').lstrip()}")
+        else:
+            stop = following.start() if following is not None else end + 1
+            arguments.append(note[match.start():stop].rstrip("\n").removesuffix(","))
+    if not arguments:
+        return ""
+    shown = sorted(set(fitted or ()) & {m.group(1) for m in starts})
+    said = f" ({', '.join(shown)} as run: fitted to the configurations the candidate declares)" if shown else ""
+    return "\n".join([f"example{said}:", *arguments])
 
 
 def _unwrap(exc: BaseException) -> BaseException:
