@@ -167,11 +167,27 @@ def _card(report: dict, check: dict, n: int) -> str:
             f'<p>{escape(check["title"])} <span class="muted">({escape(check["section"])})</span></p>',
             *_claim_lines(report, check)]
     if check.get("message"):
-        body.append(f"<pre>{escape(check['message'])}</pre>")
+        body.append(f"<pre>{escape(without_stated_causes(check['message']))}</pre>")
     body += _detail_lines(check)
     body.append(figures.difference_figure(check))
     return (f'<article class="card failure" id="{_anchor(check, n)}" data-status="{escape(check["status"])}"'
             f' style="--status:{s.colour}">{"".join(body)}</article>')
+
+
+def without_stated_causes(message: str) -> str:
+    """The message less its diagnosis lines ("likely cause: ...", "measured (no known bug matches): ..." and its
+    two formulas), which the card states once, in its own fields below: a cause said once per card."""
+    kept, formula = [], False
+    for line in message.split("\n"):
+        stripped = line.strip()
+        if stripped.startswith(("likely cause:", "measured (no known bug matches):")):
+            formula = stripped.endswith(":")  # a formula's statement: its two lines follow
+            continue
+        if formula and stripped.startswith(("computes ", "where the paper computes ")):
+            continue
+        formula = False
+        kept.append(line)
+    return "\n".join(kept)
 
 
 def _claim_lines(report: dict, check: dict) -> list[str]:
@@ -201,7 +217,7 @@ def _detail_lines(check: dict) -> list[str]:
     items = []
     if check.get("margin") is not None:
         items.append(("margin", f"{fmt_number(check['margin'])} (worst error / allowed; ≤ 1 passes)"))
-    if check.get("likely_cause"):
+    if check.get("likely_cause") and not check.get("descriptions"):  # measured: the list below says it, marked
         items.append(("likely cause", check["likely_cause"]))
     if check.get("part"):
         items.append(("adapter part", check["part"]))
@@ -217,7 +233,7 @@ def _detail_lines(check: dict) -> list[str]:
         items.append(("examples", f"{examples.get('ran')} ran, {examples.get('skipped')} skipped"
                                   + (f" ({reasons})" if reasons else "")))
     out = [f"<p><b>{escape(k)}</b>: {escape(str(v))}</p>" for k, v in items]
-    if check.get("diagnosis"):
+    if len(check.get("diagnosis") or []) > 1:  # one known bug: the likely cause above names it
         rows = "".join(f"<tr><td><code>mutant:{escape(d['mutant'])}</code></td><td>{escape(d.get('bug') or '')}</td>"
                        f"<td>{fmt_number(d['max_abs']) if d.get('max_abs') is not None else ''}</td></tr>"
                        for d in check["diagnosis"])

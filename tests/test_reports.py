@@ -219,3 +219,24 @@ def test_the_profile_says_each_cause_once_in_every_rendering(failing):
         assert html.count(html_report.escape(text)) == 1, html
     heading = view.profile_heading(found)
     assert f"{found['failures']} failures" in heading and heading in terminal and heading in markdown
+
+
+def test_a_failure_card_says_its_cause_once(failing):
+    """The card's message, its fields and its diagnosis table would each say the known bug: the card says it once."""
+    html = html_report.render(failing)
+    cards = re.findall(r'<article class="card failure".*?</article>', html, re.S)
+    named = [check for check in failing["checks"] if check.get("diagnosis")]
+    assert named and len(cards) >= len(named)
+    for check in named:
+        card = next(c for c in cards if f"<code>{html_report.escape(check['id'])}</code>" in c)
+        bug = html_report.escape(check["diagnosis"][0]["bug"].rstrip("."))
+        assert card.count(bug) == 1, card
+
+
+def test_the_card_s_message_keeps_everything_but_the_stated_causes():
+    message = ("layer (x(1, 4)): 4 of 4 values outside tolerance\n  ACTUAL [1]\n"
+               "  likely cause: pre-norm (mutant:pre_norm)\n"
+               "  measured (no known bug matches): §3.3 feed_forward: the term b2 counted twice, confirmed:\n"
+               "      computes a\n      where the paper computes b\n  first divergence: encoder.0")
+    assert html_report.without_stated_causes(message) == (
+        "layer (x(1, 4)): 4 of 4 values outside tolerance\n  ACTUAL [1]\n  first divergence: encoder.0")
