@@ -12,7 +12,7 @@ import shutil
 from pathlib import Path
 
 import pytest
-from conftest import PICTURED_RUN, TRAINED_REFERENCE_RUN, shared_run
+from conftest import PICTURED_RUN, TRAINED_REFERENCE_RUN, certify_quietly, shared_run
 
 from conformance.reports import html_report
 from conformance.results import FAILING
@@ -123,5 +123,39 @@ def test_html_report_fits_a_phone_screen(browser, runs, tmp_path):
     page.screenshot(path=str(tmp_path / "phone.png"))
     width = page.evaluate("document.documentElement.scrollWidth")
     assert width <= PHONE["width"], f"the page is {width} px wide on a {PHONE['width']} px screen"
+    assert problems == []
+    page.close()
+
+
+# Code in the style of a real public implementation (The Annotated Transformer with pre-norm, final norms and a
+# log_softmax generator), not a mutant: several deviations at once, named and measured.
+REAL_STYLE = "tests/heldout_multi/annotated_prenorm_generator.py"
+HYPOTHESIS_WORDS = ("Failing test case", "Falsifying example", "reproduce_failure", "check=check(")
+
+
+def test_a_real_implementation_s_report_says_each_cause_once(browser, tmp_path):
+    """Read as a learner reads it: the top (the profile) and one failure card, in a real browser, with their
+    screenshots; the profile states each cause once, each card its likely cause once, and nothing of Hypothesis."""
+    report = certify_quietly(tmp_path, REAL_STYLE, "--no-training", "--no-isolate",
+                             "-k", "encoder_layer_matches_reference or logits_match_reference")
+    path = tmp_path / "real.html"
+    path.write_text(html_report.render(report))
+    page, problems = open_page(browser, path, {"width": 1100, "height": 900})
+    page.screenshot(path=str(tmp_path / "real-top.png"))
+    profile = page.locator("div.profile").inner_text()
+    (found,) = report["profile"].values()
+    for cause in found["causes"]:
+        assert profile.count(cause["text"]) == 1, profile
+    card = page.locator("article.card.failure").first
+    card.screenshot(path=str(tmp_path / "real-card.png"))
+    cards = page.locator("article.card.failure")
+    assert cards.count() == len([c for c in report["checks"] if c["status"] in FAILING])
+    for i in range(cards.count()):
+        text = cards.nth(i).inner_text()
+        assert not any(word in text for word in HYPOTHESIS_WORDS), text
+        check = next(c for c in report["checks"] if f"\n{c['id']}" in f"\n{text}" or c["id"] in text.split())
+        cause = (check.get("likely_cause") or "").removeprefix("measured: ")
+        if cause and not check.get("descriptions"):
+            assert text.count(cause.split(" (mutant:")[0][:60]) == 1, text
     assert problems == []
     page.close()
