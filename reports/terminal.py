@@ -118,6 +118,8 @@ def _detail(r: CheckResult) -> list[str]:
     lines = ["", f"--- {style(r.status).label} {r.id} ({r.section})", *message_lines(r.message)]
     if r.status == "advisory" and r.claim:
         lines.append(f"  advisory: {r.claim.get('text', '')} (a convention of this suite; --strict counts it)")
+    if r.likely_cause and "likely cause" not in r.message and "measured (" not in r.message:
+        lines.append(f"  likely cause: {one_line(r.likely_cause)}")  # one the report gave (an aggregate's inherited)
     if r.deviation:
         confirmed = "confirmed" if r.deviation.get("confirmed") else "not confirmed by the diagnosis"
         lines.append(f"  declared deviation: {r.deviation['name']} ({confirmed})")

@@ -240,3 +240,26 @@ def test_the_card_s_message_keeps_everything_but_the_stated_causes():
                "      computes a\n      where the paper computes b\n  first divergence: encoder.0")
     assert html_report.without_stated_causes(message) == (
         "layer (x(1, 4)): 4 of 4 values outside tolerance\n  ACTUAL [1]\n  first divergence: encoder.0")
+
+
+def test_an_aggregate_of_published_numbers_inherits_the_causes_of_its_section():
+    """An aggregate of printed counts has no question of its own: it is counted under what explains the checks of
+    the same numbers (else of its section), and its card says so, so that the card and the profile agree."""
+    from conformance.results import CheckResult
+    from conformance.run.report import build_report
+
+    section = "Table 3 Model size: parameter count"
+    measured = {"key": "count:+2048", "text": "parameter count difference +2,048 = extra LayerNorm x 2",
+                "kind": "measured"}
+    results = [
+        CheckResult("count_total", "impl", "t", section, "failed", facts=["params.total"], descriptions=[measured],
+                    likely_cause=f"measured: {measured['text']}"),
+        CheckResult("published_counts", "impl", "t", section, "failed", facts=["params.prose", "limits.count"]),
+        CheckResult("a_lone_fact", "impl", "t", "§3.5 Positional encoding", "failed", facts=["pe.row1"]),
+    ]
+    report = build_report(results, {"implementations": [{"name": "impl"}]})
+    (cause,) = report["profile"]["impl"]["causes"]
+    assert cause["checks"] == ["count_total", "published_counts"]
+    assert report["profile"]["impl"]["unexplained"] == ["a_lone_fact"]  # one fact, another section: nothing to inherit
+    card = next(c for c in report["checks"] if c["id"] == "published_counts")
+    assert card["likely_cause"].startswith("the numbers it reads fail in their own checks too, for: measured:")

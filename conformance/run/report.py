@@ -85,27 +85,57 @@ def measured_causes(result: CheckResult) -> dict[str, str]:
     return {found["key"]: found["text"] for found in result.descriptions or []}
 
 
+def inherited_causes(failures: list[CheckResult]) -> dict[str, list[CheckResult]]:
+    """For each failure nothing explains that reads several published facts (an aggregate of a section's printed
+    numbers, which no question of its own can diagnose): the failures with a cause that read one of the same facts,
+    else those of its paper section. The aggregate fails for their causes."""
+    explained = [r for r in failures if cause_names(r) or measured_causes(r)]
+    found = {}
+    for result in failures:
+        if result in explained or len(result.facts) < 2:
+            continue
+        sources = [s for s in explained if set(s.facts) & set(result.facts)] or \
+            [s for s in explained if s.section == result.section]
+        if sources:
+            found[result.id] = sources
+    return found
+
+
 def profile(results: list[CheckResult]) -> dict:
     """The implementation's profile: every deviation the run confirmed with the failures it explains, most first,
     then every measured description with the failures it describes (``kind`` "named" or "measured"), and the
-    failures neither explains, so a report with 30 failures says in one line that it has two causes."""
+    failures neither explains, so a report with 30 failures says in one line that it has two causes. An aggregate
+    check of published numbers inherits the causes of the checks that read the same facts (``inherited_causes``)."""
     failures = [r for r in results if r.status in PROFILED]
+    inherited = inherited_causes(failures)
     explained: dict[str, list[str]] = {}
     measured: dict[str, list[str]] = {}
     texts: dict[str, str] = {}
     for result in failures:
-        for name in cause_names(result):
+        sources = inherited.get(result.id, [result])
+        for name in sorted({name for source in sources for name in cause_names(source)}):
             explained.setdefault(name, []).append(result.id)
-        for key, text in measured_causes(result).items():
+        for key, text in {k: t for source in sources for k, t in measured_causes(source).items()}.items():
             measured.setdefault(key, []).append(result.id)
             texts.setdefault(key, text)
     causes = [{"name": name, "kind": "named", "text": cause_text(name, failures), "explains": len(ids), "checks": ids}
               for name, ids in sorted(explained.items(), key=lambda item: (-len(item[1]), item[0]))]
     causes += [{"name": key, "kind": "measured", "text": texts[key], "explains": len(ids), "checks": ids}
                for key, ids in sorted(measured.items(), key=lambda item: (-len(item[1]), item[0]))]
-    unexplained = [r.id for r in failures if not cause_names(r) and not measured_causes(r)]
+    unexplained = [r.id for r in failures if not cause_names(r) and not measured_causes(r) and r.id not in inherited]
     return {"failures": len(failures), "causes": causes, "unexplained": unexplained,
             "line": profile_line(len(failures), causes, unexplained)}
+
+
+def inherited_cause_line(result: CheckResult, sources: list[CheckResult]) -> str:
+    """What an aggregate check's card says of its cause: what explains the checks of the same numbers, each cause
+    once with the checks it explains."""
+    by_cause: dict[str, list[str]] = {}
+    for source in sources:
+        by_cause.setdefault(source.likely_cause or "a cause named on the check", []).append(source.id)
+    said = "; ".join(f"{cause} ({', '.join(ids[:3])}{' and more' if len(ids) > 3 else ''})"
+                     for cause, ids in by_cause.items())
+    return f"the numbers it reads fail in their own checks too, for: {said}"
 
 
 def profile_line(failures: int, causes: list[dict], unexplained: list[str]) -> str:
@@ -146,6 +176,7 @@ def build_report(results: list[CheckResult], metadata: dict) -> dict:
     """The report of ``results`` (every implementation of the run), with the run's ``metadata``."""
     impls = [impl["name"] for impl in metadata.get("implementations", [])]
     by_impl = {name: [r for r in results if r.impl == name] for name in impls}
+    inherited = _inherited_of(by_impl)
     return {
         "schema": "transformer-conformance/report",
         "schema_version": SCHEMA_VERSION,
@@ -163,5 +194,23 @@ def build_report(results: list[CheckResult], metadata: dict) -> dict:
                               for name, rs in by_impl.items()},
         "unsupported": {name: unsupported(rs) for name, rs in by_impl.items()},
         "facts": fact_sources(results),
-        "checks": [r.as_dict() for r in results],
+        "checks": [_with_inherited_cause(r, inherited) for r in results],
     }
+
+
+def _inherited_of(by_impl: dict[str, list[CheckResult]]) -> dict[tuple[str, str], list[CheckResult]]:
+    found = {}
+    for name, rs in by_impl.items():
+        for check_id, sources in inherited_causes([r for r in rs if r.status in PROFILED]).items():
+            found[(name, check_id)] = sources
+    return found
+
+
+def _with_inherited_cause(result: CheckResult, inherited: dict) -> dict:
+    """The check as the report keeps it; an aggregate check without a cause of its own says the causes of the checks
+    that read the same facts, so that its card agrees with the profile that counts it under them."""
+    record = result.as_dict()
+    sources = inherited.get((result.impl, result.id))
+    if sources and not record.get("likely_cause"):
+        record["likely_cause"] = inherited_cause_line(result, sources)
+    return record
