@@ -126,7 +126,8 @@ def test_a_profile_names_each_cause_with_the_failures_it_explains(certify, monke
     assert profile["unexplained"] == []
     assert profile["line"].startswith("extra_final_layer_norm: explains 2 of 6 failures")
     assert "measured: parameter count difference +2,048 = extra LayerNorm" in profile["line"]
-    assert "profile: extra_final_layer_norm: explains 2 of 6 failures" in run.out
+    assert "profile: 6 failures; 3 causes explain 6" in run.out  # the heading, then each cause once
+    assert "  extra_final_layer_norm (2 of 6): " in run.out
 
     monkeypatch.setenv("CONFORMANCE_DESCRIBE", "0")  # without the measurements, nothing explains the counts
     before = certify(*args).report["profile"]["torch-nn-transformer"]
