@@ -81,6 +81,21 @@ def processes_of(pid: int, at_least: int, window_s: float = 2.0, timeout_s: floa
     raise AssertionError(f"fewer than {at_least} processes below the watch after {timeout_s} s: {seen}")
 
 
+def stopped(watch: Watch, seen: set[int], timeout_s: float = 60) -> int:
+    """The watch's exit code once it has stopped; if it has not within ``timeout_s``, a failure that says what was
+    still running below it and what it printed last (a stop that hangs must explain itself)."""
+    try:
+        return watch.process.wait(timeout=timeout_s)
+    except subprocess.TimeoutExpired:
+        table = subprocess.run(["ps", "-o", "pid,ppid,stat,etime,args", "-p",
+                                ",".join(str(pid) for pid in {watch.process.pid, *seen})],
+                               capture_output=True, text=True).stdout
+        os.killpg(watch.process.pid, signal.SIGKILL)
+        rest = watch.process.stdout.read()
+        raise AssertionError(f"the watch did not stop within {timeout_s:g} s of Ctrl-C.\nprocesses:\n{table}\n"
+                             f"its output:\n{''.join(watch.lines)}{rest}") from None
+
+
 def all_ended(pids: set[int], timeout_s: float = 60) -> list[int]:
     """The pids still alive once all ended or ``timeout_s`` passed."""
     deadline = time.monotonic() + timeout_s
@@ -112,7 +127,7 @@ def test_watch_reruns_on_save_failing_checks_first_and_ctrl_c_leaves_nothing_run
         time.sleep(0.02)  # and again, impatiently, while it stops: the stopping is not cut short
         with contextlib.suppress(ProcessLookupError):
             os.kill(watch.process.pid, signal.SIGINT)
-        assert watch.process.wait(timeout=60) == 130
+        assert stopped(watch, seen) == 130
         assert not all_ended(seen)  # a supervisor ends its worker when it sees its run gone
         rest = watch.process.stdout.read()
         if gap < SETTLE_S:  # one save, one run: the write after the truncation made no second
