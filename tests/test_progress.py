@@ -74,3 +74,29 @@ def test_certify_shows_plain_progress_when_not_on_a_terminal(certify):
     failing = sum(status in ("failed", "error") for status in run.statuses().values())
     assert lines[0].startswith(f"progress: [0/{len(run.statuses())}] 0 failing | running ")
     assert lines[-1].startswith(f"progress: {len(run.statuses())}/{len(run.statuses())} checks done, {failing} failing")
+
+
+def test_a_long_jax_compilation_is_said_while_it_runs_and_counted_at_the_end():
+    """JAX may compile for minutes inside one check: while it does, the live line says so and plain mode prints a
+    line every 30 s; the end line says how long JAX compiled in all."""
+    from conformance.boundary.isolation import frameworks
+
+    compiles = frameworks.CompileClock()
+    shown, stream, clock = display("plain")
+    shown.compile_clocks = lambda: [compiles]
+    shown.running = "pe_matches_formula_for_any_size (§3.5)"
+    shown.tick()
+    assert stream.getvalue() == ""  # nothing compiling: nothing to say
+    compiles.started()
+    compiles.since -= 45.0  # it began 45 s ago
+    clock.now = 100.0
+    shown.tick()
+    clock.now = 110.0
+    shown.tick()  # within the interval: no second line
+    said = "progress: JAX compiling for 45 s (pe_matches_formula_for_any_size (§3.5))"
+    assert stream.getvalue().splitlines() == [said]
+    assert "| JAX compiling 45 s | running pe_matches" in shown.line()
+    compiles.ended(45.0)
+    assert "JAX" not in shown.line()
+    shown.pytest_sessionfinish(None)
+    assert stream.getvalue().splitlines()[-1].endswith("(JAX compiling 45.0 s of it)")

@@ -1,8 +1,10 @@
 """Progress while the checks run: a small pytest plugin that ``transformer-conformance certify`` registers.
 
 It shows how many checks are done out of how many, how many fail, the running check and its section,
-and, while the training check runs, its step, loss and exact match (``conformance.judging.training.Progress``
-reports them here through ``Progress.sink``). On a terminal it is one line rewritten in place at most 4
+while the training check runs, its step, loss and exact match (``conformance.judging.training.Progress``
+reports them here through ``Progress.sink``), and while JAX compiles for the candidate, for how long (a
+compilation can take minutes with no check moving: a line says so every 30 s in plain mode; the end line says
+how long JAX compiled in all). On a terminal it is one line rewritten in place at most 4
 times a second; when stderr is not a terminal or under CI (``CI`` set), plain lines: one as each paper
 section's checks begin, the training check's step every 30 s, and the end. It writes to a duplicate of the
 process's stderr, so pytest's output capture does not hide it.
@@ -17,7 +19,9 @@ import io
 import os
 import shutil
 import sys
+import threading
 import time
+from collections.abc import Callable
 
 import pytest
 
@@ -26,6 +30,7 @@ from conformance.run.plugin import RESULTS_KEY
 
 INTERVAL_S = {"live": 0.25, "plain": 30.0}  # plain: the training check's steps; the checks by section (below)
 NOTEBOOK_WIDTH = 120  # characters of the line a notebook cell shows (it has no terminal size)
+COMPILE_SHOWN_AFTER_S = 2.0  # a compilation shorter than this is not worth a word
 
 
 class ProgressDisplay:
@@ -41,6 +46,11 @@ class ProgressDisplay:
         self.last_drawn = -float("inf")
         self._owned = False
         self.erase = "\x1b[K"  # after the carriage return, what clears the line (a terminal's code)
+        # the clocks of the JAX compilations the run's candidates make (``frameworks.compile_clock_of``), asked
+        # when drawn: JAX may be imported only once a check runs
+        self.compile_clocks: Callable[[], list] = list
+        self._lock = threading.Lock()  # the ticker's thread writes too
+        self._ticking = threading.Event()
 
     # -- choosing the mode and the stream --------------------------------------------------------
 
@@ -68,11 +78,14 @@ class ProgressDisplay:
 
         if self.enabled:
             training.Progress.sink = self.training_step
+            self._ticking.set()
+            threading.Thread(target=self._ticker, name="progress-ticker", daemon=True).start()
         return self
 
     def __exit__(self, *exc) -> None:
         from conformance.judging import training
 
+        self._ticking.clear()
         if training.Progress.sink == self.training_step:
             training.Progress.sink = None
         if self._owned:
@@ -113,9 +126,41 @@ class ProgressDisplay:
     def pytest_sessionfinish(self, session) -> None:
         if not self.enabled:
             return
+        compiled = sum(clock.total for clock in self.compile_clocks())
         text = f"{self.done}/{self.total or self.done} checks done, {self.failing} failing," \
                f" {self.clock() - self.started:.1f} s"
+        text += f" (JAX compiling {compiled:.1f} s of it)" if compiled else ""
         self._emit(text, final=True)
+
+    # -- JAX's compilations ----------------------------------------------------------------------
+
+    def compiling_s(self) -> float | None:
+        """How long the compilation running now has run, when one has for COMPILE_SHOWN_AFTER_S; else None."""
+        now = time.monotonic()
+        running = [now - clock.since for clock in self.compile_clocks() if clock.since is not None]
+        longest = max(running, default=0.0)
+        return longest if longest >= COMPILE_SHOWN_AFTER_S else None
+
+    def tick(self) -> None:
+        """While JAX compiles: the live line redrawn with it; in plain mode, a line (at most one per interval)."""
+        seconds = self.compiling_s()
+        if seconds is None:
+            return
+        if self.mode == "plain":
+            now = self.clock()
+            if now - self.last_drawn >= INTERVAL_S["plain"]:
+                self.last_drawn = now
+                self._emit(f"JAX compiling for {seconds:.0f} s ({self.running or 'the run'})")
+            return
+        self.draw()
+
+    def _ticker(self) -> None:
+        while self._ticking.is_set():
+            time.sleep(1.0)
+            try:
+                self.tick()
+            except Exception:  # noqa: BLE001 - progress is optional: a clock that cannot be read shows nothing
+                return
 
     # -- the training check ----------------------------------------------------------------------
 
@@ -136,6 +181,9 @@ class ProgressDisplay:
         text = f"[{self.done}/{total}] {self.failing} failing"
         if self.training:  # first: the part that moves, before a long check name is cut at the edge
             text += f" | training {self.training}"
+        seconds = self.compiling_s()
+        if seconds is not None:  # before the check's name, which the edge may cut
+            text += f" | JAX compiling {seconds:.0f} s"
         if self.running:
             text += f" | running {self.running}"
         return text
@@ -156,8 +204,9 @@ class ProgressDisplay:
         else:
             out = f"progress: {text}\n"
         try:
-            self.stream.write(out)
-            self.stream.flush()
+            with self._lock:
+                self.stream.write(out)
+                self.stream.flush()
         except (OSError, ValueError):  # a closed or detached stream: progress is optional
             self.mode = "off"
 

@@ -240,6 +240,7 @@ def checks_outcome(run, *, quiet_usage: bool = False, echo: bool = True) -> Outc
     freezer = FreezeCollected()
     with ProgressDisplay.for_terminal(options.progress) as progress, \
             contextlib.redirect_stdout(sys.stdout if options.verbose else captured):
+        progress.compile_clocks = lambda: compile_clocks(run)
         try:
             code = pytest.main(run_argv(run), plugins=[run, collector, progress, freezer, *run.plugins])
         finally:
@@ -268,6 +269,13 @@ def checks_outcome(run, *, quiet_usage: bool = False, echo: bool = True) -> Outc
     if options.strict and unobserved:
         return Outcome(EXIT_FAILED, report, interrupted)  # a declared deviation the suite does not see
     return Outcome(exit_code(code, collector.results), report, interrupted)
+
+
+def compile_clocks(run) -> list:
+    """The clocks of the JAX compilations of the run's candidates (none before JAX is imported)."""
+    from conformance.boundary.isolation.frameworks import compile_clock_of
+
+    return [clock for clock in map(compile_clock_of, run.candidates.values()) if clock is not None]
 
 
 def print_rendering(what: str, rendering) -> bool:

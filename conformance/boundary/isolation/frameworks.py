@@ -27,6 +27,7 @@ looked up in ``sys.modules`` (an adapter that declares JAX arrays has imported i
 from __future__ import annotations
 
 import sys
+import time
 
 import numpy as np
 
@@ -197,6 +198,7 @@ class CompileClock:
     def __init__(self, on_start=None, on_end=None):
         self.total, self.on_start, self.on_end = 0.0, on_start, on_end
         self.depth = 0
+        self.since: float | None = None  # time.monotonic() when the running outermost compilation began
         self.listening = False
 
     def listen(self) -> bool:
@@ -219,12 +221,15 @@ class CompileClock:
 
     def started(self) -> None:
         self.depth += 1
-        if self.depth == 1 and self.on_start is not None:
-            self.on_start()
+        if self.depth == 1:
+            self.since = time.monotonic()
+            if self.on_start is not None:
+                self.on_start()
 
     def ended(self, seconds: float) -> None:
         self.depth = max(self.depth - 1, 0)
         if self.depth == 0:  # a nested one's time is inside the outer one's
+            self.since = None
             self.total += seconds
             if self.on_end is not None:
                 self.on_end(seconds)
@@ -235,6 +240,15 @@ class CompileClock:
 
 
 CLOCK = CompileClock()
+
+
+def compile_clock_of(candidate) -> CompileClock | None:
+    """The clock of the JAX compilations a candidate's calls make: its isolated worker's (as the worker tells them),
+    else this process's once JAX is imported; None for a candidate that compiles nothing the suite can see."""
+    clock = getattr(getattr(candidate, "adapter", None), "compile_clock", None)
+    if isinstance(clock, CompileClock):
+        return clock
+    return CLOCK if CLOCK.listen() else None
 
 
 class Allowance:
