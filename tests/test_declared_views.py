@@ -225,10 +225,9 @@ def test_a_sequence_longer_than_max_len_is_not_implemented_with_the_declared_rea
 
 FAILING = {  # a view of a mutant under every declaration at once -> the mutant its diagnosis must name somewhere
     "declared_pre_norm": "pre_norm", "declared_pre_norm_model_only": "pre_norm",
-    # Every step decodes from <s> alone, so each row is one token repeated; fitted into every declaration, the
-    # second greedy problem's rows share too few ids for the answer to tell bugs apart, a collapsed answer that
-    # confirms no name (diagnosis/degenerate.py); in the paper's configuration the mutant is named.
-    "declared_greedy_does_not_feed_back": None,
+    # Every step decodes from <s> alone, so each row is one token repeated; the greedy question's second problem is
+    # one where every row of the paper's output ends with </s> at its own step, whose answer is not collapsed: named.
+    "declared_greedy_does_not_feed_back": "greedy_does_not_feed_back",
     "declared_label_smoothing_over_wrong_tokens": "label_smoothing_over_wrong_tokens",
     "declared_separate_output_count": "parameter_count_separate_output_matrix",
 }
