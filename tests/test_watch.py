@@ -185,3 +185,24 @@ def test_stopping_a_run_not_yet_in_its_own_group_does_not_wait_for_it():
     stop_run(run.pid)
     assert run.poll() is not None or run.wait(timeout=5) == -signal.SIGKILL
     assert time.monotonic() - started < 5
+
+
+def test_ctrl_c_stops_a_watch_started_ignoring_it(tmp_path):
+    """A parent that ignores SIGINT passes that on (a test runner's worker, a background job): the watch still stops
+    on Ctrl-C, as it says it does."""
+    adapter = tmp_path / "adapter.py"
+    adapter.write_text(FIXED)
+    previous = signal.signal(signal.SIGINT, signal.SIG_IGN)
+    try:
+        watch = Watch(adapter)  # born ignoring SIGINT
+    finally:
+        signal.signal(signal.SIGINT, previous)
+    try:
+        assert "run 1 (start)" in watch.next_summary()[0]
+        os.kill(watch.process.pid, signal.SIGINT)
+        assert watch.process.wait(timeout=60) == 130
+    finally:
+        if watch.process.poll() is None:
+            os.killpg(watch.process.pid, signal.SIGKILL)
+            watch.process.wait()
+        watch.process.stdout.close()

@@ -286,6 +286,9 @@ def watch(args) -> int:
 
     roots = watched_roots(args.impl, tuple(args.allow_read))
     signal.signal(signal.SIGTERM, interrupted)  # `kill` stops it as Ctrl-C does: nothing left running
+    # Ctrl-C stops it even when it was started ignoring SIGINT (a parent that ignores it passes that on: a test
+    # runner's worker, a script's background job), which Python would otherwise leave ignored
+    signal.signal(signal.SIGINT, signal.default_int_handler)
     # The threads the imports start (OpenBLAS's pool) are born with Ctrl-C and SIGTERM blocked, so that only this
     # thread takes them, and stops_held holds them back; the warm process, started after, gets neither mask.
     with stops_held():
