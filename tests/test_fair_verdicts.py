@@ -102,3 +102,11 @@ def test_an_epsilon_fixed_in_the_code_and_declared_nowhere_is_measured_and_said(
     assert bert.statuses() == {"layers_use_the_lessons_layer_norm_epsilon": "advisory"}
     pre_norm = certify("mutant:pre_norm", "-k", "lessons_layer_norm_epsilon", "--no-training")
     assert pre_norm.statuses() == {"layers_use_the_lessons_layer_norm_epsilon": "passed"}
+
+
+def test_a_pair_that_does_not_turn_fails_the_wavelengths_instead_of_crashing_the_check(certify):
+    """Its wavelength 2 pi / 0 is infinite: a failure naming the numbers, not an internal error in the check."""
+    run = certify(adapter_path("pe_pairs_that_do_not_turn"), "-k", "published_wavelengths", "--no-training")
+    (check,) = run.report["checks"]
+    assert check["status"] == "failed", check["message"]
+    assert "got inf" in check["message"]
