@@ -101,13 +101,13 @@ def inherited_causes(failures: list[CheckResult]) -> dict[str, list[CheckResult]
     return found
 
 
-def profile(results: list[CheckResult]) -> dict:
+def profile(results: list[CheckResult], inherited: dict[str, list[CheckResult]] | None = None) -> dict:
     """The implementation's profile: every deviation the run confirmed with the failures it explains, most first,
     then every measured description with the failures it describes (``kind`` "named" or "measured"), and the
     failures neither explains, so a report with 30 failures says in one line that it has two causes. An aggregate
     check of published numbers inherits the causes of the checks that read the same facts (``inherited_causes``)."""
     failures = [r for r in results if r.status in PROFILED]
-    inherited = inherited_causes(failures)
+    inherited = inherited_causes(failures) if inherited is None else inherited
     explained: dict[str, list[str]] = {}
     measured: dict[str, list[str]] = {}
     texts: dict[str, str] = {}
@@ -127,7 +127,7 @@ def profile(results: list[CheckResult]) -> dict:
             "line": profile_line(len(failures), causes, unexplained)}
 
 
-def inherited_cause_line(result: CheckResult, sources: list[CheckResult]) -> str:
+def inherited_cause_line(sources: list[CheckResult]) -> str:
     """What an aggregate check's card says of its cause: what explains the checks of the same numbers, each cause
     once with the checks it explains."""
     by_cause: dict[str, list[str]] = {}
@@ -176,7 +176,7 @@ def build_report(results: list[CheckResult], metadata: dict) -> dict:
     """The report of ``results`` (every implementation of the run), with the run's ``metadata``."""
     impls = [impl["name"] for impl in metadata.get("implementations", [])]
     by_impl = {name: [r for r in results if r.impl == name] for name in impls}
-    inherited = _inherited_of(by_impl)
+    inherited = {name: inherited_causes([r for r in rs if r.status in PROFILED]) for name, rs in by_impl.items()}
     return {
         "schema": "transformer-conformance/report",
         "schema_version": SCHEMA_VERSION,
@@ -187,7 +187,7 @@ def build_report(results: list[CheckResult], metadata: dict) -> dict:
         **metadata,
         "summary": {name: count_statuses(rs) for name, rs in by_impl.items()},
         "verdict": {name: verdict(rs) for name, rs in by_impl.items()},
-        "profile": {name: profile(rs) for name, rs in by_impl.items()},
+        "profile": {name: profile(rs, inherited[name]) for name, rs in by_impl.items()},
         "provenance": {impl["name"]: provenance_summary(by_impl[impl["name"]], impl)
                        for impl in metadata.get("implementations", [])},
         "published_numbers": {name: published_line(rs, selected=bool(metadata.get("selection")))
@@ -198,19 +198,11 @@ def build_report(results: list[CheckResult], metadata: dict) -> dict:
     }
 
 
-def _inherited_of(by_impl: dict[str, list[CheckResult]]) -> dict[tuple[str, str], list[CheckResult]]:
-    found = {}
-    for name, rs in by_impl.items():
-        for check_id, sources in inherited_causes([r for r in rs if r.status in PROFILED]).items():
-            found[(name, check_id)] = sources
-    return found
-
-
 def _with_inherited_cause(result: CheckResult, inherited: dict) -> dict:
     """The check as the report keeps it; an aggregate check without a cause of its own says the causes of the checks
     that read the same facts, so that its card agrees with the profile that counts it under them."""
     record = result.as_dict()
-    sources = inherited.get((result.impl, result.id))
+    sources = inherited.get(result.impl, {}).get(result.id)
     if sources and not record.get("likely_cause"):
-        record["likely_cause"] = inherited_cause_line(result, sources)
+        record["likely_cause"] = inherited_cause_line(sources)
     return record
