@@ -256,10 +256,12 @@ def test_an_aggregate_of_published_numbers_inherits_the_causes_of_its_section():
                     likely_cause=f"measured: {measured['text']}"),
         CheckResult("published_counts", "impl", "t", section, "failed", facts=["params.prose", "limits.count"]),
         CheckResult("a_lone_fact", "impl", "t", "§3.5 Positional encoding", "failed", facts=["pe.row1"]),
+        CheckResult("printed_totals", "impl", "t", "elsewhere", "failed", facts=["params.total", "recap.count"]),
     ]
     report = build_report(results, {"implementations": [{"name": "impl"}]})
     (cause,) = report["profile"]["impl"]["causes"]
-    assert cause["checks"] == ["count_total", "published_counts"]
+    assert cause["checks"] == ["count_total", "published_counts", "printed_totals"]
     assert report["profile"]["impl"]["unexplained"] == ["a_lone_fact"]  # one fact, another section: nothing to inherit
-    card = next(c for c in report["checks"] if c["id"] == "published_counts")
-    assert card["likely_cause"].startswith("the numbers it reads fail in their own checks too, for: measured:")
+    cards = {c["id"]: c["likely_cause"] for c in report["checks"]}
+    assert cards["published_counts"].startswith("the other checks of its section fail, for: measured:")  # its section
+    assert cards["printed_totals"].startswith("the numbers it reads fail in their own checks too, for: measured:")

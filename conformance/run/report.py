@@ -85,23 +85,24 @@ def measured_causes(result: CheckResult) -> dict[str, str]:
     return {found["key"]: found["text"] for found in result.descriptions or []}
 
 
-def inherited_causes(failures: list[CheckResult]) -> dict[str, list[CheckResult]]:
+def inherited_causes(failures: list[CheckResult]) -> dict[str, tuple[str, list[CheckResult]]]:
     """For each failure nothing explains that reads several published facts (an aggregate of a section's printed
-    numbers, which no question of its own can diagnose): the failures with a cause that read one of the same facts,
-    else those of its paper section. The aggregate fails for their causes."""
+    numbers, which no question of its own can diagnose): how it is related ("facts" or "section") and the failures
+    with a cause that read one of the same facts, else those of its paper section. The aggregate fails for their
+    causes."""
     explained = [r for r in failures if cause_names(r) or measured_causes(r)]
     found = {}
     for result in failures:
         if result in explained or len(result.facts) < 2:
             continue
-        sources = [s for s in explained if set(s.facts) & set(result.facts)] or \
-            [s for s in explained if s.section == result.section]
-        if sources:
-            found[result.id] = sources
+        same_facts = [s for s in explained if set(s.facts) & set(result.facts)]
+        same_section = [s for s in explained if s.section == result.section]
+        if same_facts or same_section:
+            found[result.id] = ("facts", same_facts) if same_facts else ("section", same_section)
     return found
 
 
-def profile(results: list[CheckResult], inherited: dict[str, list[CheckResult]] | None = None) -> dict:
+def profile(results: list[CheckResult], inherited: dict | None = None) -> dict:
     """The implementation's profile: every deviation the run confirmed with the failures it explains, most first,
     then every measured description with the failures it describes (``kind`` "named" or "measured"), and the
     failures neither explains, so a report with 30 failures says in one line that it has two causes. An aggregate
@@ -112,7 +113,7 @@ def profile(results: list[CheckResult], inherited: dict[str, list[CheckResult]] 
     measured: dict[str, list[str]] = {}
     texts: dict[str, str] = {}
     for result in failures:
-        sources = inherited.get(result.id, [result])
+        sources = inherited[result.id][1] if result.id in inherited else [result]
         for name in sorted({name for source in sources for name in cause_names(source)}):
             explained.setdefault(name, []).append(result.id)
         for key, text in {k: t for source in sources for k, t in measured_causes(source).items()}.items():
@@ -127,15 +128,17 @@ def profile(results: list[CheckResult], inherited: dict[str, list[CheckResult]] 
             "line": profile_line(len(failures), causes, unexplained)}
 
 
-def inherited_cause_line(sources: list[CheckResult]) -> str:
-    """What an aggregate check's card says of its cause: what explains the checks of the same numbers, each cause
-    once with the checks it explains."""
+def inherited_cause_line(related: str, sources: list[CheckResult]) -> str:
+    """What an aggregate check's card says of its cause: what explains the checks of the same numbers (``related``
+    "facts") or of its section ("section"), each cause once with the checks it explains."""
     by_cause: dict[str, list[str]] = {}
     for source in sources:
         by_cause.setdefault(source.likely_cause or "a cause named on the check", []).append(source.id)
     said = "; ".join(f"{cause} ({', '.join(ids[:3])}{' and more' if len(ids) > 3 else ''})"
                      for cause, ids in by_cause.items())
-    return f"the numbers it reads fail in their own checks too, for: {said}"
+    whose = "the numbers it reads fail in their own checks too" if related == "facts" else \
+        "the other checks of its section fail"
+    return f"{whose}, for: {said}"
 
 
 def profile_line(failures: int, causes: list[dict], unexplained: list[str]) -> str:
@@ -202,7 +205,7 @@ def _with_inherited_cause(result: CheckResult, inherited: dict) -> dict:
     """The check as the report keeps it; an aggregate check without a cause of its own says the causes of the checks
     that read the same facts, so that its card agrees with the profile that counts it under them."""
     record = result.as_dict()
-    sources = inherited.get(result.impl, {}).get(result.id)
-    if sources and not record.get("likely_cause"):
-        record["likely_cause"] = inherited_cause_line(sources)
+    related = inherited.get(result.impl, {}).get(result.id)
+    if related and not record.get("likely_cause"):
+        record["likely_cause"] = inherited_cause_line(*related)
     return record
