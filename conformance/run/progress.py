@@ -50,7 +50,8 @@ class ProgressDisplay:
         # when drawn: JAX may be imported only once a check runs
         self.compile_clocks: Callable[[], list] = list
         self._lock = threading.Lock()  # the ticker's thread writes too
-        self._ticking = threading.Event()
+        self._stop_ticking = threading.Event()
+        self._ticker_thread: threading.Thread | None = None
 
     # -- choosing the mode and the stream --------------------------------------------------------
 
@@ -78,14 +79,16 @@ class ProgressDisplay:
 
         if self.enabled:
             training.Progress.sink = self.training_step
-            self._ticking.set()
-            threading.Thread(target=self._ticker, name="progress-ticker", daemon=True).start()
+            self._ticker_thread = threading.Thread(target=self._ticker, name="progress-ticker", daemon=True)
+            self._ticker_thread.start()
         return self
 
     def __exit__(self, *exc) -> None:
         from conformance.judging import training
 
-        self._ticking.clear()
+        if self._ticker_thread is not None:  # ended here, not a second later in whatever runs next
+            self._stop_ticking.set()
+            self._ticker_thread.join()
         if training.Progress.sink == self.training_step:
             training.Progress.sink = None
         if self._owned:
@@ -155,8 +158,7 @@ class ProgressDisplay:
         self.draw()
 
     def _ticker(self) -> None:
-        while self._ticking.is_set():
-            time.sleep(1.0)
+        while not self._stop_ticking.wait(1.0):
             try:
                 self.tick()
             except Exception:  # noqa: BLE001 - progress is optional: a clock that cannot be read shows nothing
