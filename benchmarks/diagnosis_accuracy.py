@@ -192,7 +192,22 @@ def score_heldout(path: str) -> dict:
                         names_ok=lambda named: all(part in accepted for m in named
                                                    for part in (m.get("mutants") or [m["mutant"]]))))
     row["descriptions"] = sorted({d["text"] for c in checks for d in c.get("descriptions") or []})
+    row["statements"] = statements(checks)
     return row
+
+
+def statements(checks: list[dict]) -> dict[str, list[str]]:
+    """Per failing check, everything the report claims of the bug (names, patterns, likely cause, descriptions):
+    what a judge who reads the bug's source, not the diagnosis, decides is a correct statement or not."""
+    said = {}
+    for check in checks:
+        lines = [f"named: {' + '.join(m.get('mutants') or [m['mutant']])}" for m in check.get("diagnosis") or []]
+        lines += [f"pattern: {p if isinstance(p, str) else p.get('text', p)}" for p in check.get("patterns") or []]
+        if check.get("likely_cause"):
+            lines.append(f"likely cause: {check['likely_cause']}")
+        lines += [f"described: {d['text']}" for d in check.get("descriptions") or []]
+        said[check["id"]] = lines
+    return said
 
 
 def score_in_a_process(name: str, script: str, heldout: bool = False) -> dict:
