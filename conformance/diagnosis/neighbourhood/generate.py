@@ -377,12 +377,19 @@ def fingerprint(adapter, battery) -> list:
 
 
 def _digest(answers: list) -> str:
-    """Equal for answers equal to float32's precision (two forms of one computation), on every problem."""
+    """Equal for answers equal to float32's precision (two forms of one computation), on every problem. NaN and
+    -0.0 are made one value first: their sign and payload bits differ between processors' vector paths, so the
+    grouping (and the file) would depend on the machine that wrote it."""
     h = hashlib.sha256()
     with np.errstate(all="ignore"):  # a neighbour's answer beyond float32's range is inf there, as it should be
         for answer in answers:
-            h.update(b"none" if answer is None else str(answer.shape).encode() + answer.astype(np.float32).tobytes())
+            h.update(b"none" if answer is None else str(answer.shape).encode() + _canonical(answer).tobytes())
     return h.hexdigest()[:16]
+
+
+def _canonical(answer: np.ndarray) -> np.ndarray:
+    as_float32 = answer.astype(np.float32) + np.float32(0.0)  # -0.0 + 0.0 is +0.0
+    return np.where(np.isnan(as_float32), np.float32(np.nan), as_float32)
 
 
 def _differs(mine: list, paper: list) -> list[str]:
