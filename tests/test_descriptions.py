@@ -280,3 +280,18 @@ def test_rows_that_are_log_probabilities_are_said_whatever_else_differs():
     probabilities = [np.exp(x) for x in log_probabilities]  # attention weights: the paper's rows sum to 1 too
     assert answer_normalised(SimpleNamespace(mine=probabilities[0], mine_second=probabilities[1],
                                              paper=probabilities[0], paper_second=probabilities[1])) is None
+
+
+def test_a_known_bug_is_named_only_when_it_answers_the_whole_call_as_the_candidate(certify):
+    """Attention that masks what its output reads but returns the map drawn before the mask: its weights are
+    attention_mask_ignored's, its output is the paper's. The bug is not named (it would claim an unmasked output);
+    the weights are described as what they are, said of the weights alone."""
+    run = certify(str(Path(__file__).parent / "adapters" / "attention_map_before_mask.py"), "--no-isolate",
+                  "--no-training", "-k", "attention_matches_formula or masked_weights_are_exactly_zero")
+    failed = [check for check in run.report["checks"] if check["status"] == "failed"]
+    assert {check["id"] for check in failed} == {"attention_matches_formula", "masked_weights_are_exactly_zero"}
+    for check in failed:
+        assert not check.get("diagnosis"), check["diagnosis"]
+        (said,) = check["descriptions"]
+        assert said["text"].startswith("in the attention weights it returns only (its other outputs are the paper's)")
+        assert "the attention mask is not applied" in said["text"]

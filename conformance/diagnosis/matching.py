@@ -150,12 +150,46 @@ def confirmed_matches(candidate, question: Question, tol: Tolerance, *, actual=N
         asked = {bug.name: known_answer(question, bug.candidate, problem, disk_cache=disk_cache) for bug in known}
         first = [(bug, _distance(mine, asked[bug.name])) for bug in known if same(mine, asked[bug.name])]
         confirmed = _confirm(second, first) if first else []
+    whole = _WholeCall(candidate, question, tol, (problem, second.problem))
+    confirmed = [match for match in confirmed if whole.agrees(match)]
     if confirmed:
         return confirmed
     answers = [(bug, asked[bug.name] if bug.name in asked
                 else known_answer(question, bug.candidate, problem, disk_cache=disk_cache)) for bug in known]
-    return combined_matches(second, problem, mine, answers,
-                            profile=_profile(candidate, disk_cache) if profile is None else profile)
+    combined = combined_matches(second, problem, mine, answers,
+                                profile=_profile(candidate, disk_cache) if profile is None else profile)
+    return [match for match in combined if whole.agrees(match)]
+
+
+class _WholeCall:
+    """Where the question asks one part of a call's return (``Question.whole``): does a matched bug return the
+    whole call as the candidate does, on the failing problem and the second? Attention that returns its weights
+    unmasked but masks its output matches attention_mask_ignored on the weights alone: that bug is not this one."""
+
+    def __init__(self, candidate, question: Question, tol: Tolerance, problems):
+        self.candidate, self.question, self.tol, self.problems = candidate, question, tol, problems
+        self._mine = None
+
+    def agrees(self, match: dict) -> bool:
+        if self.question.whole is None:
+            return True
+        known = _catalogue_member(match, self.candidate)
+        if known is None:
+            return True
+        try:
+            if self._mine is None:
+                self._mine = [self.question.ask_whole(self.candidate, problem) for problem in self.problems]
+            theirs = [self.question.ask_whole(known.candidate, problem) for problem in self.problems]
+        except Exception:  # noqa: BLE001 - a whole call that cannot be asked takes nothing from the part's match
+            return True
+        return all(wholes_agree(a, b, self.tol) for a, b in zip(self._mine, theirs, strict=True))
+
+
+def wholes_agree(mine: list, theirs: list, tol: Tolerance, *, leaving: int | None = None) -> bool:
+    """Two whole answers of one call (``Question.ask_whole``) agree part by part (``leaving`` one part out)."""
+    return len(mine) == len(theirs) and all(agrees(a, b, tol) for i, (a, b) in enumerate(zip(mine, theirs,
+                                                                                              strict=True))
+                                            if i != leaving)
 
 
 def offered(candidate, question: Question, tol: Tolerance, matches: list[dict], *,

@@ -24,10 +24,22 @@ class Question:
     probe: Any = None
     tol: Any = None  # the tolerance a match is judged with; None: the failing comparison's
     agree: Callable[[np.ndarray, np.ndarray], bool] | None = None  # instead of ``tol``: a distance of its own
+    # Where ``answer`` is one part of what a call returns (attention's weights, not its output): the whole return
+    # (a tuple), and ``part``: the answer's index in it and its name. A known bug is named only when it answers the
+    # whole call as the candidate does: one that matches the weights but not the output the candidate got right is
+    # another bug.
+    whole: Callable[[Any, Any], Any] | None = None
+    part: tuple[int, str] | None = None
 
     def ask(self, candidate, problem: Any = None) -> np.ndarray:
         """The candidate's answer as float64 (the caller fits the problem into the candidate's configurations)."""
         return np.asarray(self.answer(candidate, self.problem if problem is None else problem), dtype=np.float64)
+
+    def ask_whole(self, candidate, problem: Any) -> list[np.ndarray] | None:
+        """The whole call's answer (``whole``), each part as float64; None where the question has no ``whole``."""
+        if self.whole is None:
+            return None
+        return [np.asarray(part, dtype=np.float64) for part in self.whole(candidate, problem)]
 
     def second(self) -> Any:
         return self.probe if self.probe is not None else probe_of(self.problem)

@@ -104,6 +104,14 @@ def attention_answer(candidate, sizes: LayerSizes, *, cross: bool) -> tuple[np.n
     return candidate.multi_head_attention(query, key, key, weights, sizes.h, keep)
 
 
+def self_attention_whole(candidate, sizes: LayerSizes) -> tuple[np.ndarray, np.ndarray]:
+    return attention_answer(candidate, sizes, cross=False)
+
+
+def cross_attention_whole(candidate, sizes: LayerSizes) -> tuple[np.ndarray, np.ndarray]:
+    return attention_answer(candidate, sizes, cross=True)
+
+
 def self_attention_output(candidate, sizes: LayerSizes) -> np.ndarray:
     return attention_answer(candidate, sizes, cross=False)[0]
 

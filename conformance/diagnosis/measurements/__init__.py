@@ -103,6 +103,7 @@ def describe(candidate, question, tol, *, disk_cache: bool = True) -> list[dict]
         found = formula_differences(asked)
     if not found:  # a formula that reproduces the answer says more than a reading of the answer
         found = read_off()
+    found = [{**d, "text": asked.said_of_the_part(d["text"])} for d in found]
     keys, side = {d["key"] for d in found}, _side(asked.question)
     for name, finding in findings_of(candidate, asked.parts):
         if finding.facts.get("side", side) != side:  # the decoder's reading said of the encoder's memory, or back

@@ -9,6 +9,8 @@ problems, and the paper does not on the second.
 
 from __future__ import annotations
 
+import dataclasses
+import functools
 from dataclasses import dataclass
 
 import numpy as np
@@ -51,6 +53,8 @@ class Asked:
     # why the candidate's answer on the second problem is no evidence of a bug in particular (``degenerate``): a
     # constant; only a measurement that says the part itself is constant (``Knob.facts["constant"]``) describes it
     collapsed: str | None = None
+    tol: object = None  # the failing comparison's: a whole call's answers (``Question.whole``) are judged with it
+    _wholes: dict = dataclasses.field(default_factory=dict)  # the candidate's whole answers, by problem
 
     @classmethod
     def of(cls, candidate, question: Question, tol, *, disk_cache: bool = True) -> Asked | None:
@@ -73,7 +77,7 @@ class Asked:
         if collapsed and not collapsed.startswith(CONSTANT):
             return None  # collapsed there: evidence of no bug in particular
         return cls(candidate, question, same, problem, second, mine, mine_second, theirs, theirs_second,
-                   recorder.called, disk_cache=disk_cache, collapsed=collapsed)
+                   recorder.called, disk_cache=disk_cache, collapsed=collapsed, tol=tol)
 
     # -- the neighbouring formula ---------------------------------------------------------------------
     def reproduces(self, neighbour) -> tuple[float, float] | None:
@@ -85,7 +89,52 @@ class Asked:
         there = known_answer(self.question, neighbour, self.second, disk_cache=self.disk_cache)
         if not self.same(self.mine_second, there) or self.same(there, self.paper_second):
             return None
+        if not self.answers_the_whole_call(neighbour):
+            return None
         return _distance(self.mine, here), _distance(self.mine_second, there)
+
+    def answers_the_whole_call(self, neighbour) -> bool:
+        """Where the question asks one part of a call's return: the neighbour returns the whole call as the
+        candidate does on both problems, or the candidate's other parts are the paper's (``part_only``: then
+        what the neighbour says holds of that part alone; attention that returns its weights unmasked while its
+        output is masked has no mask ignored, only weights returned unmasked)."""
+        from conformance.diagnosis.matching import wholes_agree
+
+        if self.question.whole is None or self.part_only:
+            return True
+        try:
+            pairs = [(self._whole(p), self.question.ask_whole(neighbour, p)) for p in (self.problem, self.second)]
+        except Exception:  # noqa: BLE001 - a whole call that cannot be asked takes nothing from the part's match
+            return True
+        return all(wholes_agree(mine, theirs, self.tol) for mine, theirs in pairs)
+
+    @functools.cached_property
+    def part_only(self) -> str | None:
+        """The name of the asked part (``Question.part``) when the candidate's other parts of the call are the
+        paper's on both problems: a description of this question then holds of that part alone."""
+        from conformance.diagnosis.matching import wholes_agree
+
+        if self.question.whole is None or self.question.part is None:
+            return None
+        index, name = self.question.part
+        reference = paper_for_description(self.candidate)
+        try:
+            same = all(wholes_agree(self._whole(p), self.question.ask_whole(reference, p), self.tol, leaving=index)
+                       for p in (self.problem, self.second))
+        except Exception:  # noqa: BLE001 - unknown: said of the call, as for any question
+            return None
+        return name if same else None
+
+    def _whole(self, problem):
+        if id(problem) not in self._wholes:  # the failing problem or the second (a dict is no key)
+            self._wholes[id(problem)] = self.question.ask_whole(self.candidate, problem)
+        return self._wholes[id(problem)]
+
+    def said_of_the_part(self, text: str) -> str:
+        """A description, said of the one part it holds for where the candidate's other outputs are the paper's."""
+        if not self.part_only:
+            return text
+        return f"in the {self.part_only} it returns only (its other outputs are the paper's): {text}"
 
     def refitted(self, knobs: list) -> list[dict]:
         """One description per knob of the neighbouring formula that reproduces this question's answers, the

@@ -165,7 +165,7 @@ def _reproduces(asked, candidate, second_first: bool) -> tuple[float, float] | N
     if not asked.same(asked.mine_second, there) or asked.same(there, asked.paper_second):
         return None
     here = known_answer(asked.question, candidate, asked.problem, disk_cache=asked.disk_cache)
-    if not asked.same(asked.mine, here):
+    if not asked.same(asked.mine, here) or not asked.answers_the_whole_call(candidate):
         return None
     return _distance(asked.mine, here), _distance(asked.mine_second, there)
 

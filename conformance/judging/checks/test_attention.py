@@ -49,10 +49,11 @@ def probe(size: dict) -> dict:
 
 def attention_question(size, *, masked: bool, dtype: str, which: int, p_keep: float = 0.7) -> Question:
     """The candidate's attention output (``which`` 0) or weights (1) on this problem, for any candidate."""
-    def answer(candidate, size):
-        return candidate.scaled_dot_product_attention(*problem(size, masked, dtype, p_keep))[which]
+    def whole(candidate, size):
+        return candidate.scaled_dot_product_attention(*problem(size, masked, dtype, p_keep))
 
-    return Question(answer, size, probe(size))
+    return Question(lambda candidate, size: whole(candidate, size)[which], size, probe(size), whole=whole,
+                    part=(which, ("attention output", "attention weights")[which]))
 
 
 

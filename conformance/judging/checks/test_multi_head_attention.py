@@ -28,12 +28,13 @@ def assert_matches_oracle(candidate, check, sizes: LayerSizes, *, cross: bool, w
     weights, query, key, keep = questions.attention_problem(sizes, cross=cross)
     out, attn = candidate.multi_head_attention(query, key, key, weights, sizes.h, keep)
     want_out, want_attn = oracle.multi_head_attention(query, key, key, weights, sizes.h, keep)
-    asked = (questions.cross_attention_weights, questions.cross_attention_output) if cross else \
-        (questions.self_attention_weights, questions.self_attention_output)
-    check.close(attn, want_attn, for_candidate(LAYER, candidate),
-                what=f"{what} weights {attn.shape}", ask=Question(asked[0], sizes))
-    check.close(out, want_out, for_candidate(LAYER, candidate),
-                what=f"{what} output {out.shape}", ask=Question(asked[1], sizes))
+    side = "cross" if cross else "self"
+    weights_q, output_q, whole = (getattr(questions, f"{side}_attention_{part}") for part in ("weights", "output",
+                                                                                               "whole"))
+    check.close(attn, want_attn, for_candidate(LAYER, candidate), what=f"{what} weights {attn.shape}",
+                ask=Question(weights_q, sizes, whole=whole, part=(1, "attention weights")))
+    check.close(out, want_out, for_candidate(LAYER, candidate), what=f"{what} output {out.shape}",
+                ask=Question(output_q, sizes, whole=whole, part=(0, "attention output")))
 
 
 @claims.MULTI_HEAD
