@@ -75,6 +75,32 @@ def test_an_operation_is_applied_again_only_to_what_a_formula_returns():
     assert list(operators.again(node, {**context, "returned": set()})) == []
 
 
+def test_a_name_is_added_once_more_only_to_what_a_formula_returns():
+    node = ast.parse("self.layer_norm(x + out, g, b, eps)", mode="eval").body
+    context = {"names": ["x", "out"], "keys": [], "returned": {id(node)}}
+    assert [ast.unparse(new) for new, _ in operators.added(node, context)] == [
+        "self.layer_norm(x + out, g, b, eps) + x", "self.layer_norm(x + out, g, b, eps) + out"]
+    assert list(operators.added(node, {**context, "returned": set()})) == []
+    assert words.change(node, ast.parse("self.layer_norm(x + out, g, b, eps) + x", mode="eval").body, "term",
+                        "_sublayer") == "x (the residual) added once more, to the result"
+
+
+def test_a_negative_number_is_changed_whole_and_an_axis_is_said_as_one():
+    assert {"0", "1", "-2"} <= set(proposals("-1", operators.constant))
+    node = ast.parse("-1", mode="eval").body
+    assert list(operators.constant(node.operand, {"negated": {id(node.operand)}})) == []  # never -1 -> -0
+    form = {"family": "constant", "paper": "_softmax(masked, axis=⟦-1⟧)", "found": "_softmax(masked, axis=⟦0⟧)",
+            "paper_piece": "-1", "found_piece": "0", "formula": "softmax", "words": "0 in place of -1"}
+    assert words.statement(form).startswith("softmax: over axis 0 where the paper reduces over axis -1: computes")
+
+
+def test_softmax_is_confused_with_the_sigmoid():
+    (sigmoid,) = proposals("_softmax(masked, axis=-1)", operators.confusion)
+    assert sigmoid == "1.0 / (1.0 + np.exp(-masked))"
+    assert "the sigmoid" in words.change(ast.parse("_softmax(m, axis=-1)", mode="eval").body,
+                                         ast.parse(sigmoid, mode="eval").body, "confusion", "softmax")
+
+
 # -- the file ---------------------------------------------------------------------------------------------------
 
 

@@ -33,10 +33,15 @@ def _wide(x):
     return x.astype(np.float32) if x.dtype == np.float16 else x
 
 
-def _softmax(scores):
-    scores = scores - scores.max(-1, keepdims=True)
+def _softmax(scores, axis):
+    scores = scores - scores.max(axis, keepdims=True)
     e = np.exp(scores)
-    return e / e.sum(-1, keepdims=True)
+    return e / e.sum(axis, keepdims=True)
+
+
+def _log_softmax(logits, axis):
+    shifted = logits - logits.max(axis, keepdims=True)
+    return shifted - np.log(np.exp(shifted).sum(axis, keepdims=True))
 
 
 def _additive_padding(ids, pad_id, dtype=np.float64):
@@ -244,7 +249,7 @@ class NumpyAdapter:
         return scores if additive is None else scores + additive
 
     def softmax(self, masked):
-        return _softmax(masked)  # over the keys: each query's weights sum to 1
+        return _softmax(masked, axis=-1)  # over the keys: each query's weights sum to 1
 
     def attention_weights(self, scores, additive):
         """softmax(scores + M); a query whose keys are all hidden (0/0) gets weights 0: the suite's convention."""
@@ -349,8 +354,7 @@ class NumpyAdapter:
 
     def label_smoothed_loss(self, logits, targets, epsilon, pad_id):
         logits = _wide(logits)  # float16 in float32: a float16 loss would be off by its own rounding, 2^-11
-        shifted = logits - logits.max(-1, keepdims=True)
-        log_p = shifted - np.log(np.exp(shifted).sum(-1, keepdims=True))
+        log_p = _log_softmax(logits, axis=-1)  # over the vocabulary: each position's probabilities sum to 1
         q = self.smoothed_target(targets, logits.shape[-1], epsilon, pad_id)
         return self.reduce_loss(self.token_losses(q, log_p), targets, pad_id)
 

@@ -45,7 +45,7 @@ ADAPTER_FORMULAS = (
     "embedding_parameters", "output_parameters", "parameter_count",
 )
 MODEL_FORMULAS = ("_embed", "_logits", "encode", "decode", "greedy_decode")
-MODULE_FORMULAS = ("_softmax", "_additive_padding")
+MODULE_FORMULAS = ("_softmax", "_log_softmax", "_additive_padding")
 
 
 def _module():
@@ -155,7 +155,9 @@ def mutations(owner: str, name: str):
     fn = ast.parse(source).body[0]
     names, keys = _scope(fn)
     returned = {id(node.value) for node in ast.walk(fn) if isinstance(node, ast.Return) and node.value is not None}
-    context = {"names": names, "keys": keys, "owner": owner, "returned": returned}
+    negated = {id(node.operand) for node in ast.walk(fn) if isinstance(node, ast.UnaryOp)
+               and isinstance(node.op, ast.USub)}
+    context = {"names": names, "keys": keys, "owner": owner, "returned": returned, "negated": negated}
     skip = _inert(fn)
     nodes = [node for node in ast.walk(fn) if id(node) not in skip and node is not fn]
     for site, node in enumerate(nodes):

@@ -11,11 +11,13 @@ a slip of the hand would put in its place, by family:
 * ``order``: an operation moved across its neighbour (f(g(x)) -> g(f(x))), a residual taken out of or into a
   normalisation, two arguments swapped;
 * ``term``: a term dropped (a + b -> a), duplicated (a + b -> a + 2 b), an operation left out (f(x) -> x), an
-  operator for its mirror (+ for -, * for /, == for !=, & for |);
+  operator for its mirror (+ for -, * for /, == for !=, & for |), a name the formula holds added once more to what
+  it returns (a residual added twice);
 * ``axis``: keepdims flipped, a reduction over another axis; a split's two factors in the other order (a head's
   columns strided, i, i + h, ..., where the paper's are a block), a merge that reads them so;
 * ``confusion``: a function for its usual confusion: mean / sum, the variance with n - 1, sqrt left out or
-  squared, sin / cos, triu / tril, max / min, log / log10 / log2, ReLU / GELU, probabilities for their logarithm.
+  squared, sin / cos, triu / tril, max / min, log / log10 / log2, ReLU / GELU, probabilities for their logarithm,
+  the sigmoid for softmax.
 
 No operator knows what a bug is: a neighbour is kept when it computes something other than the paper's
 formula (``generate.screen``), never because someone named it.
@@ -43,6 +45,7 @@ CONFUSED_FUNCTIONS = {  # np.f / math.f / f -> g
     "log": ("log10", "log2"), "exp": ("exp2",), "max": ("min",), "min": ("max",), "maximum": ("minimum",),
     "minimum": ("maximum",), "isneginf": ("isinf",),
 }
+SOFTMAXES = ("_softmax", "softmax")
 COMPARE_MIRRORS = {ast.Eq: ast.NotEq, ast.NotEq: ast.Eq, ast.Lt: ast.LtE, ast.LtE: ast.Lt, ast.Gt: ast.GtE,
                    ast.GtE: ast.Gt}
 BINOP_MIRRORS = {ast.Add: (ast.Sub,), ast.Sub: (ast.Add,), ast.Mult: (ast.Div,), ast.Div: (ast.Mult,),
@@ -65,9 +68,11 @@ def _number(value) -> bool:
 
 
 def constant(node: ast.AST, context: dict) -> Iterator[tuple[ast.AST, str]]:
-    if not (isinstance(node, ast.Constant) and _number(node.value)):
-        return
-    c = node.value
+    negative = isinstance(node, ast.UnaryOp) and isinstance(node.op, ast.USub) \
+        and isinstance(node.operand, ast.Constant) and _number(node.operand.value)  # -1 is one number: an axis
+    if not (negative or isinstance(node, ast.Constant) and _number(node.value)) or id(node) in context.get("negated", ()):
+        return  # a negated number is changed whole (-1 -> 0), never its digits alone (-1 -> -0)
+    c = -node.operand.value if negative else node.value
     proposals = [0, 1, -c, c + 1, c - 1, 2 * c, c / 2 if isinstance(c, float) or c % 2 else c // 2]
     seen = {c}
     for value in proposals:
@@ -75,7 +80,7 @@ def constant(node: ast.AST, context: dict) -> Iterator[tuple[ast.AST, str]]:
             value = float(value)
         if value not in seen:
             seen.add(value)
-            yield ast.Constant(value), "constant"
+            yield (ast.UnaryOp(ast.USub(), ast.Constant(-value)) if value < 0 else ast.Constant(value)), "constant"
 
 
 SIZES = ("d_model", "d_k", "d_ff", "h", "N")  # the configuration's sizes: a slip reads one for another
@@ -190,6 +195,16 @@ def term(node: ast.AST, context: dict) -> Iterator[tuple[ast.AST, str]]:
         yield copy.deepcopy(node.args[0]), "term"  # the operation left out: f(x, ...) -> x
 
 
+def added(node: ast.AST, context: dict) -> Iterator[tuple[ast.AST, str]]:
+    """A name the formula holds added once more to what it returns: LayerNorm(x + out) -> LayerNorm(x + out) + x
+    (a residual added twice), FFN(x) -> FFN(x) + x (a sublayer that adds its own residual). A name of another
+    shape fails to broadcast or computes nothing like the candidate: the screen and the search leave it."""
+    if id(node) not in context.get("returned", ()) or not isinstance(node, ast.BinOp | ast.Call):
+        return
+    for name in context["names"]:
+        yield ast.BinOp(copy.deepcopy(node), ast.Add(), ast.Name(name, ast.Load())), "term"
+
+
 def again(node: ast.AST, context: dict) -> Iterator[tuple[ast.AST, str]]:
     """An operation of the formula applied once more, to what it returns: f(a) @ W + b -> f(f(a) @ W + b)."""
     if id(node) not in context.get("returned", ()):
@@ -241,6 +256,9 @@ def confusion(node: ast.AST, context: dict) -> Iterator[tuple[ast.AST, str]]:
     if not isinstance(node, ast.Call):
         return
     name, owner = callee(node), _owner(node)
+    if name in SOFTMAXES and node.args and not isinstance(node.args[0], ast.Starred):
+        # the sigmoid for softmax: each weight squashed on its own, not normalised over the keys
+        yield ast.parse(f"1.0 / (1.0 + np.exp(-({ast.unparse(node.args[0])})))", mode="eval").body, "confusion"
     if owner in ("np", "math", None) and name in CONFUSED_FUNCTIONS:
         for other in CONFUSED_FUNCTIONS[name]:
             if (owner == "math" and not hasattr(math, other)) or (owner is None and other not in ("max", "min")):
@@ -269,5 +287,5 @@ def confusion(node: ast.AST, context: dict) -> Iterator[tuple[ast.AST, str]]:
                         f" + 0.044715 * ({ast.unparse(z)}) ** 3)))", mode="eval").body, "confusion"
 
 
-OPERATORS = (constant, variable, order, term, again, axis, confusion)
+OPERATORS = (constant, variable, order, term, added, again, axis, confusion)
 FAMILIES = ("constant", "variable", "order", "term", "axis", "confusion")

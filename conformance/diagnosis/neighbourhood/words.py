@@ -111,6 +111,9 @@ def change(old: ast.AST, new: ast.AST, family: str, formula: str = "") -> str:
         off = " (off by one)" if a is not None and b is not None and abs(a - b) == 1 else ""
         return f"{new_text} in place of {old_text}{off}"
     if family == "term":
+        if isinstance(new, ast.BinOp) and isinstance(new.op, ast.Add) and isinstance(new.right, ast.Name) \
+                and ast.dump(new.left) == ast.dump(old):
+            return f"{role(formula, new.right.id)} added once more, to the result"
         if isinstance(new, ast.Call) and new.args and ast.dump(new.args[0]) == ast.dump(old):
             return f"{_name(new)} applied once more, to the result"
         if isinstance(old, ast.Call) and ast.dump(new) in dumped:
@@ -129,6 +132,9 @@ def change(old: ast.AST, new: ast.AST, family: str, formula: str = "") -> str:
             return f"{mirror} in place of {original}"
         return f"{old_text} becomes {new_text}"
     if family == "confusion":
+        if isinstance(old, ast.Call) and isinstance(new, ast.BinOp):
+            return "the sigmoid 1 / (1 + e^(-x)) in place of softmax: each weight squashed on its own, not normalised" \
+                   " over the axis"
         if isinstance(old, ast.Name) and isinstance(new, ast.Call) and ast.dump(new.args[0]) == ast.dump(old):
             return f"exp({old_text}) in place of {role(formula, old.id)}: probabilities where the paper uses" \
                    " log-probabilities"
@@ -188,5 +194,8 @@ def statement(form: dict) -> str:
     if a is not None and b is not None and a != b and form["family"] != "constant":
         value = f" (= {a:.6g}, the paper's {b:.6g}{_ratio(a, b)})"
     only = f" (only where {form['at']['formula']} calls it: {notation(form['at']['line'])})" if form.get("at") else ""
-    return (f"{where}{form['formula']}: {form.get('words', '')}{value}{only}: computes {found} where the paper"
+    words = form.get("words", "")
+    if form["family"] == "constant" and "axis=⟦" in form["paper"]:  # a reduction's axis, said as one
+        words = f"over axis {form['found_piece']} where the paper reduces over axis {form['paper_piece']}"
+    return (f"{where}{form['formula']}: {words}{value}{only}: computes {found} where the paper"
             f" computes {paper}")
