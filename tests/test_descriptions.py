@@ -295,3 +295,48 @@ def test_a_known_bug_is_named_only_when_it_answers_the_whole_call_as_the_candida
         (said,) = check["descriptions"]
         assert said["text"].startswith("in the attention weights it returns only (its other outputs are the paper's)")
         assert "the attention mask is not applied" in said["text"]
+
+
+def test_what_a_candidate_reads_otherwise_is_generated_from_the_weights_names_and_shapes():
+    from conformance.diagnosis.measurements.misread import misreadings
+
+    weights = {f"decoder.{i}.{name}": np.zeros(shape) for i in range(2) for name, shape in (
+        ("norm2.gamma", (4,)), ("norm2.beta", (4,)), ("norm3.gamma", (4,)), ("norm3.beta", (4,)),
+        ("self_attn.W_Q", (4, 4)), ("self_attn.W_K", (4, 4)), ("ffn.W1", (4, 8)))}
+    weights["E"] = np.arange(24.0).reshape(6, 4)
+    found = {m.key: m for m in misreadings(weights, special_ids=(0,), model=True)}
+    swap = found["swap:decoder.norm2|norm3"]
+    assert swap.text == "reads norm3's weights where the paper reads norm2's, and norm2's where it reads norm3's in" \
+                        " every decoder layer"
+    marked = {**weights, "decoder.1.norm2.gamma": np.ones(4)}
+    swapped = swap.weights(marked)
+    assert (swapped["decoder.1.norm3.gamma"] == 1).all() and (swapped["decoder.1.norm2.gamma"] == 0).all()
+    assert "swap:decoder.self_attn.W_K|self_attn.W_Q" in found and "transpose:decoder.self_attn.W_Q" in found
+    assert "swap:decoder.norm2.beta|norm2.gamma" in found  # gamma and beta of one norm
+    assert not any(key.startswith("transpose:decoder.ffn.W1") for key in found)  # not square
+    assert (found["zero_row:E[0]"].weights(weights)["E"][0] == 0).all()
+    read = found["reshape:E"].weights(weights)["E"]
+    assert (read.T == weights["E"].reshape(4, 6)).all()  # the paper's E^T is then the candidate's reshape
+    assert {"inputs:source_reversed", "inputs:target_reversed"} <= set(found)
+
+
+def test_weights_read_the_other_way_round_are_said_as_such(certify):
+    """Two LayerNorms' weights swapped in an encoder layer: no formula of the paper's neighbourhood reproduces it,
+    the paper handed the weights swapped does."""
+    run = certify(str(Path(__file__).parent / "adapters" / "encoder_norms_swapped.py"), "--no-isolate",
+                  "--no-training", "-k", "encoder_layer_matches_reference")
+    (check,) = [c for c in run.report["checks"] if c["id"] == "encoder_layer_matches_reference"]
+    (said,) = check["descriptions"]
+    assert said["measurement"] == "misread"
+    assert said["text"] == "reads norm2's weights where the paper reads norm1's, and norm1's where it reads norm2's"
+
+
+def test_a_float64_candidate_is_judged_against_the_float64_paper(certify):
+    """Multi-head attention whose output is the paper's and whose map is transposed: on a question about its output
+    the float32 reference differed from it by its own rounding, so every float64 known bug that leaves attention
+    alone 'matched'. Against the float64 paper nothing is named."""
+    run = certify(str(Path(__file__).parent / "adapters" / "mha_weights_transposed.py"), "--no-isolate",
+                  "--no-training", "-k", "masking_keys_equals_removing_them or self_attention_matches_reference")
+    failed = [c for c in run.report["checks"] if c["status"] == "failed"]
+    assert {c["id"] for c in failed} == {"masking_keys_equals_removing_them", "self_attention_matches_reference"}
+    assert all(not c.get("diagnosis") for c in failed), [c["diagnosis"] for c in failed]

@@ -88,6 +88,7 @@ def describe(candidate, question, tol, *, disk_cache: bool = True) -> list[dict]
     asked = Asked.of(candidate, question, tol, disk_cache=disk_cache)
     if asked is None:
         return []
+    from conformance.diagnosis.measurements.misread import misread_weights
     from conformance.diagnosis.neighbourhood.search import formula_differences
 
     def read_off():
@@ -101,6 +102,8 @@ def describe(candidate, question, tol, *, disk_cache: bool = True) -> list[dict]
         found = read_off() or formula_differences(asked)
     if not found:  # a neighbour of the paper's formulas, generated, confirmed on a third problem
         found = formula_differences(asked)
+    if not found:  # the paper's formulas on the weights or inputs as the candidate reads them
+        found = misread_weights(asked)
     if not found:  # a formula that reproduces the answer says more than a reading of the answer
         found = read_off()
     found = [{**d, "text": asked.said_of_the_part(d["text"])} for d in found]

@@ -157,17 +157,10 @@ class Asked:
 
 
 def paper_for_description(candidate):
-    """The paper's answers a description is judged against: the NumPy implementation's (float64) for a float64
-    candidate, whose right answer the float32 reference's rounding would call wrong; else the reference's (in the
-    candidate's half dtype)."""
-    from conformance.diagnosis.catalogue import catalogue_dtype, numpy_paper, paper
+    """The paper's answers a description is judged against: the same as a name's (``matching.paper_for``)."""
+    from conformance.diagnosis.matching import paper_for
 
-    dtype = catalogue_dtype(candidate)
-    if dtype is not None:
-        return paper(dtype)
-    if getattr(candidate.conventions, "dtype", None) == "float64" and numpy_paper() is not None:
-        return numpy_paper()
-    return paper()
+    return paper_for(candidate)
 
 
 _NEIGHBOURS: dict = {}

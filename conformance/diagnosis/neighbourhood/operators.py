@@ -70,8 +70,10 @@ def _number(value) -> bool:
 def constant(node: ast.AST, context: dict) -> Iterator[tuple[ast.AST, str]]:
     negative = isinstance(node, ast.UnaryOp) and isinstance(node.op, ast.USub) \
         and isinstance(node.operand, ast.Constant) and _number(node.operand.value)  # -1 is one number: an axis
-    if not (negative or isinstance(node, ast.Constant) and _number(node.value)) or id(node) in context.get("negated", ()):
+    if id(node) in context.get("negated", ()):
         return  # a negated number is changed whole (-1 -> 0), never its digits alone (-1 -> -0)
+    if not (negative or isinstance(node, ast.Constant) and _number(node.value)):
+        return
     c = -node.operand.value if negative else node.value
     proposals = [0, 1, -c, c + 1, c - 1, 2 * c, c / 2 if isinstance(c, float) or c % 2 else c // 2]
     seen = {c}

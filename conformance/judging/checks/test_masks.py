@@ -380,9 +380,17 @@ def keys_removed(sizes):
     return weights, query, memory, keep_masks(rng, (sizes.B, sizes.S), p_keep=0.6)
 
 
-def keys_masked_output(candidate, sizes):
+def keys_masked(candidate, sizes):
     weights, query, memory, key_keep = keys_removed(sizes)
-    return candidate.multi_head_attention(query, memory, memory, weights, sizes.h, key_padding(key_keep, sizes.T))[0]
+    return candidate.multi_head_attention(query, memory, memory, weights, sizes.h, key_padding(key_keep, sizes.T))
+
+
+def keys_masked_output(candidate, sizes):
+    return keys_masked(candidate, sizes)[0]
+
+
+def keys_masked_weights(candidate, sizes):
+    return keys_masked(candidate, sizes)[1]
 
 
 @claims.MASKED_WEIGHTS_ZERO
@@ -393,11 +401,12 @@ def test_masking_keys_equals_removing_them(candidate, check, sizes, data):
     """Attention with some keys masked equals attention over the kept keys alone (K and V shortened)."""
     weights, query, memory, key_keep = keys_removed(sizes)
     out, attn = candidate.multi_head_attention(query, memory, memory, weights, sizes.h, key_padding(key_keep, sizes.T))
-    ask = Question(keys_masked_output, sizes)
+    ask_output = Question(keys_masked_output, sizes, whole=keys_masked, part=(0, "attention output"))
+    ask_weights = Question(keys_masked_weights, sizes, whole=keys_masked, part=(1, "attention weights"))
     for b in range(sizes.B):
         kept = memory[b: b + 1, key_keep[b]]
         alone_out, alone_attn = candidate.multi_head_attention(query[b: b + 1], kept, kept, weights, sizes.h, None)
         check.close(out[b], alone_out[0], for_candidate(LAYER, candidate),
-                    what=f"row {b}: masked vs keys removed, output", ask=ask)
+                    what=f"row {b}: masked vs keys removed, output", ask=ask_output)
         check.close(attn[b][..., key_keep[b]], alone_attn[0], for_candidate(LAYER, candidate),
-                    what=f"row {b}: masked vs keys removed, weights of the kept keys", ask=ask)
+                    what=f"row {b}: masked vs keys removed, weights of the kept keys", ask=ask_weights)
