@@ -2,7 +2,8 @@
 
 ``value(id)`` is the number as the lesson prints it; ``tolerance(id)`` is half a unit of its last
 printed digit. A check reads a fact through ``check.published(id)``, which records it: the report's
-"published numbers reproduced" line counts the facts read by checks that passed.
+"published numbers reproduced" line counts the facts the checks read and found reproduced, out of the facts a
+candidate is asked for (``asked_ids``: the reproducible ones but those marked ``not_asked``, with the reason why).
 """
 
 from __future__ import annotations
@@ -22,13 +23,31 @@ def default_path() -> Path:
     return Path(conformance.fixtures.__file__).parent / "published.toml"
 
 
-def load_facts(path: str | Path | None = None) -> list[dict]:
-    """The facts of ``published.toml`` (or of ``path``), refusing an unknown schema."""
+def load(path: str | Path | None = None) -> dict:
+    """``published.toml`` (or ``path``) whole, refusing an unknown schema."""
     with open(path or default_path(), "rb") as handle:
         data = tomllib.load(handle)
     if data.get("schema_version") != 1:
         raise ValueError(f"unsupported schema_version {data.get('schema_version')!r}")
-    return data["fact"]
+    return data
+
+
+def load_facts(path: str | Path | None = None) -> list[dict]:
+    """The facts of ``published.toml`` (or of ``path``)."""
+    return load(path)["fact"]
+
+
+@functools.cache
+def not_asked_reasons() -> dict[str, str]:
+    """Why no candidate can be asked for a reproducible fact marked ``not_asked``: its key -> the reason."""
+    return load()["not_asked_reasons"]
+
+
+@functools.cache
+def asked_ids() -> frozenset[str]:
+    """The facts a candidate is asked for: the reproducible ones, but those no candidate can reproduce."""
+    return frozenset(fact_id for fact_id, entry in facts().items()
+                     if entry["reproducible"] and "not_asked" not in entry)
 
 
 @functools.cache
@@ -46,6 +65,15 @@ def fact(fact_id: str) -> dict:
 def value(fact_id: str):
     """The number as printed. A check asks ``check.published(fact_id)`` instead, which also records the use."""
     return fact(fact_id)["value"]
+
+
+def bound(fact_id: str):
+    """The value with its symbolic sizes bound: ``[1, 4, "n", 16]`` with ``args.n = 5`` is ``[1, 4, 5, 16]``."""
+    entry = fact(fact_id)
+    args, value = entry.get("args", {}), entry["value"]
+    if isinstance(value, list):
+        return [args.get(item, item) if isinstance(item, str) else item for item in value]
+    return value
 
 
 def of_kind(verify: str, *, reproducible: bool = True) -> list[dict]:
