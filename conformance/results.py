@@ -57,6 +57,7 @@ class CheckResult:
     patterns: list[str] = field(default_factory=list)  # structural patterns the probe found (diagnosis.PATTERNS)
     descriptions: list[dict] = field(default_factory=list)  # what was measured where no known bug matches
     facts: list[str] = field(default_factory=list)  # ids of the published facts the check compared against
+    facts_missed: list[str] = field(default_factory=list)  # those it compared and found not reproduced, named
     claim: dict | None = None  # {source: paper | lesson | convention, text, where}: what the verdict rests on
     examples: dict | None = None  # property checks: {ran, skipped, reasons}: examples run, and skipped as unsupported
     deviation: dict | None = None  # {name, reason, confirmed}: the declared deviation a non-passing check matches

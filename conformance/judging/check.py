@@ -12,6 +12,7 @@ replay of a failing example is explained, not every shrinking step.
 from __future__ import annotations
 
 from collections.abc import Callable
+from dataclasses import dataclass
 
 import numpy as np
 
@@ -32,6 +33,15 @@ def reporting() -> bool:
         return True
 
 
+@dataclass(frozen=True)
+class Holds:
+    """What a published statement ("permutation-equivariant", "does not depend on d_model") came to on the candidate,
+    for ``Check.published_values``: whether it holds there, and what was measured."""
+
+    holds: bool
+    measured: str
+
+
 class Check:
     def __init__(self, candidate=None, *, diagnose: bool = True, disk_cache: bool = True, check_id: str | None = None):
         self.candidate, self.diagnose, self.check_id = candidate, diagnose, check_id
@@ -39,6 +49,7 @@ class Check:
         self.measurements: list[dict] = []
         self.data: dict = {}
         self.facts: set[str] = set()  # the published facts this check compared against
+        self.missed: set[str] = set()  # those of them it found not reproduced (``published_values`` names each)
 
     def __repr__(self) -> str:  # hypothesis prints the arguments of a failing example
         return f"check({len(self.measurements)} comparisons so far)"
@@ -113,15 +124,25 @@ class Check:
     def published_values(self, pairs, *, what: str, floor: Tolerance | None = None) -> None:
         """``pairs``: (fact_id, got) or (fact_id, got, floor), each compared with the published value at half a
         unit of its last printed digit (or ``floor``, when the value is read back through inexact arithmetic
-        and that is the looser); then one failure naming every fact that differs."""
+        and that is the looser), or (fact_id, Holds(...)) for a statement; then one failure naming every fact that
+        differs."""
         __tracebackhide__ = True
         failures = []
         for fact_id, got, *own_floor in pairs:
+            if isinstance(got, Holds):
+                self.published(fact_id)
+                if not got.holds:
+                    self.missed.add(fact_id)
+                    failures.append(f"{what} [{fact_id}, {published.cite(fact_id)}]: "
+                                    f"{published.fact(fact_id)['printed']!r} does not hold: {got.measured}")
+                continue
             try:
-                self.close(np.asarray(got, dtype=np.float64), np.asarray(self.published(fact_id), dtype=np.float64),
+                self.published(fact_id)
+                self.close(np.asarray(got, dtype=np.float64), np.asarray(published.bound(fact_id), dtype=np.float64),
                            _looser(fact_id, own_floor[0] if own_floor else floor, self._dtype()),
                            what=f"{what} [{fact_id}, {published.cite(fact_id)}]")
             except AssertionError as exc:
+                self.missed.add(fact_id)
                 failures.append(str(exc).splitlines()[0] + f" (got {fmt_values(got)},"
                                 f" published {published.fact(fact_id)['printed']!r})")
         if failures:

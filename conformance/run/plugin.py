@@ -466,6 +466,7 @@ def _classify(item, call, candidate) -> CheckResult:
     recorder = item.stash.get(_recorder_key, None)
     if recorder:
         result.facts = sorted(recorder.facts)
+        result.facts_missed = sorted(recorder.missed)
         result.measurements = recorder.measurements
         margins = [m["margin"] for m in recorder.measurements if m.get("margin") is not None]
         result.margin = max(margins) if margins else None
