@@ -16,9 +16,10 @@ from hypothesis import strategies as st
 
 from conformance.boundary.isolation.frameworks import cast
 from conformance.diagnosis import PROBE_SEED, Question
+from conformance.judging.check import Holds
 from conformance.paper import claims, formulas
 from conformance.problems.scenarios import keep_masks, seeds
-from conformance.tolerances import ELEMENTWISE, LAYER, for_candidate
+from conformance.tolerances import ELEMENTWISE, LAYER, Tolerance, for_candidate, half
 
 SECTION = "§3.2.1 Scaled dot-product attention"
 pytestmark = pytest.mark.requires("scaled_dot_product_attention")
@@ -116,3 +117,67 @@ def test_fully_masked_row_gives_zero_weights_and_output(candidate, check, rng):
                 what="weights of the fully masked row")
     check.close(out[0, 1], np.zeros(5), for_candidate(ELEMENTWISE, candidate), what="output of the fully masked row")
     # The other rows are attention_matches_formula's claim (the paper's); this convention judges this row only.
+
+
+# -- Every printed number of "Vanilla Transformer"'s single head: its shapes, its scale, its mask
+# One head of the base model (d_k = d_v = 64), and a V of 32 columns: "d_v need not equal d_k".
+SINGLE_HEAD = {"Lq": 4, "Lkv": 3, "d_k": 64, "d_v": 32}
+
+# The scale read back through the log of the ratio of two float weights: ~1e-7 relative in float32, 1e-5 leaves a
+# factor 100 and is far below sqrt(d_k) against d_k (a factor 8). In half precision each weight is off by 2u.
+SCALE_READ_BACK = {"float32": Tolerance(1e-5, 0.0, "scale read back through log(w0 / w1) of float32 weights"),
+                   "float64": Tolerance(1e-5, 0.0, "scale read back through log(w0 / w1) of float weights"),
+                   **half(4, "weights read back through log(w0 / w1)")}
+
+
+@claims.ATTENTION
+def test_published_attention_numbers(candidate, check):
+    """One head: softmax(Q K^T) V is L_q x d_v, with d_v = 32 as well as d_k = 64; the scores divided by
+    sqrt(d_k) = 8; M adds 0 where allowed (the rest stays a softmax) and -inf where forbidden (weight exactly 0)."""
+    dtype = candidate.conventions.dtype
+    rng = np.random.default_rng(2017)
+    q, k, v = (cast(rng.normal(0, 1, shape), dtype) for shape in ((1, SINGLE_HEAD["Lq"], SINGLE_HEAD["d_k"]),
+                                                                    (1, SINGLE_HEAD["Lkv"], SINGLE_HEAD["d_k"]),
+                                                                    (1, SINGLE_HEAD["Lkv"], SINGLE_HEAD["d_v"])))
+    shape, Lq, d_v = raw_attention(candidate, q, k, v, None)[0].shape, SINGLE_HEAD["Lq"], SINGLE_HEAD["d_v"]
+    check.published_values([
+        ("vanilla.general.output_shape", Holds(shape == (1, Lq, d_v), f"output {shape} for L_q = {Lq}, d_v = {d_v}")),
+        ("vanilla.general.dk_ne_dv", as_formula(candidate, (q, k, v, None), "d_k = 64, d_v = 32")),
+        ("vanilla.scale_by_d_k", score_divisor(candidate, SINGLE_HEAD["d_k"]),
+         for_candidate(SCALE_READ_BACK, candidate)),
+        ("vanilla.mask.values", as_formula(candidate, (q, q, q, np.tril(np.ones((1, 4, 4), bool))), "a causal mask",
+                                           masked_exactly_zero=True)),
+    ], what="one attention head")
+
+
+def raw_attention(candidate, q, k, v, keep) -> tuple[np.ndarray, np.ndarray]:
+    """(output, weights) as the candidate returns them, in float64: a wrong shape is its answer, not an error."""
+    c = candidate
+    out, weights = c.expect_pair(c.call("scaled_dot_product_attention", c.adapter, c.cast(q), c.cast(k), c.cast(v),
+                                        c.to_mask(keep)), "scaled_dot_product_attention")
+    return np.asarray(out, np.float64), np.asarray(weights, np.float64)
+
+
+def as_formula(candidate, problem, where: str, *, masked_exactly_zero: bool = False) -> Holds:
+    """The candidate's output and weights on ``problem`` = (q, k, v, keep) equal the formula's (and its masked weights
+    are exactly 0)."""
+    got, want = raw_attention(candidate, *problem), formulas.attention(*problem)
+    if [a.shape for a in got] != [w.shape for w in want]:
+        return Holds(False, f"with {where}: output {got[0].shape} and weights {got[1].shape}, the formula's"
+                            f" {want[0].shape} and {want[1].shape}")
+    tol = for_candidate(LAYER, candidate)
+    worst = max(float((np.abs(a - w) - tol.allowed(np.abs(w))).max()) for a, w in zip(got, want, strict=True))
+    leaked = float(np.abs(got[1][~problem[3]]).max()) if masked_exactly_zero else 0.0
+    return Holds(worst <= 0 and leaked == 0.0, f"with {where}: output and weights off the formula's by up to"
+                 f" {worst:+.3g} beyond the tolerance" + (f", masked weights up to {leaked:.3g}" if masked_exactly_zero
+                                                          else ""))
+
+
+def score_divisor(candidate, d_k: int) -> float:
+    """What the candidate divides Q K^T by: one query q = 4 e_0 against keys 4 e_0 and 0 scores 16 / s and 0, so
+    s = 16 / log(w0 / w1)."""
+    q, k, v = np.zeros((1, 1, d_k)), np.zeros((1, 2, d_k)), np.ones((1, 2, 1))
+    q[0, 0, 0] = k[0, 0, 0] = 4.0
+    w = raw_attention(candidate, q, k, v, None)[1].reshape(-1)
+    with np.errstate(divide="ignore", invalid="ignore"):
+        return float(16.0 / np.log(w[0] / w[1])) if w.size == 2 else float("nan")

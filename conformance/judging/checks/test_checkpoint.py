@@ -160,25 +160,42 @@ def decoded_ids(candidate, src) -> np.ndarray:
 
 
 @claims.TRAINED_EXAMPLE
-@pytest.mark.requires(*LOADED_MODEL, "model.greedy_decode")
+@pytest.mark.requires(*LOADED_MODEL, "model.greedy_decode", "model.forward")
 @pytest.mark.judges("model.greedy_decode")
 def test_trained_checkpoint_decodes_like_the_reference(candidate, check):
-    """Greedy decoding with the trained weights: "c a b e d" gives "d e b a c </s>" (as in the lesson),
-    and every sequence of the stored batch gives the reference's tokens."""
+    """Greedy decoding with the trained weights: "c a b e d" gives "d e b a c </s>" (as in the lesson), as does one
+    forward pass on the answer shifted right (teacher forcing), and every sequence of the stored batch gives the
+    reference's tokens."""
     stored, names = outputs(), training.token_names(CONFIG)
     example = decoded_ids(candidate, stored["example_src"])
-    # Printed three times: the task, the diagram's next tokens, the rows of the cross-attention chart.
+    # Printed five times: the task, the diagram's target so far and its next tokens, the rows of the cross-attention
+    # chart; and the explorer's decoder input, the same answer shifted right behind <s>.
     published_output = check.published("toy.task.example").split() + ["</s>"]
-    assert published_output == check.published("diagram.next_tokens").split() \
-        == check.published("cross_chart.rows_write").split(), "fixtures/published.toml disagrees with itself"
+    assert published_output == check.published("diagram.tgt_ids.tokens").split() + ["</s>"] \
+        == check.published("diagram.next_tokens").split() == check.published("cross_chart.rows_write").split(), \
+        "fixtures/published.toml disagrees with itself"
+    shifted_right = check.published("explorer.step10.tokens")
+    assert shifted_right == check.published("toy_run.teacher_forcing"), "fixtures/published.toml disagrees with itself"
     spelled = " ".join(names[int(i)] for i in np.asarray(example)[0][: len(published_output)])
     ask = Question(decoded_ids, stored["batch_src"], probe=WithRoom(fresh_batch(PROBE_BATCH).src), tol=EXACT)
     check.claim(spelled == " ".join(published_output),
                 f"greedy decoding of c a b e d with the trained weights gave {spelled} (if the logits differ too,"
                 " trained_checkpoint_outputs_match_golden says where)", ask=ask,
                 expected=" ".join(published_output), actual=spelled)
+    # teacher forcing: given the whole answer shifted right at once, every position predicts the next token
+    taught = teacher_forced(candidate, stored["example_src"], [names.index(token) for token in shifted_right])
+    said = " ".join(names[int(i)] for i in taught)
+    check.claim(said == " ".join(published_output),
+                f"fed the answer shifted right ({' '.join(shifted_right)}) at once, the trained model predicts {said}"
+                " [explorer.step10.tokens, toy_run.teacher_forcing]", expected=" ".join(published_output), actual=said)
     check.close(decoded_ids(candidate, stored["batch_src"]), stored["batch_greedy"], EXACT,
                 what=f"greedy token ids of the stored batch {stored['batch_src'].shape}", ask=ask)
+
+
+def teacher_forced(candidate, src, tgt_in: list[int]) -> np.ndarray:
+    """The trained model's most likely token at every position of one forward pass on ``tgt_in``."""
+    logits = trained_model(candidate).forward(np.asarray(src)[:1], np.array([tgt_in]))
+    return np.asarray(logits)[0].argmax(-1)
 
 
 def record_attention(check, got: dict, stored: dict) -> None:

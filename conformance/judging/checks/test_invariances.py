@@ -171,6 +171,7 @@ def test_encoder_layer_is_permutation_equivariant(candidate, check, sizes, data)
     """An encoder layer is permutation-equivariant: permuting x and its mask permutes the output alike.
 
     No positional encoding enters a layer, and the encoder has no order-dependent mask."""
+    check.published("vanilla.permutation_equivariant")  # the claim this property states, for the candidate
     weights, x, keep = questions.encoder_layer_problem(sizes)
     order = np.asarray(data.draw(st.permutations(range(sizes.S)), label="permutation"))
     out = candidate.encoder_layer(x, weights, sizes.h, sizes.eps, keep)

@@ -101,7 +101,9 @@ def test_published_layer_norm_example(candidate, check):
                                   "layernorm.example.squared_deviations")]
     means_line, *output_lines = published.listing_lines("layer norm")  # "3.0 3.5", then the normalised row twice
     check.published_values(
+        # x4 twice: the normalised 6, and the hand check's "3 / 1.871" (the printed 1.604 is the exact 3 / sqrt(3.5))
         [("layernorm.example.x1", got[0]), ("layernorm.example.x4", got[3]),
+         ("layernorm.example.x4.hand_division", got[3]),
          *((line, got) for line in output_lines), *statistics, (means_line, [mean, sigma**2 - 1e-5], read_back)],
         what="LayerNorm(1, 2, 3, 6), and the mean and variance it used",
     )

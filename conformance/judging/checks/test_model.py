@@ -17,7 +17,7 @@ import numpy as np
 import pytest
 from hypothesis import given
 
-from conformance.config import ModelConfig, base_config
+from conformance.config import ModelConfig, base_config, toy_config
 from conformance.diagnosis import PROBE_SEED, Question, find_structure
 from conformance.diagnosis.localise import locate_forward
 from conformance.paper import claims
@@ -33,7 +33,7 @@ from conformance.problems.scenarios import (
     token_ids,
     trailing_keep,
 )
-from conformance.tolerances import MODEL, Tolerance, for_candidate, visible
+from conformance.tolerances import MODEL, Tolerance, for_candidate, half, visible
 
 SECTION = "§3.4 Embeddings and softmax"
 
@@ -250,3 +250,72 @@ def test_greedy_decoding_stops_at_the_end_token_then_pads(candidate, check, requ
                     f"row {b} stopped after {len(row)} tokens without </s> (max_len {sizes.T}): decoding goes on"
                     " until every row has produced </s>", ask=greedy_question(sizes),
                     expected=f"{sizes.T} tokens", actual=str(row.tolist()))
+
+
+# -- The embedded inputs the lessons print: their shapes and the factor sqrt(d_model), read off the model itself
+def quiet_weights(config: ModelConfig, first: dict[int, np.ndarray]) -> dict[str, np.ndarray]:
+    """Weights whose every sublayer adds 0 (W_O, b_O, W2, b2 zero; gamma 1, beta 0), so that each layer only normalises
+    what enters it, with E's rows ``first`` set: the memory is then LayerNorm(sqrt(d_model) E[src] + PE) and the
+    logits LayerNorm(sqrt(d_model) E[tgt_in] + PE) E^T."""
+    weights = model_weights(config, np.random.default_rng(config.d_model))
+    for name, value in weights.items():
+        leaf = name.rsplit(".", 1)[-1]
+        if leaf in ("W_O", "b_O", "W2", "b2", "beta", "gamma"):
+            weights[name] = np.full_like(value, 1.0 if leaf == "gamma" else 0.0)
+    for token, row in first.items():
+        weights["E"][token] = row
+    return weights
+
+
+def embedded_inputs(candidate, config: ModelConfig, src, tgt_in) -> dict:
+    """The source and target embeddings as the candidate's model makes them, at position 0 where PE = (0, 1, 0, 1,
+    ...): with E[src_0] = E[<s>] = u (mean 0, orthogonal to PE(0)'s pattern p) and E[</s>] = p, a layer that only
+    normalises keeps s u + p in proportion, so the scale s is a ratio of two projections of the memory's first row,
+    and of two logits of the first position. Also the memory's shape: the embedded source's."""
+    d = config.d_model
+    u = 0.1 * np.tile([1.0, 1.0, -1.0, -1.0], d // 4 + 1)[:d]
+    p = np.tile([-0.5, 0.5], d // 2)  # PE(0) less its mean
+    model = loaded_model(candidate, config, quiet_weights(config, {src[0][0]: u, config.bos_id: u, config.eos_id: p}))
+    memory = np.asarray(model.encode(np.array(src)), np.float64)
+    logits = np.asarray(model.forward(np.array(src), np.array(tgt_in)), np.float64)[0, 0]
+    with np.errstate(divide="ignore", invalid="ignore"):
+        source = (memory[0, 0] @ u / (u @ u)) / (memory[0, 0] @ p / (p @ p))
+        target = (logits[config.bos_id] / (u @ u)) / (logits[config.eos_id] / (p @ p))
+    return {"shape": memory.shape, "source_scale": float(source), "target_scale": float(target)}
+
+
+# The explorer ("c a b e d", decoder input "<s> d e b a c"), the guided practice's 7 letters (toy model) and
+# "[I, love, you]" in the base model (one layer of each stack and V = 30,000, as "Vanilla Transformer" sizes it).
+EMBEDDED = {
+    "explorer": (toy_config(), [[5, 3, 4, 7, 6]], [[1, 6, 7, 4, 3, 5]]),
+    "practice": (toy_config(), [[3, 4, 5, 6, 7, 8, 9]], [[1, 9, 8, 7, 6, 5, 4, 3]]),
+    "base": (base_config(N=1, src_vocab=30000, tgt_vocab=30000), [[21, 135, 48]], [[1, 4021, 5135, 6048]]),
+}
+# A scale read back as a ratio of projections of float32 outputs through N LayerNorms: ~1e-6 relative; 1e-4 leaves
+# a factor 100, far below an unscaled embedding (a factor 8) or d_model^0.25 (a factor 2.8). Half precision: 16u.
+SCALE_READ_BACK = {"float32": Tolerance(1e-4, 0.0, "scale read back from float32 outputs through LayerNorm"),
+                   "float64": Tolerance(1e-4, 0.0, "scale read back from float outputs through LayerNorm"),
+                   **half(16, "outputs read back through LayerNorm")}
+
+
+@claims.EMBEDDING
+@pytest.mark.requires(*LOADED_MODEL, "model.encode", "model.forward")
+def test_published_embedded_inputs(candidate, check):
+    """The source after embedding, x 8 and + PE: (1, 5, 64) for c a b e d, (1, 7, 64) in the practice, (S, 512) =
+    (3, 512) for [I, love, you]; the factor sqrt(d_model): 8 in the encoder and the decoder of the toy, sqrt(512) =
+    22.6 in the base model."""
+    seen = {name: embedded_inputs(candidate, candidate.fit(config), src, tgt_in)
+            for name, (config, src, tgt_in) in EMBEDDED.items()}
+    check.record("embedded_inputs", seen)
+    scale = for_candidate(SCALE_READ_BACK, candidate)
+    explorer, base = seen["explorer"], seen["base"]
+    check.published_values([
+        *((fact_id, explorer["shape"]) for fact_id in ("explorer.step2.shape", "explorer.step3.shape",
+                                                       "explorer.step4.shape", "diagram.src_embedded.shape")),
+        ("practice.source_embedded", seen["practice"]["shape"]),
+        ("vanilla.x_emb.shape", base["shape"][1:]), ("vanilla.pe.shape", base["shape"][1:]),  # unbatched there
+        *((fact_id, explorer["source_scale"], scale) for fact_id in ("explorer.step3.factor",
+                                                                     "diagram.embedding.scale")),
+        ("diagram.decoder.scale", explorer["target_scale"], scale),
+        ("vanilla.x_emb.scale", base["source_scale"], scale),
+    ], what="embedded inputs")

@@ -7,6 +7,7 @@ output matrix, 234,304 for the toy and 76,906,496 for the German variant; the pa
 formulas have no biases, which removes 36,864.
 """
 
+import numpy as np
 import pytest
 from hypothesis import given
 from hypothesis import strategies as st
@@ -112,6 +113,55 @@ def test_model_has_no_parameters_beyond_the_paper(candidate, check):
                 expected="no parameter without a canonical name", actual=listed or "none")
 
 
+# The base model's sizes (d_model 512, h 8, d_ff 2,048) with one layer of each stack and 13 tokens: a layer's parts do
+# not depend on N or on the vocabulary, and a table of 37,000 x 512 would only cost time.
+ONE_LAYER = {"base": base_config(N=1, src_vocab=13, tgt_vocab=13),
+             "german": german_config(N=1, src_vocab=13, tgt_vocab=13)}
+
+
+def counted_by_part(weights: dict) -> dict:
+    """The parameters of the first encoder and decoder layer of a model's canonical weights, by part, and how many
+    attentions and LayerNorms each layer holds."""
+    def size(prefix: str) -> int:
+        return sum(int(np.size(value)) for name, value in weights.items() if name.startswith(prefix))
+
+    def sublayers(stack: str) -> set[str]:
+        return {name.split(".")[2] for name in weights if name.startswith(f"{stack}.0.")}
+
+    parts = [(len({s for s in sublayers(stack) if s.endswith("attn")}), len({s for s in sublayers(stack)
+                                                                             if s.startswith("norm")}))
+             for stack in ("encoder", "decoder")]
+    return {"attention": size("encoder.0.self_attn."), "ffn": size("encoder.0.ffn."),
+            "encoder_layer": size("encoder.0."), "decoder_layer": size("decoder.0."),
+            "layer_parts": [n for pair in parts for n in pair]}
+
+
+@claims.PARAMETER_COUNT
+@pytest.mark.requires("build_model", "model.dump_weights")
+def test_published_counts_by_part(candidate, check):
+    """The listing's attention 1,050,624, FFN 2,099,712, encoder layer 3,152,384 and decoder layer 4,204,032 (a third
+    larger), 1 attention and 2 norms per encoder layer, 2 and 3 per decoder layer, and the German model's same
+    layers: counted in the candidate's own model at the base size. Its own count of a layer pair agrees."""
+    config = candidate.fit(ONE_LAYER["base"])
+    base, german = (counted_by_part(candidate.build_model(c, seed=0).dump_weights())
+                    for c in (config, candidate.fit(ONE_LAYER["german"])))
+    check.record("counted_by_part", base)
+    check.published_values([
+        ("params.attention", base["attention"]), ("params.attention.torch", base["attention"]),
+        ("params.ffn", base["ffn"]), ("params.encoder_layer", base["encoder_layer"]),
+        ("params.decoder_layer", base["decoder_layer"]),
+        ("params.decoder_third_larger", base["decoder_layer"] / max(base["encoder_layer"], 1) - 1),
+        ("params.layer_parts", base["layer_parts"]),
+        ("german.layers.encoder_term", german["encoder_layer"]),
+        ("german.layers.decoder_term", german["decoder_layer"]),
+    ], what="parameters counted in the candidate's model")
+    # parameter_count's one layer pair (what N = 1 adds to N = 0) is the model's own
+    pair = count(candidate, config) - count(candidate, config.replace(N=0))
+    held = base["encoder_layer"] + base["decoder_layer"]
+    check.claim(pair == held, f"parameter_count counts {pair:,} parameters in one encoder and one decoder layer; the"
+                f" candidate's model holds {held:,} there", expected=f"{held:,}", actual=f"{pair:,}")
+
+
 OWNED = {*PUBLISHED, "params.attention_biases"}
 
 
@@ -148,6 +198,7 @@ def test_published_parameter_counts(candidate, check):
         ("toy.parameters.torch", lambda: count(toy_config())),
         ("german.layers.torch", lambda: count(base) - count(base.replace(N=0))),
         ("params.attention_biases.torch", lambda: count(base) - count(base.replace(attention_bias=False))),
+        ("german.embeddings", lambda: count(german_config(N=0))),  # two tables of 32,000 x 512, no layer
     ]
     totals, = published.listing_lines("parameter count")[1:]  # "63,082,496 82,026,496"
     asked.append((totals, lambda: [count(base), count(base.replace(tie_output=False))]))

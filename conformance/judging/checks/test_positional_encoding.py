@@ -13,6 +13,7 @@ from conformance.compare import assert_shape
 from conformance.config import toy_config
 from conformance.diagnosis import Question
 from conformance.errors import AdapterError, BadOutput
+from conformance.judging.check import Holds
 from conformance.paper import claims, formulas, published
 from conformance.problems import questions
 from conformance.problems.scenarios import LOADED_MODEL, loaded_model, model_weights, token_ids
@@ -203,7 +204,58 @@ def test_published_positional_encoding_values(candidate, check):
             a = entry["args"]
             angle = pair_angle(candidate, a["i"], a["d"])
             pairs.append((entry["id"], per_angle(1.0, angle) if verify == "pe_divisor" else a["pos"] * angle))
+    pairs += table_readings(candidate, pe)
     check.published_values(pairs, what="PE", floor=for_candidate(ANGLE_READ_BACK, candidate))
+
+
+def table_readings(candidate, pe: np.ndarray) -> list[tuple]:
+    """What Step 2, its heatmap and the explorer say of the whole table ``pe`` = PE(50, 64): its bounds, position 0,
+    its shape and slow columns, the pair indices its frequencies imply, PE(2) at any d_model, the base 10000."""
+    tol = for_candidate(ELEMENTWISE, candidate)
+    bounds = Holds(bool(pe.min() >= -1 - tol.atol and pe.max() <= 1 + tol.atol and round(pe.min()) == -1
+                        and round(pe.max()) == 1), f"the table's values run from {pe.min():.4g} to {pe.max():.4g}")
+    slow = published.fact("pe.heatmap.slow_columns")["args"]
+    return [
+        ("embed.pe_bounds", bounds), ("explorer.step3.pe_bounds", bounds),
+        ("explorer.step4.pos0", position_0_pairs(pe[0], tol)),
+        ("pe.heatmap.shape", pe.shape),
+        ("pe.heatmap.slow_columns", slow_columns(pe, slow["sine_below"], slow["cosine_above"])),
+        ("pe.pair_index_range", [pair_index(candidate, 0, 64), pair_index(candidate, 31, 64)]),
+        ("practice.pe.any_d", same_start_at_any_d_model(candidate, tol)),
+        # "10000^{2i/d_model}": the base, from the slowest pair at d_model 512 (omega = base^(-510/512))
+        ("vanilla.pe.formula", pair_angle(candidate, 255, 512) ** (-512 / 510)),
+    ]
+
+
+def position_0_pairs(row: np.ndarray, tol: Tolerance) -> Holds:
+    """Position 0's row is (sin 0, cos 0) = (0, 1) in every pair."""
+    sines, cosines = np.abs(row[0::2]).max(), np.abs(row[1::2] - 1).max()
+    return Holds(bool(sines <= tol.atol and cosines <= tol.atol),
+                 f"PE[0] has sines up to {sines:.3g} from 0, cosines up to {cosines:.3g} from 1")
+
+
+def slow_columns(pe: np.ndarray, sine_below: float, cosine_above: float) -> int:
+    """How many of the table's last columns hardly move over its positions: a pair counts while its sine stays within
+    ``sine_below`` of 0 and its cosine above ``cosine_above``, from the last pair back."""
+    count = 0
+    for i in reversed(range(pe.shape[1] // 2)):
+        if np.abs(pe[:, 2 * i]).max() >= sine_below or pe[:, 2 * i + 1].min() <= cosine_above:
+            break
+        count += 2
+    return count
+
+
+def pair_index(candidate, pair: int, d: int) -> float:
+    """The i of 10000^(-2i/d) that pair ``pair``'s frequency implies: i = pair for the paper's frequencies."""
+    return -np.log(pair_angle(candidate, pair, d)) / np.log(10000) * d / 2
+
+
+def same_start_at_any_d_model(candidate, tol: Tolerance) -> Holds:
+    """PE(2, 0) and PE(2, 1) are sin 2 and cos 2 whatever d_model: the first pair turns at 1 / 10000^0."""
+    starts = {d: candidate.positional_encoding(3, d)[2, :2].astype(np.float64) for d in (4, 64, 512, 1024)}
+    first = starts[4]
+    return Holds(all(np.abs(start - first).max() <= tol.atol for start in starts.values()),
+                 "PE(2, 0:2) by d_model: " + ", ".join(f"{d}: {np.round(v, 4).tolist()}" for d, v in starts.items()))
 
 
 # An angle read off float32 PE values through arctan2: a few float32 ulp (1e-7 relative); 1e-5 leaves a
@@ -238,7 +290,28 @@ def test_published_wavelengths(candidate, check):
         d = published.fact(fact_id)["value"][0]
         lengths = [per_angle(2 * np.pi, pair_angle(candidate, i, d)) for i in (0, 1, d // 4, d // 2 - 1)]
         pairs.append((fact_id, [d, *lengths]))
+    for fact_id in ("pe.chart.col0.turns", "pe.chart.col8.turns", "pe.chart.col20.first_peak"):
+        pairs.append((fact_id, chart_reading(candidate, published.fact(fact_id)["args"])))
+    pairs.append(("pe.wavelength.paper_claim", progression_ends(candidate, READ_BACK)))
     check.published_values(pairs, what="wavelength 2*pi/omega read off PE[1]")
+
+
+def chart_reading(candidate, a: dict) -> float:
+    """The columns chart's words: how many turns a column makes over the positions shown, or after how many positions
+    it first peaks (a quarter of its wavelength)."""
+    wavelength = per_angle(2 * np.pi, pair_angle(candidate, a["col"] // 2, a["d"]))
+    return a["positions"] / wavelength if a["quantity"] == "turns" else wavelength / 4
+
+
+def progression_ends(candidate, read_back: dict) -> Holds:
+    """"From 2π to 10000 · 2π": the first pair's wavelength is 2π, and no pair's reaches 10000 · 2π (its limit)."""
+    first_ok, ends = True, []
+    for d in published.fact("pe.wavelength.paper_claim")["args"]["d"]:
+        first, last = (per_angle(2 * np.pi, pair_angle(candidate, i, d)) for i in (0, d // 2 - 1))
+        first_ok &= abs(first - 2 * np.pi) <= for_candidate(read_back, candidate).rtol * 2 * np.pi
+        ends.append((d, first, last))
+    return Holds(bool(first_ok and all(last < 10000 * 2 * np.pi for _, _, last in ends)),
+                 "; ".join(f"d_model {d}: from {first:,.4f} to {last:,.1f}" for d, first, last in ends))
 
 
 @claims.POSITIONAL_ENCODING
@@ -254,7 +327,32 @@ def test_published_rotation_pairs(candidate, check):
         pos = published.fact(fact_id)["value"][0]
         shifted, turned = (rotation_pair(candidate, pos, which, k, i, d) for which in ("shifted", "turned"))
         pairs.append((fact_id, [pos, *shifted, *turned]))
+    pairs.append(("rotation.pair", pair_columns(candidate, i, d)))
+    # "a linear function of PE_pos", "the offset k only", "a rotation of each pair": one matrix at every position
+    pairs += [(entry["id"], same_rotation_everywhere(candidate, entry["args"]))
+              for entry in published.of_kind("rotation_any_position")]
     check.published_values(pairs, what="rotated PE pair", floor=unit_pair(candidate))
+
+
+def pair_columns(candidate, i: int, d: int) -> list[int]:
+    """The columns of the candidate's table that hold pair i's sine and cosine (found at position 1; -1: none)."""
+    row = candidate.positional_encoding(2, d)[1].astype(np.float64)
+    omega, tol = formulas.frequencies(d)[i], for_candidate(ELEMENTWISE, candidate)
+    wanted = (np.sin(omega), np.cos(omega))
+    found = [int(np.abs(row - value).argmin()) for value in wanted]
+    return [col if abs(row[col] - value) <= tol.allowed(abs(value)) else -1 for col, value in zip(found, wanted,
+                                                                                                  strict=True)]
+
+
+def same_rotation_everywhere(candidate, a: dict) -> Holds:
+    """turn(omega_i k) @ PE(pos) = PE(pos + k) in pair i at every position pos < n: one matrix, whatever pos."""
+    k, i, n = a["k"], a["i"], a["n"]
+    pe = candidate.positional_encoding(n + k, a["d"]).astype(np.float64)[:, 2 * i: 2 * i + 2]
+    turn = formulas.rotation(formulas.frequencies(a["d"])[i] * k)
+    worst = float(np.abs(pe[:n] @ turn.T - pe[k:]).max())
+    allowed = unit_pair(candidate) or for_candidate(ELEMENTWISE, candidate)
+    return Holds(worst <= allowed.atol + allowed.rtol,
+                 f"|turn(omega_{i} * {k}) @ PE(pos) - PE(pos + {k})| up to {worst:.3g} over positions 0..{n - 1}")
 
 
 def unit_pair(candidate) -> Tolerance | None:

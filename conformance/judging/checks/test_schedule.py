@@ -12,6 +12,7 @@ from hypothesis import strategies as st
 
 from conformance.diagnosis import Question
 from conformance.errors import ConformanceOutcome
+from conformance.judging.check import Holds
 from conformance.paper import claims, published
 from conformance.tolerances import Tolerance
 
@@ -145,4 +146,59 @@ def test_published_learning_rates(candidate, check):
     for fact_id in published.listing_lines("lrate table"):  # each line: step, lrate(step, 512, 4000)
         step = published.fact(fact_id)["value"][0]
         pairs.append((fact_id, [step, candidate.learning_rate(step, 512, 4000)]))
+    pairs += hand_checks(candidate, 512, 4000, "lrate.paper") + hand_checks(candidate, 64, 400, "practice.lrate")
+    pairs += guided_practice_answer(candidate)
     check.published_values(pairs, what="lrate")
+
+
+def d_model_factor(candidate, d_model: int) -> float:
+    """d_model^-0.5, read off the candidate as lrate(1) with warmup 1, where both terms of the min are 1."""
+    return candidate.learning_rate(1, d_model, 1)
+
+
+def hand_checks(candidate, d_model: int, warmup: int, prefix: str) -> list[tuple]:
+    """The factors of Step 6's and the practice's hand checks, read off the candidate's rates: d_model^-0.5, and for
+    the paper's schedule warmup^-0.5 (the peak over the d_model factor), the peak itself, and where it is."""
+    factor = d_model_factor(candidate, d_model)
+    if prefix == "practice.lrate":
+        return [(f"{prefix}.d_factor", factor)]
+    peak = candidate.learning_rate(warmup, d_model, warmup)
+    return [(f"{prefix}.d_factor", factor), (f"{prefix}.warmup_factor", peak / factor),
+            (f"{prefix}.peak.hand_product", peak), ("lrate.peak_at_warmup", highest_step(candidate, d_model, warmup))]
+
+
+# Steps around the peak and across the paper's 100,000: where the candidate's rate is highest among them.
+PEAK_SEARCH = (1, 100, 1000, 3000, 3999, 4000, 4001, 5000, 10000, 40000, 100000)
+
+
+def highest_step(candidate, d_model: int, warmup: int) -> int:
+    return max(PEAK_SEARCH, key=lambda step: candidate.learning_rate(step, d_model, warmup))
+
+
+def guided_practice_answer(candidate) -> list[tuple]:
+    """Answer 5's arithmetic on the toy schedule (d_model 64, warmup 400), each number read off the candidate's rates:
+    64^-0.5 x 100 x 400^-1.5 = 0.125 x 100 / 8,000 in the warmup; 0.125 x 1,600^-0.5 = 0.125 / 40, half the peak,
+    because 1,600 = 4 x 400."""
+    rate = lambda step: candidate.learning_rate(step, 64, 400)  # noqa: E731
+    factor, peak = d_model_factor(candidate, 64), rate(400)
+    linear = Holds(bool(abs(rate(100) - 100 * rate(1)) <= FORMULA.rtol * rate(100)),
+                   f"lrate(100) = {rate(100):.6g}, 100 x lrate(1) = {100 * rate(1):.6g}")
+    return [
+        ("practice.lrate.step100.in_warmup", linear),  # the warmup's straight line: 100 steps, 100 times step 1's rate
+        ("practice.lrate.warmup_power", 100 * factor / rate(100)),
+        ("practice.lrate.sqrt1600", factor / rate(1600)),
+        ("practice.lrate.half_peak", rate(1600) / peak),
+        ("practice.lrate.four_warmups", first_step_at_most(rate, peak / 2, 400, 100000)),
+    ]
+
+
+def first_step_at_most(rate, level: float, lo: int, hi: int) -> int:
+    """The first step after ``lo`` whose rate is at most ``level`` (bisection: the rate decays after the peak ``lo``);
+    ``hi`` + 1 when none up to ``hi`` is."""
+    level *= 1 + FORMULA.rtol  # a rate on the level in float arithmetic counts as on it
+    if rate(hi) > level:
+        return hi + 1
+    while hi - lo > 1:
+        middle = (lo + hi) // 2
+        lo, hi = (lo, middle) if rate(middle) <= level else (middle, hi)
+    return hi

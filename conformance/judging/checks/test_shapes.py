@@ -87,6 +87,16 @@ def raw_decoder_layer(candidate, config, T: int, S: int):
     return c.from_layout(out)
 
 
+def raw_encoder_layer(candidate, config, S: int):
+    rng = np.random.default_rng(S)
+    weights = random_weights(layer_weight_shapes("encoder", config.d_model, config.d_ff, bias=config.attention_bias),
+                             rng)
+    c = candidate
+    out = c.call("encoder_layer", c.adapter, c.to_layout(c.cast(activations(rng, 1, S, config.d_model))),
+                 c.cast_weights(weights), config.h, config.eps, c.to_mask(np.ones((1, S), bool)))
+    return c.from_layout(out)
+
+
 def causal(T: int) -> np.ndarray:
     return oracle.causal_keep(T)
 
@@ -113,6 +123,8 @@ def observe(candidate, what: str, config, src, tgt_in):
         return raw_attention_weights(candidate, config, T, S, None)
     if what == "decoder layer output":
         return raw_decoder_layer(candidate, config, T, S)
+    if what == "encoder layer output":
+        return raw_encoder_layer(candidate, config, S)
     raise ValueError(what)
 
 
@@ -132,7 +144,7 @@ def published_shape(check, fact_id: str, *, claim: bool = True) -> tuple[int, ..
     value = check.published(fact_id) if claim else entry["value"]  # an input is not a claim of this check
     args = entry["args"]
     shape = tuple(args.get(v, v) if isinstance(v, str) else v for v in value)
-    if args["tensor"].endswith("_per_head"):
+    if args.get("tensor", "").endswith("_per_head"):
         shape = (args["h"], *shape)
     return (1, *shape) if args.get("unbatched") else shape
 
@@ -336,6 +348,7 @@ def test_published_shapes_of_attention_weights(candidate, check):
     """Attention weights (1, 4, 5, 5), (1, 4, 6, 6), (1, 4, 6, 5); 28 hidden cells above the diagonal for 8 tokens;
     the overview's causal masks for 4 and 5 positions, with weights exactly 0 where hidden."""
     assert_published_shapes(candidate, check, with_attention=True)
+    assert_attention_readings(candidate, check)
     model = candidate.build_model(candidate.fit(toy_config()), seed=0)
     failures, causes = [], set()
     for entry in published.of_kind("causal_mask"):
@@ -355,3 +368,55 @@ def test_published_shapes_of_attention_weights(candidate, check):
                 + "\n  ".join(failures) + (f"\n  likely cause: {cause}" if cause else ""),
                 expected="the published causal patterns", actual="see message",
                 **({"likely_cause": cause} if cause else {}))
+
+
+# "Why the architecture scales": a source of 3 and a decoder input of 4, then of 8 tokens, in the toy model
+QUADRATIC_IDS = {T: {"src": [5, 3, 4], "tgt_in": [1, 6, 7, 4, 3, 5, 8, 9][:T]} for T in (4, 8)}
+
+
+def assert_attention_readings(candidate, check) -> None:
+    """What the lessons say of the attention maps of the toy model: the start token reads only itself (weight 1, in
+    every head of the explorer's masked self-attention), one map of the guided practice is not square, and the
+    masked self-attention's cells per head grow 4 times when the decoder input doubles."""
+    toy = toy_config()
+    practice = observed_shapes(candidate, toy, PRACTICE_IDS, with_attention=True)
+    model = candidate.build_model(candidate.fit(toy), seed=0)
+    start_row = np.asarray(model.attention_weights(np.array([EXPLORER_IDS["src"]]), np.array([EXPLORER_IDS["tgt_in"]]))
+                           ["decoder.0.self_attn"], np.float64)[0, :, 0]  # (h, T): <s>'s row in every head
+    cells = {T: int(np.prod(observed_shapes(candidate, toy, QUADRATIC_IDS[T], with_attention=True)
+                            ["dec_self_per_head"])) for T in (4, 8)}
+    not_square = sum(shape[-1] != shape[-2] for shape in (practice[k] for k in ("enc_self_weights", "dec_self_weights",
+                                                                                "cross_weights")))
+    itself = float(start_row[:, 0].min()) if np.abs(start_row[:, 1:]).max() == 0 else 0.0  # weight 1, all else 0
+    check.published_values([
+        ("explorer.step11.bos_reads_itself", itself), ("decoder.first_position_reads_itself", itself),
+        ("practice.not_square", not_square),
+        ("vanilla.scores.grow_quadratically", cells[8] / cells[4]),
+    ], what="attention maps of the toy model")
+
+
+# -- The layers' own shapes at the lessons' sizes: a layer keeps its input's shape
+LAYER_SHAPES = {
+    # encoder_layer.py: "(1, 5, 64)" for x = torch.randn(1, 5, 64) in a layer of d 64, h 4, d_ff 256
+    "encoder_layer.listing.shape": ("encoder layer output", TOY, EXPLORER_SRC, EXPLORER_TGT_IN),
+    # the diagram's target after embedding and positions, (1, 6, 64): what each decoder layer takes and gives back
+    "diagram.tgt_embedded.shape": ("decoder layer output", TOY, EXPLORER_SRC, EXPLORER_TGT_IN),
+    # "Y in R^{T x 512}", the target-side input of the first decoder layer, and "D in R^{T x 512}" after the layers
+    "vanilla.decoder_input.shape": ("decoder layer output", VANILLA, VANILLA_SRC, VANILLA_TGT_IN),
+    "vanilla.decoder.output_shape": ("decoder layer output", VANILLA, VANILLA_SRC, VANILLA_TGT_IN),
+}
+
+
+@claims.EXPLORER_SHAPES
+@pytest.mark.requires("encoder_layer", "decoder_layer")
+def test_published_shapes_of_the_layers(candidate, check):
+    """The encoder layer's (1, 5, 64) of encoder_layer.py; the decoder layers' input and output, (1, 6, 64) in the
+    diagram and (T, 512) in the "Vanilla Transformer" walk-through."""
+    failures = []
+    for fact_id, (what, config, src, tgt_in) in LAYER_SHAPES.items():
+        got = np.shape(observe(candidate, what, config, src, tgt_in))
+        expected = published_shape(check, fact_id)
+        if got != expected:
+            failures.append(f"{what}: got {got}, published {published.fact(fact_id)['printed']!r} [{fact_id}]")
+    assert_true(not failures, f"{len(failures)} published shape(s) not reproduced:\n  " + "\n  ".join(failures),
+                expected="the published shapes", actual="see message")
