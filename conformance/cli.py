@@ -305,25 +305,38 @@ def template_from(source: str) -> int:
 def fixtures(args) -> int:
     from conformance.run.coverage import fixture_summary
 
-    summary = fixture_summary(used=facts_read_by_checks("reference"))
+    summary = fixture_summary(checks=checks_certifying("reference"))
     v = summary["verifier"]
     print(f"published facts encoded:        {summary['encoded']} (reproducible: {summary['reproducible']})")
     print(
         f"verified against the formulas:  {v['verified']} values, {v['relation verified']} relations among"
         f" trained-model numbers, {v['erratum confirmed']} errata confirmed; {v['not reproducible']} not reproducible"
     )
+    reasons = ", ".join(f"{n} {reason}" for reason, n in summary["not_asked"].items())
+    unasked = sum(summary["not_asked"].values())
+    print(f"asked of a candidate:           {summary['asked']} (the reproducible but {unasked} no candidate can"
+          f" reproduce: {reasons}; published.toml says why)")
     print(
         f"used by at least one check:     {summary['used_by_checks']}"
-        f" ({summary['reproducible_used_by_checks']} of the reproducible; read by the checks certifying the"
+        f" ({summary['asked_used_by_checks']} of the {summary['asked']} asked; read by the checks certifying the"
         " reference without training)"
     )
+    print("by section (read / asked):")
+    width = max(len(row["section"]) for row in summary["by_section"])
+    for row in summary["by_section"]:
+        print(f"  {row['section']:<{width}}  {row['read']}/{row['asked']}")
+    for fact_id in summary["unread"]:
+        print(f"NOT READ by any check: {fact_id}")
+    for fact_id, ids in summary["read_twice"].items():
+        print(f"READ TWICE: {fact_id} by {', '.join(ids)}")
     for fact_id in summary["failed"]:
         print(f"FAILED: {fact_id}")
-    return EXIT_FAILED if summary["failed"] else EXIT_OK
+    return EXIT_FAILED if summary["failed"] or summary["unread"] or summary["read_twice"] else EXIT_OK
 
 
-def facts_read_by_checks(impl: str) -> set[str]:
-    """Every fact id a check read (``published.value``) while certifying ``impl``, whatever its status."""
+def checks_certifying(impl: str) -> list[dict]:
+    """The checks of a run certifying ``impl`` without training, as its report keeps them: each with its id, section
+    and every fact it read (``published.value``), whatever its status."""
     import json
     import tempfile
 
@@ -333,8 +346,7 @@ def facts_read_by_checks(impl: str) -> set[str]:
                                            "--progress", "off"])
         with contextlib.redirect_stdout(io.StringIO()):
             certify(args)
-        checks = json.loads(report.read_text())["checks"]
-    return {fact_id for check in checks for fact_id in check["facts"]}
+        return json.loads(report.read_text())["checks"]
 
 
 def kill_matrix(args) -> int:

@@ -24,9 +24,11 @@ from conformance.reports.view import (
     profile_heading,
     profile_of,
     provenance_of,
+    published_of,
     sections,
     sources,
     style,
+    unreproduced_of,
 )
 
 CSS = """
@@ -99,11 +101,33 @@ def _header(report: dict, name: str) -> str:
     counts = report["summary"].get(name, {})
     status = "passed" if verdict == "conformant" else "failed" if verdict == "not conformant" else "not_implemented"
     chips = "".join(pill(s, f"{n} {s.replace('_', ' ')}") for s, n in counts.items() if n)
-    published = (report.get("published_numbers") or {}).get(name, {}).get("line", "")
+    published = published_of(report, name)
     return (f"<h1>transformer-conformance: {escape(name)}</h1>"
             f'<p>{pill(status, verdict, extra=" verdict")} {counts.get("passed", 0)} of {counted_total(counts)}'
             f" counted checks passed</p>"
-            f'<div class="counts">{chips}</div><p class="muted">{escape(published)}</p>')
+            f'<div class="counts">{chips}</div><p class="muted">{escape(published.get("line", ""))}</p>'
+            + _published_sections(published))
+
+
+def _published_sections(published: dict) -> str:
+    """The published numbers reproduced by paper section, a table folded under the count."""
+    rows = "".join(f"<tr><td>{escape(row['section'])}</td><td class=\"margin\">{row['reproduced']}/"
+                   f"{row['reproducible']}</td></tr>" for row in published.get("sections") or [])
+    if not rows:
+        return ""
+    return ('<details class="run-info"><summary>Published numbers reproduced, by paper section</summary>'
+            f'<table><tr><th>paper section</th><th class="margin">reproduced</th></tr>{rows}</table></details>')
+
+
+def _unreproduced(report: dict, check: dict) -> list[str]:
+    """The published numbers this check leaves unreproduced, each as printed and where."""
+    missed = unreproduced_of(report, check)
+    if not missed:
+        return []
+    items = "".join(f"<li><code>{escape(f['id'])}</code>: printed <q>{escape(f['printed'])}</q>"
+                    f' <span class="muted">({escape(f["document"])}, {escape(f["section"])})</span></li>'
+                    for f in missed)
+    return [f"<p><b>published numbers not reproduced</b> ({len(missed)})</p><ul class=\"unreproduced\">{items}</ul>"]
 
 
 def _profile(report: dict, name: str) -> str:
@@ -168,7 +192,7 @@ def _card(report: dict, check: dict, n: int) -> str:
             *_claim_lines(report, check)]
     if check.get("message"):
         body.append(f"<pre>{escape(without_stated_causes(check['message']))}</pre>")
-    body += _detail_lines(check)
+    body += _unreproduced(report, check) + _detail_lines(check)
     body.append(figures.difference_figure(check))
     return (f'<article class="card failure" id="{_anchor(check, n)}" data-status="{escape(check["status"])}"'
             f' style="--status:{s.colour}">{"".join(body)}</article>')

@@ -15,9 +15,11 @@ from conformance.reports.view import (
     is_failing,
     profile_lines,
     provenance_lines,
+    published_of,
     sections,
     sources,
     style,
+    unreproduced_of,
 )
 
 LIMIT = 65_000
@@ -103,6 +105,11 @@ def _failure(report: dict, check: dict, impl: str | None) -> list[str]:
     if check.get("descriptions"):
         measured = "; ".join(_inline(d["text"]) for d in check["descriptions"][:3])
         entry.append(f"**measured** (no known bug matches): {measured}  ")
+    missed = unreproduced_of(report, check)
+    if missed:
+        shown = ", ".join(f"`{f['id']}` ({_inline(f['printed'])})" for f in missed[:6])
+        entry.append(f"**published numbers not reproduced** ({len(missed)}): {shown}"
+                     f"{' ...' if len(missed) > 6 else ''}  ")
     cited = sources(report, check)
     if cited:
         entry.append(f"**golden values from:** {_inline('; '.join(cited))}  ")
@@ -119,11 +126,14 @@ def _inline(text: str) -> str:
 def _section_tables(report: dict) -> list[str]:
     out = []
     for name in impl_names(report):
+        reproduced = {row["section"]: f"{row['reproduced']}/{row['reproducible']}"
+                      for row in published_of(report, name).get("sections") or []}
         out += ["<details><summary>Checks by paper section" + (f" ({name})" if len(impl_names(report)) > 1 else "")
-                + "</summary>", "", "| section | checks | not passed |", "|---|---|---|"]
+                + "</summary>", "", "| section | checks | published numbers reproduced | not passed |",
+                "|---|---|---|---|"]
         for section, group in sections(checks_of(report, name)):
             others = [f"{style(c['status']).label} `{c['id']}`" for c in group if c["status"] != "passed"]
-            out.append(f"| {_inline(section)} | {len(group)} | {', '.join(others[:6])}"
+            out.append(f"| {_inline(section)} | {len(group)} | {reproduced.get(section, '')} | {', '.join(others[:6])}"
                        f"{' ...' if len(others) > 6 else ''} |")
         out += ["", "</details>"]
     return out

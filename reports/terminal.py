@@ -3,7 +3,14 @@
 from __future__ import annotations
 
 from conformance.reports.safe_text import one_line, visible_text
-from conformance.reports.view import declared_supports, profile_lines, provenance_lines, section_key, style
+from conformance.reports.view import (
+    declared_supports,
+    profile_lines,
+    provenance_lines,
+    published_section_lines,
+    section_key,
+    style,
+)
 from conformance.results import FAILING, CheckResult, count_statuses
 
 
@@ -146,4 +153,6 @@ def message_lines(message: str) -> list[str]:
 def _summary(results: list[CheckResult], published: dict | None) -> str:
     counts = count_statuses(results)
     parts = [f"{counts[s]} {s.replace('_', ' ')}" for s in counts]
-    return "\n" + ", ".join(parts) + ("\n" + published["line"] if published else "")
+    by_section = published_section_lines(published or {})
+    return "\n" + ", ".join(parts) + ("\n" + published["line"] if published else "") + \
+        ("\n" + "\n".join(["by paper section:", *by_section]) if by_section else "")

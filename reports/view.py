@@ -213,6 +213,30 @@ def profile_heading(found: dict) -> str:
         (f", {unexplained} without a known cause" if unexplained and causes else "")
 
 
+def published_of(report: dict, impl: str) -> dict:
+    """The implementation's published numbers: {reproduced, reproducible, line, sections, unreproduced} ({} when the
+    report has none; sections and unreproduced are absent from reports of older suites)."""
+    return (report.get("published_numbers") or {}).get(impl) or {}
+
+
+def published_section_lines(published: dict) -> list[str]:
+    """The published numbers reproduced by paper section, one plain line each, aligned."""
+    rows = published.get("sections") or []
+    if not rows:
+        return []
+    width = max(len(row["section"]) for row in rows)
+    return [f"  {row['section']:<{width}}  {row['reproduced']}/{row['reproducible']}" for row in rows]
+
+
+def unreproduced_of(report: dict, check: dict) -> list[dict]:
+    """The published numbers a check that did not pass leaves unreproduced, each with where it was printed:
+    [{id, printed, document, section}]."""
+    facts = report.get("facts") or {}
+    ids = published_of(report, check.get("impl", "")).get("unreproduced", {}).get(check["id"], [])
+    return [{"id": fact_id, **{k: (facts.get(fact_id) or {}).get(k, "") for k in ("printed", "document", "section")}}
+            for fact_id in ids]
+
+
 def profile_lines(report: dict, impl: str) -> list[str]:
     """The profile as plain lines: the one-line summary, then each cause with what it explains."""
     found = profile_of(report, impl)

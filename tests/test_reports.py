@@ -265,3 +265,55 @@ def test_an_aggregate_of_published_numbers_inherits_the_causes_of_its_section():
     cards = {c["id"]: c["likely_cause"] for c in report["checks"]}
     assert cards["published_counts"].startswith("the other checks of its section fail, for: measured:")  # its section
     assert cards["printed_totals"].startswith("the numbers it reads fail in their own checks too, for: measured:")
+
+
+# -- Published numbers: in all, by paper section, and the unreproduced beside the checks that read them ----------
+
+
+def test_every_rendering_says_the_published_numbers_reproduced_by_section(failing):
+    from conformance.reports import terminal
+
+    published = view.published_of(failing, "mutant:attention_no_scaling")
+    assert sum(row["reproducible"] for row in published["sections"]) == published["reproducible"]
+    attention = next(row for row in published["sections"] if row["section"].startswith("§3.2.1"))
+    assert attention["reproduced"] < attention["reproducible"]  # the scores' scale, printed as sqrt(d_k) = 8
+    said = f"{attention['reproduced']}/{attention['reproducible']}"
+    assert re.search(rf"by paper section:\n(.*\n)*  §3\.2\.1 Scaled dot-product attention +{said}\n",
+                     terminal.render(failing))
+    page = html_report.render(failing)
+    assert f"<td>§3.2.1 Scaled dot-product attention</td><td class=\"margin\">{said}</td>" in page
+    assert re.search(rf"\| §3\.2\.1 Scaled dot-product attention \| \d+ \| {said} \|", markdown_report.render(failing))
+
+
+def test_a_failure_card_lists_the_published_numbers_it_leaves_unreproduced(failing):
+    """An aggregate names the numbers that differ: its card lists them, as printed, and not the ones it reproduced."""
+    missed = view.published_of(failing, "mutant:attention_no_scaling")["unreproduced"]["published_attention_numbers"]
+    assert "vanilla.scale_by_d_k" in missed and "vanilla.general.output_shape" not in missed
+    page = html_report.render(failing)
+    card = page[page.index('id="i0-published-attention-numbers"'):]
+    card = card[: card.index("</article>")]
+    assert f"<b>published numbers not reproduced</b> ({len(missed)})" in card
+    assert "<code>vanilla.scale_by_d_k</code>: printed <q>$\\sqrt{d_k}$</q>" in card
+    assert "vanilla.general.output_shape" not in card
+    assert "**published numbers not reproduced** (" in markdown_report.render(failing)
+
+
+def test_a_check_that_names_no_fact_leaves_every_fact_it_reads_unreproduced():
+    from conformance.results import CheckResult
+    from conformance.run.coverage import reproduced, unreproduced_by_check
+
+    section = "§5.3 Optimizer: learning-rate schedule"
+    named = CheckResult("published_learning_rates", "impl", "t", section, "failed",
+                        facts=["lrate.paper.d_factor", "lrate.paper.warmup_factor"],
+                        facts_missed=["lrate.paper.d_factor"])
+    silent = CheckResult("lrate_matches_published_toy_values", "impl", "t", section, "failed",
+                         facts=["practice.lrate.step100", "toy_run.peak_lrate"])
+    passing = CheckResult("lrate_matches_the_toy_training_log", "impl", "t", section, "passed",
+                          facts=["toy_run.log.step1.lr"])
+    assert reproduced([named, silent, passing], selected=True) == (2, 5)
+    missed = unreproduced_by_check([named, silent, passing])
+    assert "lrate.paper.d_factor" in missed["published_learning_rates"]
+    assert "lrate.paper.warmup_factor" not in missed["published_learning_rates"]  # compared, and equal
+    # named none: every fact it read, and those it is the home of that it did not get to read
+    assert missed["lrate_matches_published_toy_values"] == ["practice.lrate.step100", "practice.lrate.step1600",
+                                                            "toy_run.peak_lrate"]

@@ -6,7 +6,8 @@ ISO 8601), fixtures_sha256, environment, the run's metadata (seed, profile, impl
 ...), summary {impl: {status: count}}, verdict {impl: "conformant" | "not conformant" | "nothing
 implemented"}, profile {impl: {failures, causes, unexplained, line}} (the deviations the run confirmed, each
 with the failures it explains), provenance {impl: {own, supplied, converted}} (whose code answered: the
-implementation's, or the suite's helpers'), published_numbers {impl: {reproduced, reproducible, line}},
+implementation's, or the suite's helpers'), published_numbers {impl: {reproduced, reproducible, line, sections,
+unreproduced}} (in all, by paper section, and per check that did not pass),
 unsupported {impl: [...]}, facts {id: {document, section, quote, printed}} (the provenance of every published
 fact a check compared against), checks [CheckResult]. Built once per run (``build_report``); the terminal, the
 JSON file, HTML, JUnit, Markdown, the badge and Gradescope's results.json all render this dict.
@@ -40,18 +41,23 @@ def verdict(results: list[CheckResult]) -> str:
 
 
 def published_line(results: list[CheckResult], *, selected: bool = False) -> dict:
-    from conformance.run.coverage import REPRODUCED_LINE, reproduced
+    """How many published numbers the implementation reproduced, in all and by paper section, and the ones each
+    check that did not pass leaves unreproduced."""
+    from conformance.run.coverage import REPRODUCED_LINE, by_section, reproduced, unreproduced_by_check
 
     k, n = reproduced(results, selected=selected)
-    return {"reproduced": k, "reproducible": n, "line": REPRODUCED_LINE.format(k=k, n=n)}
+    return {"reproduced": k, "reproducible": n, "line": REPRODUCED_LINE.format(k=k, n=n),
+            "sections": by_section(results, selected=selected), "unreproduced": unreproduced_by_check(results)}
 
 
 def fact_sources(results: list[CheckResult]) -> dict[str, dict]:
-    """Where each published number a check read was printed, so every rendering can cite it."""
+    """Where each published number a check read, or left unreproduced, was printed, so every rendering can cite it."""
     from conformance.paper.published import facts
+    from conformance.run.coverage import unreproduced_by_check
 
     known = facts()
-    used = sorted({fact_id for r in results for fact_id in r.facts if fact_id in known})
+    missed = {fact_id for ids in unreproduced_by_check(results).values() for fact_id in ids}
+    used = sorted({fact_id for r in results for fact_id in r.facts if fact_id in known} | missed)
     fields = ("document", "section", "quote", "printed")
     return {fact_id: {k: known[fact_id].get(k) for k in fields} for fact_id in used}
 
