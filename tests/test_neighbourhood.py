@@ -94,6 +94,30 @@ def test_a_negative_number_is_changed_whole_and_an_axis_is_said_as_one():
     assert words.statement(form).startswith("softmax: over axis 0 where the paper reduces over axis -1: computes")
 
 
+def test_usual_slips_of_division_masks_tokens_and_linear_maps_are_proposed_and_said():
+    def said(expression: str, operator, found: str, **context) -> str:
+        node = ast.parse(expression, mode="eval").body
+        full = {"names": ["x"], "keys": [], "owner": "model", "returned": set(), **context}
+        (new,) = [new for new, _ in operator(node, full) if ast.unparse(new) == found]
+        return words.change(node, new, operator.__name__ if operator is not operators.term else "term", "f")
+
+    assert said("step / warmup", operators.term, "step // warmup") == "// (integer division) in place of /"
+    assert said("cfg.pad_id", operators.variable, "cfg.bos_id") == \
+        "reads bos_id (the id of <s>) where the paper reads pad_id (the padding token's id)"
+    assert said("src_mask", operators.term, "None") == \
+        "src_mask (the source padding mask) left out (None: no position hidden)"
+    node = ast.parse("self.activation(x @ W1 + b1)", mode="eval").body
+    moved = [new for new, family in operators.term(node, {"names": []}) if family == "order"]
+    assert [ast.unparse(new) for new in moved] == ["self.activation(x) @ W1 + b1"]
+    assert words.change(node, moved[0], "order", "f") == \
+        "ReLU applied to x, what the linear map reads, rather than to its result"
+    assert said("(c ** 2).mean(-1, keepdims=True)", operators.confusion, "(c ** 2).sum(-1, keepdims=True) /"
+                " (c ** 2).shape[0]") == "the sum divided by the size of axis 0, where the paper takes the mean"
+    # the n - 1 variance keeps its own words (a confusion written as a division is not the sigmoid)
+    assert "sigmoid" not in said("(c ** 2).mean(-1, keepdims=True)", operators.confusion,
+                                 "(c ** 2).sum(-1, keepdims=True) / ((c ** 2).shape[-1] - 1)")
+
+
 def test_softmax_is_confused_with_the_sigmoid():
     (sigmoid,) = proposals("_softmax(masked, axis=-1)", operators.confusion)
     assert sigmoid == "1.0 / (1.0 + np.exp(-masked))"

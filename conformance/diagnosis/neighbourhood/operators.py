@@ -6,18 +6,19 @@ a slip of the hand would put in its place, by family:
 * ``constant``: a number changed (0 <-> 1, +-1, x2, /2, its sign): an exponent, an epsilon, a diagonal offset,
   an axis;
 * ``variable``: a name swapped for another name the formula holds (an input, a weight, a mask, the memory for
-  the layer's own input), a weight's key for another key the formula reads ("W_Q" for "W_K", "norm1" for
-  "norm2"), an einsum's letters transposed;
+  the layer's own input), a special token for another (the padding's id for the start's), a weight's key for
+  another key the formula reads ("W_Q" for "W_K", "norm1" for "norm2"), an einsum's letters transposed;
 * ``order``: an operation moved across its neighbour (f(g(x)) -> g(f(x))), a residual taken out of or into a
-  normalisation, two arguments swapped;
+  normalisation, an operation applied to what a linear map reads rather than to its result (f(a @ W + b) ->
+  f(a) @ W + b), two arguments swapped;
 * ``term``: a term dropped (a + b -> a), duplicated (a + b -> a + 2 b), an operation left out (f(x) -> x), an
-  operator for its mirror (+ for -, * for /, == for !=, & for |), a name the formula holds added once more to what
-  it returns (a residual added twice);
+  operator for its mirror (+ for -, * for / or //, == for !=, & for |), a name the formula holds added once more to
+  what it returns (a residual added twice), a mask left out (None);
 * ``axis``: keepdims flipped, a reduction over another axis; a split's two factors in the other order (a head's
   columns strided, i, i + h, ..., where the paper's are a block), a merge that reads them so;
 * ``confusion``: a function for its usual confusion: mean / sum, the variance with n - 1, sqrt left out or
   squared, sin / cos, triu / tril, max / min, log / log10 / log2, ReLU / GELU, probabilities for their logarithm,
-  the sigmoid for softmax.
+  the sigmoid for softmax, a mean divided by another axis's size.
 
 No operator knows what a bug is: a neighbour is kept when it computes something other than the paper's
 formula (``generate.screen``), never because someone named it.
@@ -48,7 +49,7 @@ CONFUSED_FUNCTIONS = {  # np.f / math.f / f -> g
 SOFTMAXES = ("_softmax", "softmax")
 COMPARE_MIRRORS = {ast.Eq: ast.NotEq, ast.NotEq: ast.Eq, ast.Lt: ast.LtE, ast.LtE: ast.Lt, ast.Gt: ast.GtE,
                    ast.GtE: ast.Gt}
-BINOP_MIRRORS = {ast.Add: (ast.Sub,), ast.Sub: (ast.Add,), ast.Mult: (ast.Div,), ast.Div: (ast.Mult,),
+BINOP_MIRRORS = {ast.Add: (ast.Sub,), ast.Sub: (ast.Add,), ast.Mult: (ast.Div,), ast.Div: (ast.Mult, ast.FloorDiv),
                  ast.BitOr: (ast.BitAnd,), ast.BitAnd: (ast.BitOr,)}
 
 
@@ -86,6 +87,7 @@ def constant(node: ast.AST, context: dict) -> Iterator[tuple[ast.AST, str]]:
 
 
 SIZES = ("d_model", "d_k", "d_ff", "h", "N")  # the configuration's sizes: a slip reads one for another
+TOKENS = ("pad_id", "bos_id", "eos_id")  # the special tokens: one read for another (padding from <s>)
 
 
 def variable(node: ast.AST, context: dict) -> Iterator[tuple[ast.AST, str]]:
@@ -94,6 +96,10 @@ def variable(node: ast.AST, context: dict) -> Iterator[tuple[ast.AST, str]]:
         for other in SIZES:
             if other != size:
                 yield ast.parse(f"self.config.{other}", mode="eval").body, "variable"
+    if isinstance(node, ast.Attribute) and node.attr in TOKENS and isinstance(node.ctx, ast.Load):
+        for other in TOKENS:
+            if other != node.attr:
+                yield ast.Attribute(copy.deepcopy(node.value), other, ast.Load()), "variable"
     if isinstance(node, ast.Name) and isinstance(node.ctx, ast.Load) and node.id in context["names"]:
         for other in context["names"]:
             if other != node.id:
@@ -195,6 +201,15 @@ def term(node: ast.AST, context: dict) -> Iterator[tuple[ast.AST, str]]:
     elif isinstance(node, ast.Call) and node.args and callee(node) not in INERT_CALLS \
             and not isinstance(node.args[0], ast.Starred) and _owner(node) in ("self", "np", "math", None):
         yield copy.deepcopy(node.args[0]), "term"  # the operation left out: f(x, ...) -> x
+        inner = _leftmost_operand(node.args[0])
+        if inner is not None:  # f(a @ W + b) -> f(a) @ W + b: applied to what the linear map reads
+            moved = copy.deepcopy(node.args[0])
+            _replace_leftmost(moved, ast.Call(copy.deepcopy(node.func), [copy.deepcopy(inner),
+                                                                         *copy.deepcopy(node.args[1:])],
+                                              copy.deepcopy(node.keywords)))
+            yield moved, "order"
+    elif isinstance(node, ast.Name) and isinstance(node.ctx, ast.Load) and "mask" in node.id:
+        yield ast.Constant(None), "term"  # a mask left out: no position hidden
 
 
 def added(node: ast.AST, context: dict) -> Iterator[tuple[ast.AST, str]]:
@@ -205,6 +220,20 @@ def added(node: ast.AST, context: dict) -> Iterator[tuple[ast.AST, str]]:
         return
     for name in context["names"]:
         yield ast.BinOp(copy.deepcopy(node), ast.Add(), ast.Name(name, ast.Load())), "term"
+
+
+def _leftmost_operand(node: ast.AST) -> ast.AST | None:
+    """In a @ W + b (a chain of binary operations that starts with a matrix product), a; else None."""
+    chain = node
+    while isinstance(chain, ast.BinOp) and not isinstance(chain.op, ast.MatMult):
+        chain = chain.left
+    return chain.left if isinstance(chain, ast.BinOp) and isinstance(chain.op, ast.MatMult) else None
+
+
+def _replace_leftmost(node: ast.BinOp, new: ast.AST) -> None:
+    while not isinstance(node.op, ast.MatMult):
+        node = node.left
+    node.left = new
 
 
 def again(node: ast.AST, context: dict) -> Iterator[tuple[ast.AST, str]]:
@@ -282,6 +311,10 @@ def confusion(node: ast.AST, context: dict) -> Iterator[tuple[ast.AST, str]]:
             size = ast.Subscript(ast.Attribute(copy.deepcopy(node.func.value), "shape", ast.Load()),
                                  copy.deepcopy(node.args[0]), ast.Load())
             yield ast.BinOp(total, ast.Div(), ast.BinOp(size, ast.Sub(), ast.Constant(1))), "confusion"
+            # the size of another axis: x.mean(-1) -> x.sum(-1) / x.shape[0] (the batch's length for the features')
+            other = ast.Subscript(ast.Attribute(copy.deepcopy(node.func.value), "shape", ast.Load()),
+                                  ast.Constant(0), ast.Load())
+            yield ast.BinOp(copy.deepcopy(total), ast.Div(), other), "confusion"
     if owner == "np" and name == "maximum" and len(node.args) == 2 and isinstance(node.args[0], ast.Constant) \
             and node.args[0].value == 0:  # ReLU -> GELU (tanh form)
         z = node.args[1]

@@ -30,7 +30,7 @@ FUNCTION_WORDS = {
 }
 OPERATOR_WORDS = {ast.Add: "+", ast.Sub: "-", ast.Mult: "×", ast.Div: "/", ast.BitOr: "or", ast.BitAnd: "and",
                   ast.Eq: "==", ast.NotEq: "!=", ast.Lt: "<", ast.LtE: "<=", ast.Gt: ">", ast.GtE: ">=",
-                  ast.Pow: "^", ast.MatMult: "@"}
+                  ast.Pow: "^", ast.MatMult: "@", ast.FloorDiv: "// (integer division)"}
 
 # What the oracle's names hold, for a reader who has not read it: (formula, name) first, then the name alone.
 ROLES = {
@@ -44,12 +44,13 @@ ROLES = {
     "cross_mask": "the cross-attention's mask", "'Q'": "W_Q", "'K'": "W_K", "'V'": "W_V", "'O'": "W_O",
     ("token_losses", "q"): "the smoothed target", ("smoothed_target", "q"): "the smoothed target",
     ("label_smoothed_loss", "q"): "the smoothed target", ("_sublayer", "x"): "the residual",
-    ("_sublayer", "out"): "the sublayer's output",
+    ("_sublayer", "out"): "the sublayer's output", "pad_id": "the padding token's id", "bos_id": "the id of <s>",
+    "eos_id": "the id of </s>",
 }
 
 
 def role(formula: str, name: str) -> str:
-    found = ROLES.get((formula, name)) or ROLES.get(name)
+    found = ROLES.get((formula, name)) or ROLES.get(name) or ROLES.get(notation(name))
     return f"{notation(name)} ({found})" if found else notation(name)
 
 
@@ -121,6 +122,8 @@ def change(old: ast.AST, new: ast.AST, family: str, formula: str = "") -> str:
         if isinstance(old, ast.BinOp) and ast.dump(new) in (ast.dump(old.left), ast.dump(old.right)):
             dropped = old.right if ast.dump(new) == ast.dump(old.left) else old.left
             return f"the term {notation(ast.unparse(dropped))} left out"
+        if isinstance(new, ast.Constant) and new.value is None:
+            return f"{role(formula, old_text)} left out (None: no position hidden)"
         if isinstance(old, ast.UnaryOp):
             return f"the minus sign of {old_text} left out" if isinstance(old.op, ast.USub) else "the negation left out"
         if isinstance(old, ast.BinOp) and isinstance(new, ast.BinOp) and type(old.op) is not type(new.op):
@@ -132,7 +135,11 @@ def change(old: ast.AST, new: ast.AST, family: str, formula: str = "") -> str:
             return f"{mirror} in place of {original}"
         return f"{old_text} becomes {new_text}"
     if family == "confusion":
-        if isinstance(old, ast.Call) and isinstance(new, ast.BinOp):
+        if isinstance(new, ast.BinOp) and isinstance(new.right, ast.Subscript) \
+                and isinstance(new.right.value, ast.Attribute) and new.right.value.attr == "shape":
+            return f"the sum divided by the size of axis {ast.unparse(new.right.slice)}, where the paper takes" \
+                   f" {_name(old)}"
+        if isinstance(old, ast.Call) and isinstance(new, ast.BinOp) and _name(old) == "softmax":
             return "the sigmoid 1 / (1 + e^(-x)) in place of softmax: each weight squashed on its own, not normalised" \
                    " over the axis"
         if isinstance(old, ast.Name) and isinstance(new, ast.Call) and ast.dump(new.args[0]) == ast.dump(old):
@@ -168,6 +175,12 @@ def _order(old: ast.AST, new: ast.AST, formula: str = "") -> str:
         return "the loop runs in reverse order"
     if isinstance(old, ast.Call) and isinstance(new, ast.Call) and callee(old) == callee(new):
         return f"two arguments of {_name(old)} swapped"
+    leftmost = new
+    while isinstance(leftmost, ast.BinOp):
+        leftmost = leftmost.left
+    if isinstance(old, ast.Call) and isinstance(leftmost, ast.Call) and callee(leftmost) == callee(old):
+        read = notation(ast.unparse(leftmost.args[0])) if leftmost.args else "its input"
+        return f"{_name(old)} applied to {read}, what the linear map reads, rather than to its result"
     if isinstance(old, ast.Call) and isinstance(new, ast.BinOp):  # f(a + b) -> a + f(b)
         added = new.left
         said = role(formula, added.id) if isinstance(added, ast.Name) else notation(ast.unparse(added))
