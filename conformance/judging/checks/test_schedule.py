@@ -148,7 +148,8 @@ def test_published_learning_rates(candidate, check):
         pairs.append((fact_id, [step, candidate.learning_rate(step, 512, 4000)]))
     pairs += hand_checks(candidate, 512, 4000, "lrate.paper") + hand_checks(candidate, 64, 400, "practice.lrate")
     pairs += guided_practice_answer(candidate)
-    check.published_values(pairs, what="lrate")
+    # a whole number of the hand checks (40, 8,000) is read back through the candidate's float32 rates
+    check.published_values(pairs, what="lrate", floor=FORMULA)
 
 
 def d_model_factor(candidate, d_model: int) -> float:

@@ -20,6 +20,7 @@ from conformance.diagnosis.causal_patterns import causal_pattern_cause
 from conformance.paper import claims, published
 from conformance.problems import oracle
 from conformance.problems.scenarios import LOADED_MODEL, activations, layer_weight_shapes
+from conformance.tolerances import ELEMENTWISE, for_candidate
 from conformance.weights import attention_shapes, random_weights
 
 SECTION = "Shapes (explorer, guided practice, base model)"
@@ -388,8 +389,9 @@ def assert_attention_readings(candidate, check) -> None:
     not_square = sum(shape[-1] != shape[-2] for shape in (practice[k] for k in ("enc_self_weights", "dec_self_weights",
                                                                                 "cross_weights")))
     itself = float(start_row[:, 0].min()) if np.abs(start_row[:, 1:]).max() == 0 else 0.0  # weight 1, all else 0
+    one = for_candidate(ELEMENTWISE, candidate)  # a softmax of one visible key, in the candidate's dtype
     check.published_values([
-        ("explorer.step11.bos_reads_itself", itself), ("decoder.first_position_reads_itself", itself),
+        ("explorer.step11.bos_reads_itself", itself, one), ("decoder.first_position_reads_itself", itself, one),
         ("practice.not_square", not_square),
         ("vanilla.scores.grow_quadratically", cells[8] / cells[4]),
     ], what="attention maps of the toy model")
