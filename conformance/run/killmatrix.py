@@ -4,7 +4,9 @@ A mutant is *killed* when at least one check fails or errors on it. ``implementa
 declares the exact checks that must (``caught_by`` failed, ``errored`` errored, ``advisory`` advisory: a
 convention of the suite it breaks, which does not count as a kill).
 The matrix shows, per mutant and check, a catch it declares (``x``), a declared catch that did not
-happen (``!``), an undeclared catch (``+``), a pass (``.``), and a check that did not run (blank).
+happen (``!``), an undeclared catch (``+``), a pass (``.``), and a check that did not run (blank). Per mutant, the
+published numbers it reproduces (``coverage.reproduced``), and the mutants only published numbers catch: every check
+that kills them failed on published numbers alone (the facts it names as not reproduced), none on a claim of its own.
 
 Which checks run: every mutant is certified with ``--no-training``, except the training mutants
 (``training = true``), which only training can catch: they also run the training checks that take a
@@ -48,6 +50,8 @@ class MutantRow:
     ran: set[str] = field(default_factory=set)
 
     killing: set[str] = field(default_factory=set)  # the catches that count against conformance (failed, error)
+    published: tuple[int, int] = (0, 0)  # (reproduced, asked): the published numbers it reproduces
+    missed_facts: dict[str, set[str]] = field(default_factory=dict)  # killing check -> the facts it names as missed
 
     @property
     def killed(self) -> bool:
@@ -58,6 +62,14 @@ class MutantRow:
         """A convention-only mutant advised on as declared: not a kill (the paper does not forbid it), not a
         survivor either (``--strict`` counts the advice against conformance)."""
         return self.convention_only and not self.killed and bool(self.caught) and not self.missed
+
+    @property
+    def only_published(self) -> set[str]:
+        """The facts that alone catch it: when every check that kills it failed on published numbers it names (an
+        aggregate of a section's printed numbers), those numbers; else none."""
+        if not self.killing or any(not self.missed_facts.get(check) for check in self.killing):
+            return set()
+        return set().union(*self.missed_facts.values())
 
     @property
     def missed(self) -> set[str]:
@@ -83,6 +95,8 @@ def catalogue(dtype: str | None = None) -> list[MutantRow]:
 
 
 def tabulate(rows: list[MutantRow], results) -> list[MutantRow]:
+    from conformance.run.coverage import reproduced
+
     by_impl = {f"mutant:{row.name}": row for row in rows}
     for result in results:
         row = by_impl.get(result.impl)
@@ -93,6 +107,9 @@ def tabulate(rows: list[MutantRow], results) -> list[MutantRow]:
             row.caught.add(result.id)
         if result.status in FAILING:
             row.killing.add(result.id)
+            row.missed_facts[result.id] = set(result.facts_missed)
+    for impl, row in by_impl.items():
+        row.published = reproduced([result for result in results if result.impl == impl])
     return rows
 
 
@@ -118,11 +135,13 @@ def render_matrix(rows: list[MutantRow], checks: list[str]) -> list[str]:
 
 def render(rows: list[MutantRow], checks: list[str] | None = None) -> str:
     checks = checks if checks is not None else sorted(set().union(*(row.ran for row in rows)))
-    lines = render_matrix(rows, checks) + ["", f"{'mutant':<40} {'caught by':>9}  {'missed':>6}  {'extra':>5}  bug"]
+    lines = render_matrix(rows, checks) + ["", f"{'mutant':<40} {'caught by':>9}  {'missed':>6}  {'extra':>5}"
+                                                f"  {'published':>9}  bug"]
     for row in rows:
         status = "KILLED  " if row.killed else "ADVISED " if row.advised else "SURVIVED"
-        lines.append(f"{row.name:<40} {len(row.caught):>9}  {len(row.missed):>6}  {len(row.unexpected):>5}  "
-                     f"{status} {row.bug}")
+        published = f"{row.published[0]}/{row.published[1]}"
+        lines.append(f"{row.name:<40} {len(row.caught):>9}  {len(row.missed):>6}  {len(row.unexpected):>5}"
+                     f"  {published:>9}  {status} {row.bug}")
         lines += [f"    ! declared but passed: {check}" for check in sorted(row.missed)]
         lines += [f"    + also caught by: {check}" for check in sorted(row.unexpected)]
     killed, advised = sum(row.killed for row in rows), [row.name for row in rows if row.advised]
@@ -131,6 +150,8 @@ def render(rows: list[MutantRow], checks: list[str] | None = None) -> str:
               + (f" (and {len(advised)} convention-only mutants advised on: {', '.join(advised)})" if advised else "")]
     survivors = [row.name for row in rows if not (row.killed or row.advised)]
     lines.append("survivors: " + (", ".join(survivors) if survivors else "none"))
+    only = [f"{row.name} ({', '.join(sorted(row.only_published))})" for row in rows if row.only_published]
+    lines.append("caught only by published numbers: " + ("; ".join(only) if only else "none"))
     return "\n".join(lines) + "\n"
 
 
@@ -166,7 +187,8 @@ def run(args) -> bool:
     if args.json:
         Path(args.json).write_text(json.dumps({
             "mutants": [{"name": r.name, "bug": r.bug, "training": r.training, "declared": sorted(r.expected),
-                         "caught": sorted(r.caught), "ran": sorted(r.ran)} for r in rows],
+                         "caught": sorted(r.caught), "ran": sorted(r.ran), "published": list(r.published),
+                         "only_published": sorted(r.only_published)} for r in rows],
             "results": [result.as_dict() for result in results],
         }, indent=1, default=str))
     return all((row.killed or row.advised) and not row.missed for row in rows)
