@@ -87,12 +87,19 @@ def tolerance(fact_id: str, *, computed_in: str = "float32") -> Tolerance:
     if "decimals" in entry:
         return printed(entry["decimals"], computed_in=computed_in)
     if "significant" in entry:
-        magnitude = max(abs(v) for v in np.ravel(entry["value"]))
-        return printed_significant(entry["significant"], magnitude, computed_in=computed_in)
+        return printed_significant(entry["significant"], rounded_magnitude(entry["value"]), computed_in=computed_in)
     if isinstance(entry["value"], float):  # printed exactly, but a float: its float32 representation (or the dtype's)
         rtol = max(1e-6, FLOAT_RTOL.get(computed_in, 0.0))
         return Tolerance(rtol, 0.0, f"exact value, compared at {'float32' if rtol == 1e-6 else computed_in} precision")
     return Tolerance(0.0, 0.0, "exact")
+
+
+def rounded_magnitude(value) -> float:
+    """The largest of the numbers a value's significant digits round: a whole number printed in full beside them (the
+    step of "step 100   lrate 1.747e-05") is exact, and would make half a unit of the 4th digit 0.05."""
+    numbers = [abs(v) for v in np.ravel(value)]
+    rounded = [v for v in numbers if v != int(v)]
+    return max(rounded or numbers)
 
 
 def cite(fact_id: str) -> str:
