@@ -169,6 +169,16 @@ def test_model_invariances_say_what_the_output_depends_on_and_should_not():
     assert invariances.model_invariances(load("reference")) == []
 
 
+def test_padding_read_through_the_tied_output_layer_alone_is_not_said_to_be_read_by_the_decoder():
+    """Probabilities where logits are asked for: E[pad] reaches every probability through the softmax's normaliser,
+    yet one more padding token leaves the real positions alone: the decoder reads no padding, and is not said to."""
+    probabilities = load(str(Path(__file__).parent / "adapters" / "model_returns_probabilities.py"), isolate=False)
+    assert "reads padded positions" not in texts(invariances.model_invariances(probabilities))
+    reads = load(str(Path(__file__).parent / "adapters" / "model_cross_attention_reads_source_padding.py"),
+                 isolate=False)
+    assert "the decoder reads padded positions" in texts(invariances.model_invariances(reads))
+
+
 def test_model_constants_are_refitted_from_the_logits():
     assert "the logits multiplied by d_model^-0.5" in texts(model.model_scales(
         load("mutant:logits_scaled_by_inverse_sqrt_d_model")))

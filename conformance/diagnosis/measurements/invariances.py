@@ -151,9 +151,19 @@ def padding_read(pair: Pair) -> str | None:
     # The tied output reads E[pad] in the padding column, and a log-softmax's normaliser reads that column too:
     # the other columns, centred per position, are what the decoder's states decide.
     mine, theirs = (pair.moved(_centred(b, pad), _centred(a, pad)) for b, a in zip(before, after, strict=True))
-    if (mine & pair.tgt_keep).any() and not (theirs & pair.tgt_keep).any():
+    if (mine & pair.tgt_keep).any() and not (theirs & pair.tgt_keep).any() and _more_padding_read(pair):
         return "decoder"
     return None
+
+
+def _more_padding_read(pair: Pair) -> bool:
+    """Do the real logits move when one more padding token is appended to the source (the paper: never)? E[pad] also
+    reaches the logits through the output layer that shares its table (a softmax's normaliser, a table read through
+    a reshape): only padding that moves them with E unchanged says the decoder reads the padded memory."""
+    pad = pair.config.pad_id
+    longer = np.concatenate([pair.src, np.full((pair.src.shape[0], 1), pad, pair.src.dtype)], axis=1)
+    mine = [_centred(pair.model.forward(src, pair.tgt_in), pad) for src in (pair.src, longer)]
+    return bool((pair.moved(*mine) & pair.tgt_keep).any())
 
 
 def _centred(logits, pad: int) -> np.ndarray:
