@@ -58,7 +58,6 @@ def test_a_tiny_wrong_implementation_leaves_its_numbers_unreproduced(certify, na
 
 
 @pytest.mark.slow
-@pytest.mark.usefixtures("one_torch_thread")
 def test_every_published_number_asked_fails_on_some_wrong_implementation(certify):
     """The mutants, on the checks that read published numbers, and the tiny wrong implementations above: together
     they leave every fact asked of a candidate unreproduced."""

@@ -147,7 +147,7 @@ def test_published_attention_numbers(candidate, check):
          for_candidate(SCALE_READ_BACK, candidate)),
         ("vanilla.mask.values", as_formula(candidate, (q, q, q, np.tril(np.ones((1, 4, 4), bool))), "a causal mask",
                                            masked_exactly_zero=True)),
-    ], what="one attention head")
+    ], what="§3.2.1 one attention head")
 
 
 def raw_attention(candidate, q, k, v, keep) -> tuple[np.ndarray, np.ndarray]:

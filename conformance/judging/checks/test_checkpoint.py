@@ -186,7 +186,8 @@ def test_trained_checkpoint_decodes_like_the_reference(candidate, check):
     taught = teacher_forced(candidate, stored["example_src"], [names.index(token) for token in shifted_right])
     said = " ".join(names[int(i)] for i in taught)
     check.claim(said == " ".join(published_output),
-                f"fed the answer shifted right ({' '.join(shifted_right)}) at once, the trained model predicts {said}"
+                f"§3.1: fed the answer shifted right ({' '.join(shifted_right)}) at once, the trained model"
+                f" predicts {said}"
                 " [explorer.step10.tokens, toy_run.teacher_forcing]", expected=" ".join(published_output), actual=said)
     check.close(decoded_ids(candidate, stored["batch_src"]), stored["batch_greedy"], EXACT,
                 what=f"greedy token ids of the stored batch {stored['batch_src'].shape}", ask=ask)

@@ -94,4 +94,4 @@ def test_published_hidden_layer_shapes(candidate, check):
     check.published_values([*((fact_id, explorer) for fact_id in ("explorer.step8.hidden.shape",
                                                                  "explorer.text.step8.hidden.shape",
                                                                  "ffn.toy.hidden.shape")),
-                            ("practice.ffn_hidden", practice)], what="FFN hidden layer")
+                            ("practice.ffn_hidden", practice)], what="§3.3 FFN hidden layer")

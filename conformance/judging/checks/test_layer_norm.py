@@ -105,7 +105,7 @@ def test_published_layer_norm_example(candidate, check):
         [("layernorm.example.x1", got[0]), ("layernorm.example.x4", got[3]),
          ("layernorm.example.x4.hand_division", got[3]),
          *((line, got) for line in output_lines), *statistics, (means_line, [mean, sigma**2 - 1e-5], read_back)],
-        what="LayerNorm(1, 2, 3, 6), and the mean and variance it used",
+        what="§3.1 LayerNorm(1, 2, 3, 6), and the mean and variance it used",
     )
 
 

@@ -318,4 +318,4 @@ def test_published_embedded_inputs(candidate, check):
                                                                      "diagram.embedding.scale")),
         ("diagram.decoder.scale", explorer["target_scale"], scale),
         ("vanilla.x_emb.scale", base["source_scale"], scale),
-    ], what="embedded inputs")
+    ], what="§3.4 embedded inputs")

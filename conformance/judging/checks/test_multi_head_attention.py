@@ -153,7 +153,7 @@ def test_published_multi_head_attention_numbers(candidate, check):
              *((fact_id, base["d_k"]) for fact_id in ("layer.d_k.paper", "vanilla.d_k", "params.table3.d_k",
                                                      "changes.base.d_k")),
              ("vanilla.d_k_d_v", base["d_v"] if base["d_v"] == base["d_k"] else -1)]
-    check.published_values(pairs + cross_attention_listing(candidate), what="multi-head attention",
+    check.published_values(pairs + cross_attention_listing(candidate), what="§3.2.2 multi-head attention",
                            floor=for_candidate(ELEMENTWISE, candidate))
 
 

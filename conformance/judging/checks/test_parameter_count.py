@@ -154,12 +154,12 @@ def test_published_counts_by_part(candidate, check):
         ("params.layer_parts", base["layer_parts"]),
         ("german.layers.encoder_term", german["encoder_layer"]),
         ("german.layers.decoder_term", german["decoder_layer"]),
-    ], what="parameters counted in the candidate's model")
+    ], what="Table 3 (§6.2) parameters counted in the candidate's model")
     # parameter_count's one layer pair (what N = 1 adds to N = 0) is the model's own
     pair = count(candidate, config) - count(candidate, config.replace(N=0))
     held = base["encoder_layer"] + base["decoder_layer"]
-    check.claim(pair == held, f"parameter_count counts {pair:,} parameters in one encoder and one decoder layer; the"
-                f" candidate's model holds {held:,} there", expected=f"{held:,}", actual=f"{pair:,}")
+    check.claim(pair == held, f"Table 3 (§6.2): parameter_count counts {pair:,} parameters in one encoder and one"
+                f" decoder layer; the candidate's model holds {held:,} there", expected=f"{held:,}", actual=f"{pair:,}")
 
 
 OWNED = {*PUBLISHED, "params.attention_biases"}
@@ -214,7 +214,7 @@ def test_published_parameter_counts(candidate, check):
                 f"one encoder layer plus one decoder layer: {one_pair:,} parameters; the lesson prints"
                 f" {layers[2]:,} + {layers[3]:,} [{per_layer}, {encoder_layer}, {decoder_layer}]",
                 expected=f"{layers[2] + layers[3]:,}", actual=f"{one_pair:,}")
-    check.published_values(pairs, what="parameter_count")
+    check.published_values(pairs, what="Table 3 (§6.2) parameter_count")
 
 
 def answerable(check, asked):

@@ -205,7 +205,7 @@ def test_published_positional_encoding_values(candidate, check):
             angle = pair_angle(candidate, a["i"], a["d"])
             pairs.append((entry["id"], per_angle(1.0, angle) if verify == "pe_divisor" else a["pos"] * angle))
     pairs += table_readings(candidate, pe)
-    check.published_values(pairs, what="PE", floor=for_candidate(ANGLE_READ_BACK, candidate))
+    check.published_values(pairs, what="§3.5 PE", floor=for_candidate(ANGLE_READ_BACK, candidate))
 
 
 def table_readings(candidate, pe: np.ndarray) -> list[tuple]:
@@ -293,7 +293,7 @@ def test_published_wavelengths(candidate, check):
     for fact_id in ("pe.chart.col0.turns", "pe.chart.col8.turns", "pe.chart.col20.first_peak"):
         pairs.append((fact_id, chart_reading(candidate, published.fact(fact_id)["args"])))
     pairs.append(("pe.wavelength.paper_claim", progression_ends(candidate, READ_BACK)))
-    check.published_values(pairs, what="wavelength 2*pi/omega read off PE[1]")
+    check.published_values(pairs, what="§3.5 wavelength 2*pi/omega read off PE[1]")
 
 
 def chart_reading(candidate, a: dict) -> float:
@@ -331,7 +331,7 @@ def test_published_rotation_pairs(candidate, check):
     # "a linear function of PE_pos", "the offset k only", "a rotation of each pair": one matrix at every position
     pairs += [(entry["id"], same_rotation_everywhere(candidate, entry["args"]))
               for entry in published.of_kind("rotation_any_position")]
-    check.published_values(pairs, what="rotated PE pair", floor=unit_pair(candidate))
+    check.published_values(pairs, what="§3.5 rotated PE pair", floor=unit_pair(candidate))
 
 
 def pair_columns(candidate, i: int, d: int) -> list[int]:

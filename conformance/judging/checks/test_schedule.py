@@ -149,7 +149,7 @@ def test_published_learning_rates(candidate, check):
     pairs += hand_checks(candidate, 512, 4000, "lrate.paper") + hand_checks(candidate, 64, 400, "practice.lrate")
     pairs += guided_practice_answer(candidate)
     # a whole number of the hand checks (40, 8,000) is read back through the candidate's float32 rates
-    check.published_values(pairs, what="lrate", floor=FORMULA)
+    check.published_values(pairs, what="§5.3 lrate", floor=FORMULA)
 
 
 def d_model_factor(candidate, d_model: int) -> float:

@@ -394,7 +394,7 @@ def assert_attention_readings(candidate, check) -> None:
         ("explorer.step11.bos_reads_itself", itself, one), ("decoder.first_position_reads_itself", itself, one),
         ("practice.not_square", not_square),
         ("vanilla.scores.grow_quadratically", cells[8] / cells[4]),
-    ], what="attention maps of the toy model")
+    ], what="§3.2.3 attention maps of the toy model")
 
 
 # -- The layers' own shapes at the lessons' sizes: a layer keeps its input's shape
@@ -420,5 +420,5 @@ def test_published_shapes_of_the_layers(candidate, check):
         expected = published_shape(check, fact_id)
         if got != expected:
             failures.append(f"{what}: got {got}, published {published.fact(fact_id)['printed']!r} [{fact_id}]")
-    assert_true(not failures, f"{len(failures)} published shape(s) not reproduced:\n  " + "\n  ".join(failures),
-                expected="the published shapes", actual="see message")
+    assert_true(not failures, f"§3.1: {len(failures)} published shape(s) of the layers not reproduced:\n  "
+                + "\n  ".join(failures), expected="the published shapes", actual="see message")
