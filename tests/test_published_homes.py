@@ -77,3 +77,17 @@ def test_every_reason_marked_is_one_the_file_gives():
     assert {fact_id: reason for fact_id, reason in marked.items() if reason not in reasons} == {}
     assert all(published.fact(fact_id)["reproducible"] for fact_id in marked), "only a reproducible fact is asked"
     assert set(marked.values()) == set(reasons), "a reason no fact gives"
+
+
+def test_the_fixtures_command_counts_the_facts_asked_and_read_by_section(reference, monkeypatch, capsys):
+    from conformance import cli
+
+    monkeypatch.setattr(cli, "checks_certifying", lambda impl: reference["checks"])  # the reference's run, once
+    assert cli.main(["fixtures"]) == cli.EXIT_OK
+    out = capsys.readouterr().out
+    asked = len(published.asked_ids())
+    assert f"asked of a candidate:           {asked} (the reproducible but 21 no candidate can reproduce:" in out
+    assert f"used by at least one check:     {asked} ({asked} of the {asked} asked;" in out
+    counts = [row.split()[-1].split("/") for row in out.split("by section (read / asked):\n")[1].splitlines()]
+    assert counts and all(read == of for read, of in counts), "the reference's checks read every fact of each section"
+    assert sum(int(of) for _, of in counts) == asked

@@ -114,8 +114,9 @@ def listing_lines(listing: str) -> list[str]:
     return [e["id"] for e in sorted(entries, key=lambda e: e["args"]["line"])]
 
 
-# Shapes the protocol can observe; the rest (Q/K/V per head, the FFN's hidden layer, the embedded
-# inputs before the first layer, the token-id inputs) are not asked of the candidate.
+# Shapes the shape checks observe as the parts return them; the rest are measured by the checks of their sections
+# (Q/K/V per head in §3.2.2, the FFN's hidden layer in §3.3, the embedded inputs in §3.4), and the token-id inputs,
+# which the suite hands the candidate, are not asked (not_asked).
 OBSERVED_TENSORS = {
     "memory", "logits", "embedding_table", "output_projection", "enc_self_weights", "dec_self_weights",
     "cross_weights", "cross_per_head", "dec_self_per_head", "hidden_cells",

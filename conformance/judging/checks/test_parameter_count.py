@@ -142,6 +142,7 @@ def test_published_counts_by_part(candidate, check):
     """The listing's attention 1,050,624, FFN 2,099,712, encoder layer 3,152,384 and decoder layer 4,204,032 (a third
     larger), 1 attention and 2 norms per encoder layer, 2 and 3 per decoder layer, and the German model's same
     layers: counted in the candidate's own model at the base size. Its own count of a layer pair agrees."""
+    candidate.require("build_model", attention_bias=True)  # the lesson counts them: a model without has other counts
     config = candidate.fit(ONE_LAYER["base"])
     base, german = (counted_by_part(candidate.build_model(c, seed=0).dump_weights())
                     for c in (config, candidate.fit(ONE_LAYER["german"])))

@@ -4,7 +4,8 @@
 step by step", explorer). Each check reads the part's raw output (before the suite's own validation)
 so that a wrong shape is a *failure* of the claim, not an adapter error. Multi-head attention weights
 come from ``multi_head_attention`` on the layer's inputs with the mask that layer uses; the FFN's hidden
-tensor (1, 5, 256) and the per-head Q, K, V (1, 4, 5, 16) are not observable through the protocol.
+tensor (1, 5, 256), the per-head Q, K, V (1, 4, 5, 16) and the embedded inputs (1, 5, 64), which no part returns,
+are measured by the checks of §3.3, §3.2.2 and §3.4.
 
 Every expected shape is a fact of fixtures/published.toml, read by id (the quoted sentence is there).
 """
