@@ -30,8 +30,9 @@ MODEL_CHECKS = {"encode_matches_reference", "decode_matches_reference", "logits_
                 "logits_match_reference_at_base_size", "base_size_forward_matches_golden",
                 "trained_checkpoint_outputs_match_golden", "trained_checkpoint_matches_reference_on_fresh_inputs",
                 "trained_checkpoint_decodes_like_the_reference", "trained_checkpoint_attention_matches_golden"}
-# Everything positional: the PE part, the published PE numbers, every model-level check (they add PE).
-PE_EVERYWHERE = PE_CHECKS | PUBLISHED_PE | MODEL_CHECKS
+# Everything positional: the PE part, the published PE numbers, every model-level check (they add PE), and the
+# embedded inputs' numbers ("the same embedding table, times 8, and the same positional encoding").
+PE_EVERYWHERE = PE_CHECKS | PUBLISHED_PE | MODEL_CHECKS | {"published_embedded_inputs"}
 ONLY_PE = "-k", "pe_ or published_positional or published_wavelengths or published_rotation or encode_matches"
 
 

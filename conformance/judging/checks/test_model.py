@@ -268,20 +268,33 @@ def quiet_weights(config: ModelConfig, first: dict[int, np.ndarray]) -> dict[str
 
 
 def embedded_inputs(candidate, config: ModelConfig, src, tgt_in) -> dict:
-    """The source and target embeddings as the candidate's model makes them, at position 0 where PE = (0, 1, 0, 1,
-    ...): with E[src_0] = E[<s>] = u (mean 0, orthogonal to PE(0)'s pattern p) and E[</s>] = p, a layer that only
-    normalises keeps s u + p in proportion, so the scale s is a ratio of two projections of the memory's first row,
-    and of two logits of the first position. Also the memory's shape: the embedded source's."""
+    """The source and target embeddings as the candidate's model makes them, at position 0, where PE is sin 0 = 0 and
+    cos 0 = 1 in every pair: with E[src_0] = E[<s>] = u (mean 0, orthogonal to PE(0) in either column order), a
+    layer that only normalises keeps s u + PE(0) in proportion. The source's s is read off the memory's first row
+    (``scale_read_back``); the target's, which only logits show, as the ratio of two of them, <s>'s and that of
+    E[</s>] = PE(0)'s pattern: the diagram's "the same embedding table, times 8, and the same positional encoding".
+    Also the memory's shape: the embedded source's."""
     d = config.d_model
     u = 0.1 * np.tile([1.0, 1.0, -1.0, -1.0], d // 4 + 1)[:d]
-    p = np.tile([-0.5, 0.5], d // 2)  # PE(0) less its mean
+    p = np.tile([-0.5, 0.5], d // 2)  # the paper's PE(0) less its mean
     model = loaded_model(candidate, config, quiet_weights(config, {src[0][0]: u, config.bos_id: u, config.eos_id: p}))
     memory = np.asarray(model.encode(np.array(src)), np.float64)
     logits = np.asarray(model.forward(np.array(src), np.array(tgt_in)), np.float64)[0, 0]
+    first = memory[0, 0]
     with np.errstate(divide="ignore", invalid="ignore"):
-        source = (memory[0, 0] @ u / (u @ u)) / (memory[0, 0] @ p / (p @ p))
-        target = (logits[config.bos_id] / (u @ u)) / (logits[config.eos_id] / (p @ p))
-    return {"shape": memory.shape, "source_scale": float(source), "target_scale": float(target)}
+        target = float((logits[config.bos_id] / (u @ u)) / (logits[config.eos_id] / (p @ p)))
+    return {"shape": memory.shape, "source_scale": scale_read_back(first, u), "target_scale": target}
+
+
+def scale_read_back(row: np.ndarray, u: np.ndarray) -> float:
+    """s from a row that is s u + PE(0) up to a scale and a shift (a LayerNorm's, or none): less its mean it is
+    c (s u + p), p = PE(0) less its mean, whose d/2 zeros and d/2 ones make |p|^2 = d / 4 whatever their order; its
+    part along u is c s u, the rest c p, of norm c sqrt(d) / 2."""
+    row = row - row.mean()
+    along = row @ u / (u @ u)
+    rest = np.linalg.norm(row - along * u)
+    with np.errstate(divide="ignore", invalid="ignore"):
+        return float(along * np.sqrt(len(row)) / 2 / rest)
 
 
 # The explorer ("c a b e d", decoder input "<s> d e b a c"), the guided practice's 7 letters (toy model) and
