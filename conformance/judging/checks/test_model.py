@@ -253,17 +253,24 @@ def test_greedy_decoding_stops_at_the_end_token_then_pads(candidate, check, requ
 
 
 # -- The embedded inputs the lessons print: their shapes and the factor sqrt(d_model), read off the model itself
-def quiet_weights(config: ModelConfig, first: dict[int, np.ndarray]) -> dict[str, np.ndarray]:
+def quiet_weights(config: ModelConfig, source: dict[int, np.ndarray],
+                  target: dict[int, np.ndarray]) -> dict[str, np.ndarray]:
     """Weights whose every sublayer adds 0 (W_O, b_O, W2, b2 zero; gamma 1, beta 0), so that each layer only normalises
-    what enters it, with E's rows ``first`` set: the memory is then LayerNorm(sqrt(d_model) E[src] + PE) and the
-    logits LayerNorm(sqrt(d_model) E[tgt_in] + PE) E^T."""
+    what enters it, with the source table's rows ``source`` and the target table's rows ``target`` set (one table E
+    where the candidate shares them; an output matrix of its own reads the target's rows as its columns): the memory
+    is then LayerNorm(sqrt(d_model) E[src] + PE) and the logits LayerNorm(sqrt(d_model) E[tgt_in] + PE) E^T."""
     weights = model_weights(config, np.random.default_rng(config.d_model))
     for name, value in weights.items():
         leaf = name.rsplit(".", 1)[-1]
         if leaf in ("W_O", "b_O", "W2", "b2", "beta", "gamma"):
             weights[name] = np.full_like(value, 1.0 if leaf == "gamma" else 0.0)
-    for token, row in first.items():
-        weights["E"][token] = row
+    source_table, target_table = ("E", "E") if config.share_embeddings else ("E_src", "E_tgt")
+    for table, rows in ((source_table, source), (target_table, target)):
+        for token, row in rows.items():
+            weights[table][token] = row
+    if not config.tie_output:
+        for token, row in target.items():
+            weights["W_out"][:, token] = row
     return weights
 
 
@@ -277,7 +284,7 @@ def embedded_inputs(candidate, config: ModelConfig, src, tgt_in) -> dict:
     d = config.d_model
     u = 0.1 * np.tile([1.0, 1.0, -1.0, -1.0], d // 4 + 1)[:d]
     p = np.tile([-0.5, 0.5], d // 2)  # the paper's PE(0) less its mean
-    model = loaded_model(candidate, config, quiet_weights(config, {src[0][0]: u, config.bos_id: u, config.eos_id: p}))
+    model = loaded_model(candidate, config, quiet_weights(config, {src[0][0]: u}, {config.bos_id: u, config.eos_id: p}))
     memory = np.asarray(model.encode(np.array(src)), np.float64)
     logits = np.asarray(model.forward(np.array(src), np.array(tgt_in)), np.float64)[0, 0]
     first = memory[0, 0]

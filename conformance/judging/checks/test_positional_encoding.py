@@ -220,7 +220,8 @@ def table_readings(candidate, pe: np.ndarray) -> list[tuple]:
         ("explorer.step4.pos0", position_0_pairs(pe[0], tol)),
         ("pe.heatmap.shape", pe.shape),
         ("pe.heatmap.slow_columns", slow_columns(pe, slow["sine_below"], slow["cosine_above"])),
-        ("pe.pair_index_range", [pair_index(candidate, 0, 64), pair_index(candidate, 31, 64)]),
+        ("pe.pair_index_range", [pair_index(candidate, 0, 64), pair_index(candidate, 31, 64)],
+         pair_index_read_back(for_candidate(ANGLE_READ_BACK, candidate), 31, 64)),
         ("practice.pe.any_d", same_start_at_any_d_model(candidate, tol)),
         # "10000^{2i/d_model}": the base, from the slowest pair at d_model 512 (omega = base^(-510/512))
         ("vanilla.pe.formula", pair_angle(candidate, 255, 512) ** (-512 / 510)),
@@ -248,6 +249,15 @@ def slow_columns(pe: np.ndarray, sine_below: float, cosine_above: float) -> int:
 def pair_index(candidate, pair: int, d: int) -> float:
     """The i of 10000^(-2i/d) that pair ``pair``'s frequency implies: i = pair for the paper's frequencies."""
     return -np.log(pair_angle(candidate, pair, d)) / np.log(10000) * d / 2
+
+
+def pair_index_read_back(angle: Tolerance, slowest: int, d: int) -> Tolerance:
+    """i = -ln(omega) d / (2 ln 10000): an angle off by a relative delta moves i by delta d / (2 ln 10000), and delta
+    is at most angle.rtol + angle.atol / omega, largest at the slowest pair read (float32, d 64: 0.003 of a pair,
+    far below a wrong exponent's half pair)."""
+    omega = 10000.0 ** (-2 * slowest / d)
+    return Tolerance(0.0, (angle.rtol + angle.atol / omega) * d / 2 / np.log(10000),
+                     f"a pair index read back through the log of an angle {angle.reason}")
 
 
 def same_start_at_any_d_model(candidate, tol: Tolerance) -> Holds:
