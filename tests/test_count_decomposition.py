@@ -3,7 +3,7 @@
 import pytest
 
 from conformance.config import base_config, german_config, toy_config
-from conformance.diagnosis.counts import explain_count, second_size
+from conformance.diagnosis.counts import explain_count, second_size, variant_differences
 from conformance.weights import parameter_count
 
 
@@ -16,7 +16,7 @@ def explained(config, extra):
 def test_untied_tables_output_bias_and_final_norms_are_named_together():
     text = explained(base_config(), lambda c: 2 * c.tgt_vocab * c.d_model + c.tgt_vocab + 4 * c.d_model)
     assert text.startswith("difference +37,927,048 = ")
-    for term in ("separate target embedding table (37,000 x 512: +18,944,000)",
+    for term in ("separate target embedding table (the shared table counted twice) (37,000 x 512: +18,944,000)",
                  "separate output matrix (not tied to the embedding) (37,000 x 512: +18,944,000)",
                  "output bias (37,000: +37,000)", "extra LayerNorm (a final one after a stack, or one on the"
                  " embeddings) x 2 (2 x 512 each: +2,048)"):
@@ -73,3 +73,26 @@ def test_a_sum_that_fits_two_sizes_by_coincidence_is_refused_at_a_third():
     assert confirmed_at_third(explain_count, *args) is None
     text = confirmed_at_third(explain_more, *args)
     assert "LayerNorm without beta (-10 norms x 64: -640) + a projection's bias missing in every attention" in text
+
+
+def counted_twice(config) -> int:
+    """A count that adds the target's table even where the configuration shares one: V x d_model too many when
+    shared, right when separate."""
+    return parameter_count(config) + (config.tgt_vocab * config.d_model if config.share_embeddings else 0)
+
+
+def test_a_tie_of_one_size_is_cut_where_a_declared_choice_parts_its_terms():
+    """A second table and an untied output matrix are both V x d_model too many on a shared, tied configuration:
+    alone, a tie; the untied variant (where the code's count is still V x d_model too many, and an output matrix
+    would be right) keeps only the table."""
+    config, second = base_config(), second_size(base_config())
+    asked = (config, counted_twice(config), second, counted_twice(second))
+    tie = explain_count(*asked)
+    assert "one of (same counts)" in tie and "separate output matrix" in tie
+    cut = explain_count(*asked, variants=variant_differences(counted_twice, config, lambda c: c))
+    assert "one of" not in cut and "the shared table counted twice" in cut and "output matrix" not in cut
+
+
+def test_variants_the_candidate_does_not_build_cut_nothing():
+    config = base_config()
+    assert variant_differences(counted_twice, config, lambda c: config) == ()

@@ -58,6 +58,17 @@ def test_a_probe_where_the_bug_does_not_show_confirms_nothing(known):
     assert confirmed_matches(Scalar(lambda p: 2 * p), Question(answer, 1, probe=0), TOL) == []
 
 
+def test_a_match_that_parts_on_a_variant_names_nothing(known):
+    """Problems 1 and 5 are one kind; -3 another (a configuration with another declared choice). "Times two" is
+    confirmed on 1 and 5; a candidate that doubles only positive problems parts from it at -3 and is not named, though
+    the bug may answer there as the paper does; the bug itself still is."""
+    doubled_where_positive = Scalar(lambda p: 2 * p if p > 0 else p)
+    assert names(confirmed_matches(doubled_where_positive, Question(answer, 1, probe=5), TOL)) == ["times_two"]
+    assert confirmed_matches(doubled_where_positive, Question(answer, 1, probe=5, variants=(-3,)), TOL) == []
+    assert names(confirmed_matches(Scalar(lambda p: 2 * p), Question(answer, 1, probe=5, variants=(-3,)), TOL)) \
+        == ["times_two"]
+
+
 def test_nan_matches_nothing(known):
     assert confirmed_matches(Scalar(lambda p: np.nan), Question(answer, 1, probe=5), TOL) == []
 

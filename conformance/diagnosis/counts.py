@@ -40,7 +40,7 @@ def _norms(c: ModelConfig) -> int:
 
 
 TERMS = (
-    Term("separate target embedding table", lambda c: c.tgt_vocab * c.d_model if c.share_embeddings else 0,
+    Term("separate target embedding table (the shared table counted twice)", lambda c: c.tgt_vocab * c.d_model if c.share_embeddings else 0,
          lambda c: f"{c.tgt_vocab:,} x {c.d_model}"),
     Term("separate output matrix (not tied to the embedding)",
          lambda c: c.tgt_vocab * c.d_model if c.tie_output else 0, lambda c: f"{c.tgt_vocab:,} x {c.d_model}"),
@@ -118,9 +118,12 @@ def second_size(config: ModelConfig) -> ModelConfig:
 
 
 def solve(config: ModelConfig, difference: int, probe: ModelConfig, probe_difference: int,
-          terms: tuple[Term, ...] = TERMS) -> list[tuple]:
+          terms: tuple[Term, ...] = TERMS, variants: tuple = ()) -> list[tuple]:
     """The combinations with the fewest terms that give ``difference`` at ``config`` and ``probe_difference``
-    at ``probe``; each solution is (combo, rows R of learned positions or None), the positions counting as a term."""
+    at ``probe``; each solution is (combo, rows R of learned positions or None), the positions counting as a term.
+    A tie (two combinations of one size: an output matrix or a second embedding table, V x d_model each) is cut to
+    the solutions that also give each of ``variants``' differences [(config, difference)] at its configuration
+    (another declared choice, where the tied terms differ), when one does."""
     if difference == 0:
         return []
     found: list[tuple[int, tuple]] = []
@@ -132,7 +135,42 @@ def solve(config: ModelConfig, difference: int, probe: ModelConfig, probe_differ
         if pos and pos == positions(probe_rest, probe) and len(combo) < MAX_TERMS:
             found.append((len(combo) + 1, (combo, pos)))
     fewest = min((size for size, _ in found), default=None)
-    return [solution for size, solution in found if size == fewest]
+    solutions = [solution for size, solution in found if size == fewest]
+    if len(solutions) < 2:
+        return solutions
+    kept = [solution for solution in solutions if all(_gives(solution, c, d) for c, d in variants)]
+    return kept or solutions
+
+
+def _gives(solution: tuple, config: ModelConfig, difference: int) -> bool:
+    combo, pos = solution
+    return total(combo, config) + (pos or 0) * config.d_model == difference
+
+
+def variants_of(config: ModelConfig) -> tuple[ModelConfig, ...]:
+    """The configuration with one declared choice changed (tied or not, shared tables or not, attention biases or
+    not): where terms of one size at ``config`` part."""
+    shared = config.replace(share_embeddings=True, tgt_vocab=config.src_vocab)
+    separate = config.replace(share_embeddings=False, tgt_vocab=config.src_vocab + 7)
+    return (config.replace(tie_output=not config.tie_output),
+            separate if config.share_embeddings else shared,
+            config.replace(attention_bias=not config.attention_bias))
+
+
+def variant_differences(count: Callable[[ModelConfig], int], config: ModelConfig,
+                        fit: Callable[[ModelConfig], ModelConfig]) -> tuple:
+    """[(variant, the candidate's count there less the paper's)] for each variant the candidate builds (``fit``
+    leaves it a variant) and counts without raising."""
+    found = []
+    for variant in variants_of(config):
+        fitted = fit(variant)
+        if fitted == config:
+            continue
+        try:
+            found.append((fitted, int(count(fitted)) - parameter_count(fitted)))
+        except Exception:  # noqa: BLE001 - a variant the candidate cannot count cuts no tie
+            continue
+    return tuple(found)
 
 
 def describe(solution: tuple, config: ModelConfig) -> str:
@@ -145,10 +183,11 @@ def describe(solution: tuple, config: ModelConfig) -> str:
     return " + ".join(parts)
 
 
-def explain_count(config: ModelConfig, got: int, probe: ModelConfig, probe_got: int) -> str | None:
+def explain_count(config: ModelConfig, got: int, probe: ModelConfig, probe_got: int,
+                  variants: tuple = ()) -> str | None:
     """"difference +37,927,048 = ... (the same terms give the difference at a second size: ...)", or None."""
     difference, probe_difference = got - parameter_count(config), probe_got - parameter_count(probe)
-    solutions = solve(config, difference, probe, probe_difference)
+    solutions = solve(config, difference, probe, probe_difference, variants=variants)
     if not solutions:
         return None
     confirmed = f"the same terms give {probe_difference:+,} at a second size ({_sizes(probe)})"
@@ -242,10 +281,11 @@ MORE_TERMS = (
 )
 
 
-def explain_more(config: ModelConfig, got: int, probe: ModelConfig, probe_got: int) -> str | None:
+def explain_more(config: ModelConfig, got: int, probe: ModelConfig, probe_got: int,
+                 variants: tuple = ()) -> str | None:
     """``explain_count`` with MORE_TERMS beside TERMS, for a difference TERMS alone do not explain."""
     difference, probe_difference = got - parameter_count(config), probe_got - parameter_count(probe)
-    solutions = solve(config, difference, probe, probe_difference, TERMS + MORE_TERMS)
+    solutions = solve(config, difference, probe, probe_difference, TERMS + MORE_TERMS, variants)
     if not solutions:
         return None
     confirmed = f"the same terms give {probe_difference:+,} at a second size ({_sizes(probe)})"

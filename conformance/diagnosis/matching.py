@@ -160,14 +160,44 @@ def confirmed_matches(candidate, question: Question, tol: Tolerance, *, actual=N
         first = [(bug, _distance(mine, asked[bug.name])) for bug in known if same(mine, asked[bug.name])]
         confirmed = _confirm(second, first) if first else []
     whole = _WholeCall(candidate, question, tol, (problem, second.problem))
-    confirmed = [match for match in confirmed if whole.agrees(match)]
+    variants = _Variants(candidate, question, same)
+    confirmed = [match for match in confirmed if whole.agrees(match) and variants.agree(match)]
     if confirmed:
         return confirmed
     answers = [(bug, asked[bug.name] if bug.name in asked
                 else known_answer(question, bug.candidate, problem, disk_cache=disk_cache)) for bug in known]
     combined = combined_matches(second, problem, mine, answers,
                                 profile=_profile(candidate, disk_cache) if profile is None else profile)
-    return [match for match in combined if whole.agrees(match)]
+    return [match for match in combined if whole.agrees(match) and variants.agree(match)]
+
+
+class _Variants:
+    """``Question.variants``: does a matched bug answer the question's other kinds of problem as the candidate does?
+    A variant the candidate cannot answer (a configuration it does not build) takes nothing from the match."""
+
+    def __init__(self, candidate, question: Question, same):
+        self.candidate, self.question, self.same = candidate, question, same
+        self._mine = None
+
+    def agree(self, match: dict) -> bool:
+        if not self.question.variants:
+            return True
+        known = _catalogue_member(match, self.candidate)
+        if known is None:
+            return True
+        if self._mine is None:
+            problems = []
+            for problem in (self.candidate.fit(p) for p in self.question.variants):
+                if all(problem != seen for seen in problems):  # a variant the candidate does not build: fitted back
+                    problems.append(problem)
+            self._mine = [(problem, _answer(self.question, self.candidate, problem)) for problem in problems]
+        for problem, mine in self._mine:
+            if mine is None:
+                continue
+            theirs = _answer(self.question, known.candidate, problem)
+            if theirs is None or not self.same(mine, theirs):
+                return False
+        return True
 
 
 class _WholeCall:

@@ -30,6 +30,11 @@ class Question:
     # another bug.
     whole: Callable[[Any, Any], Any] | None = None
     part: tuple[int, str] | None = None
+    # Problems of another kind the question can also be asked (the configuration with another declared choice:
+    # tied or untied, shared or separate tables): a known bug is named only when it answers each of them as the
+    # candidate does, though it may answer as the paper there. Two bugs that give one wrong number at one kind of
+    # configuration (a V x d_model too many: an output matrix, or a second embedding table) part at another.
+    variants: tuple = ()
 
     def ask(self, candidate, problem: Any = None) -> np.ndarray:
         """The candidate's answer as float64 (the caller fits the problem into the candidate's configurations)."""

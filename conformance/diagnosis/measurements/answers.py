@@ -12,6 +12,7 @@
 
 from __future__ import annotations
 
+import functools
 import math
 
 import numpy as np
@@ -194,6 +195,7 @@ def parameter_count(asked):
         explain_sizes,
         terms_of,
         third_size,
+        variant_differences,
     )
 
     if not isinstance(asked.problem, ModelConfig) or not isinstance(asked.second, ModelConfig):
@@ -204,8 +206,11 @@ def parameter_count(asked):
     # One component at another size is one term: tried before sums of several, which a coincidence can fit too
     # (a hard-coded d_ff of 64 on d_model 2 is also biases + norms + 273 rows of positions, at both sizes). Each
     # sum must hold at a third size too: two sizes leave room for coincidences.
+    variants = variant_differences(lambda config: float(asked.question.ask(asked.candidate, config)), asked.problem,
+                                   asked.candidate.fit)
     text = None
-    for explain in (explain_sizes, explain_count, explain_more):
+    for explain in (explain_sizes, functools.partial(explain_count, variants=variants),
+                    functools.partial(explain_more, variants=variants)):
         text = confirmed_at_third(explain, asked.problem, got, asked.second, probe_got, third, third_got)
         if text is not None:
             break

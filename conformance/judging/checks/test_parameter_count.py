@@ -7,6 +7,8 @@ output matrix, 234,304 for the toy and 76,906,496 for the German variant; the pa
 formulas have no biases, which removes 36,864.
 """
 
+import functools
+
 import numpy as np
 import pytest
 from hypothesis import given
@@ -15,7 +17,14 @@ from hypothesis import strategies as st
 from conformance.compare import assert_true
 from conformance.config import ModelConfig, base_config, german_config, toy_config
 from conformance.diagnosis import Question
-from conformance.diagnosis.counts import confirmed_at_third, explain_count, second_size, third_size
+from conformance.diagnosis.counts import (
+    confirmed_at_third,
+    explain_count,
+    second_size,
+    third_size,
+    variant_differences,
+    variants_of,
+)
 from conformance.errors import PartNotImplemented
 from conformance.paper import claims, published
 from conformance.tolerances import Tolerance
@@ -44,10 +53,12 @@ def assert_count(candidate, check, config: ModelConfig, expected: int, what: str
     got = count(candidate, config)
     second = candidate.fit(second_size(config))  # a second size the candidate declares it builds
     check.claim(got == expected, f"{what}: got {got:,}, expected {expected:,} (difference {got - expected:+,})",
-                ask=Question(count, config, probe=second, tol=EXACT),
-                locate=lambda: confirmed_at_third(explain_count, config, got, second, count(candidate, second),
-                                                  third := candidate.fit(third_size(config)),
-                                                  count(candidate, third)),
+                ask=Question(count, config, probe=second, tol=EXACT, variants=variants_of(config)),
+                locate=lambda: confirmed_at_third(
+                    functools.partial(explain_count, variants=variant_differences(
+                        functools.partial(count, candidate), config, candidate.fit)),
+                    config, got, second, count(candidate, second), third := candidate.fit(third_size(config)),
+                    count(candidate, third)),
                 expected=expected, actual=got)
 
 
