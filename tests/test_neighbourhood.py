@@ -232,6 +232,22 @@ def test_a_name_a_passing_check_contradicts_is_withdrawn():
     assert named.message.count("withdrawn") == 1
 
 
+def test_a_withdrawn_name_gives_way_to_an_alike_match_no_passing_check_contradicts():
+    """On an encoder's call, ignoring every mask and ignoring the padding mask answer alike; the causal checks
+    passed: the first is withdrawn, its line no longer says "likely cause", and the second stands."""
+    named = _result("encode_matches_reference", "failed",
+                    [{"mutant": "attention_mask_ignored", "bug": "Attention ignores its mask"},
+                     {"mutant": "padding_mask_ignored", "bug": "No padding mask"}],
+                    "Attention ignores its mask (mutant:attention_mask_ignored)")
+    named.message = ("memory differs\n  likely cause: Attention ignores its mask (mutant:attention_mask_ignored),"
+                     " confirmed on a second, bigger problem (max diff 0 here, 0 there)")
+    withdraw_contradicted([named, _result("logits_up_to_t_ignore_later_target_tokens", "passed")])
+    assert named.likely_cause == "No padding mask (mutant:padding_mask_ignored)"
+    assert "likely cause: Attention" not in named.message
+    assert "answers this check as Attention ignores its mask (mutant:attention_mask_ignored)" in named.message
+    assert named.message.endswith("that no passing check contradicts: No padding mask (mutant:padding_mask_ignored)")
+
+
 def test_a_name_no_passing_check_contradicts_stands_and_a_combination_is_not_judged():
     single = _result("a", "failed", [{"mutant": "greedy_never_stops", "bug": "b"}], "b (mutant:greedy_never_stops)")
     combined = _result("b", "failed", [{"mutant": "greedy_never_stops+pre_norm",

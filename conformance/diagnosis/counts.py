@@ -40,7 +40,8 @@ def _norms(c: ModelConfig) -> int:
 
 
 TERMS = (
-    Term("separate target embedding table (the shared table counted twice)", lambda c: c.tgt_vocab * c.d_model if c.share_embeddings else 0,
+    Term("separate target embedding table (the shared table counted twice)",
+         lambda c: c.tgt_vocab * c.d_model if c.share_embeddings else 0,
          lambda c: f"{c.tgt_vocab:,} x {c.d_model}"),
     Term("separate output matrix (not tied to the embedding)",
          lambda c: c.tgt_vocab * c.d_model if c.tie_output else 0, lambda c: f"{c.tgt_vocab:,} x {c.d_model}"),

@@ -55,11 +55,29 @@ def withdraw_contradicted(results: list) -> None:
         first = result.diagnosis[0]
         if first.get("contradicted_by") and f"mutant:{first['mutant']}" in (result.likely_cause or ""):
             result.likely_cause = None
+            result.message = _unclaimed(result.message, first["mutant"])
             shown = ", ".join(first["contradicted_by"][:3]) + (" ..." if len(first["contradicted_by"]) > 3 else "")
             result.message += (f"\n  {WITHDRAWN}: mutant:{first['mutant']} fails {shown}, which passed in this run,"
                                " so it is not what the candidate computes; what this check asks, the candidate"
                                " answers as it does (on two problems): a deviation of that kind, confined to what"
                                " this check asks, is likely")
+            stands = next((match for match in result.diagnosis[1:]
+                           if not match.get("mutants") and not match.get("contradicted_by")), None)
+            if stands is not None:
+                result.likely_cause = f"{stands['bug']} (mutant:{stands['mutant']})"
+                result.message += (f"\n  likely cause, of the known bugs that answer this check alike and that no"
+                                   f" passing check contradicts: {result.likely_cause}")
+
+
+def _unclaimed(message: str, mutant: str) -> str:
+    """The message with the withdrawn name's "likely cause" line restated as what it is: this check's answer only,
+    no longer a cause."""
+    lines = message.split("\n")
+    for i, line in enumerate(lines):
+        if line.lstrip().startswith("likely cause") and f"(mutant:{mutant})" in line:
+            head, _, rest = line.partition("likely cause")
+            lines[i] = head + "answers this check as" + rest.split(":", 1)[-1].split(", confirmed on")[0]
+    return "\n".join(lines)
 
 
 def standing(diagnosis: list[dict]) -> list[dict]:
