@@ -169,6 +169,26 @@ def test_model_invariances_say_what_the_output_depends_on_and_should_not():
     assert invariances.model_invariances(load("reference")) == []
 
 
+def test_a_batch_dependence_says_whether_the_row_or_the_other_sentences_are_read():
+    """Rows not independent, and why: a mask taken over the batch reads the other sentences (the same sentences in
+    another order give a sentence its own logits); a table indexed by the batch axis reads the row. Neither encoder
+    is causal, though a position another sentence pads is hidden from all of them."""
+    over_batch = texts(invariances.model_invariances(load(adapter_path("model_padding_mask_over_the_batch"),
+                                                          isolate=False)))
+    assert "depend on the other sentences of the batch" in over_batch and "reads positions 0..i" not in over_batch
+    by_row = texts(invariances.model_invariances(load(adapter_path("model_positions_by_batch_row"), isolate=False)))
+    assert "depend on its place in the batch, its row index" in by_row
+
+
+def test_weights_that_stand_out_in_several_sublayers_point_at_none():
+    """A model that reads each token's embedding one row early moves every weight's effect a little, five of them
+    past 2x in four sublayers at both sizes: no weight is said to stand out."""
+    from conformance.diagnosis.measurements import sensitivity
+
+    early = load(adapter_path("model_embedding_row_off_by_one"), isolate=False)
+    assert not [f for f in sensitivity.weight_sensitivity(early) if f.key.startswith("weight_sensitivity:out")]
+
+
 def test_padding_read_through_the_tied_output_layer_alone_is_not_said_to_be_read_by_the_decoder():
     """Probabilities where logits are asked for: E[pad] reaches every probability through the softmax's normaliser,
     yet one more padding token leaves the real positions alone: the decoder reads no padding, and is not said to."""

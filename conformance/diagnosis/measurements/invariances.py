@@ -127,12 +127,17 @@ def source_reach(pair: Pair) -> str | None:
 
 
 def encoder_reach(pair: Pair) -> bool:
-    """Does the memory at source position i ignore later source positions (the paper: every position reads all)?"""
-    j = pair.src.shape[1] - 1
-    later = _change_token(pair.src, pair.src_keep, j, pair.config, np.random.default_rng(3))
-    mine = pair.moved(pair.model.encode(pair.src), pair.model.encode(later))[0]
-    theirs = pair.moved(pair.oracle.encode(pair.src), pair.oracle.encode(later))[0]
-    return bool(theirs[:j].all() and not mine[:j].any())
+    """Does the memory at source position i ignore later source positions (the paper: every position reads all)?
+    Asked of the unpadded sentence alone, at its last position and at a middle one: in a batch, a position another
+    sentence pads may be hidden from all of them (a padding mask reduced over the batch), which is no causal mask."""
+    src, keep = pair.src[:1], pair.src_keep[:1]
+    for j in (src.shape[1] - 1, src.shape[1] // 2):
+        later = _change_token(src, keep, j, pair.config, np.random.default_rng(3 + j))
+        mine = pair.moved(pair.model.encode(src), pair.model.encode(later))[0]
+        theirs = pair.moved(pair.oracle.encode(src), pair.oracle.encode(later))[0]
+        if not (theirs[:j].all() and not mine[:j].any()):
+            return False
+    return True
 
 
 def padding_read(pair: Pair) -> str | None:
@@ -171,11 +176,19 @@ def _centred(logits, pad: int) -> np.ndarray:
     return kept - kept.mean(-1, keepdims=True)
 
 
-def batch_read(pair: Pair) -> bool:
-    """Does a row's output change when it is run alone (the paper: never)?"""
+def batch_read(pair: Pair) -> str | None:
+    """Does a row's output change when it is run alone (the paper: never)? Then what it depends on: "place" when the
+    same sentences in another order give the first its own logits at another row only (its row index is read: a
+    table indexed by the batch axis), "others" when they give it its logits at any row (the other sentences are
+    read: a mask or a statistic taken over the batch)."""
     full = pair.model.forward(pair.src, pair.tgt_in)
     alone = np.concatenate([pair.model.forward(pair.src[i:i + 1], pair.tgt_in[i:i + 1]) for i in range(len(pair.src))])
-    return bool((pair.moved(full, alone) & pair.tgt_keep).any())
+    if not (pair.moved(full, alone) & pair.tgt_keep).any():
+        return None
+    order = np.roll(np.arange(len(pair.src)), 1)  # the first sentence goes to row 1, the same sentences beside it
+    rolled = pair.model.forward(pair.src[order], pair.tgt_in[order])
+    moved = pair.moved(full[:1], rolled[1:2])[0] & pair.tgt_keep[0]
+    return "place" if moved.any() else "others"
 
 
 def positions_ignored(pair: Pair) -> bool:
@@ -234,7 +247,10 @@ MODEL_TEXTS = {
                        " reads padded positions",
     "padding decoder": "the logits at real positions change when the padding token's embedding does (the encoder's"
                        " memory does not): the decoder reads padded positions",
-    "batch": "a sentence's logits change when the other sentences of the batch do: rows are not independent",
+    "batch others": "a sentence's logits depend on the other sentences of the batch (run alone it gets other logits;"
+                    " the same sentences in another order give it the same): rows are not independent",
+    "batch place": "a sentence's logits depend on its place in the batch, its row index (the same sentences in"
+                   " another order give it other logits): rows are not independent",
     "positions": "the memory is permuted exactly as the source tokens are: no positional information reaches the"
                  " encoder",
 }
