@@ -187,6 +187,19 @@ def test_a_finalist_the_third_problem_refutes_is_not_stated(monkeypatch):
     assert search.formula_differences(asked) == []
 
 
+def test_a_tie_of_more_changes_than_a_statement_shows_is_not_stated():
+    """Six forms that answer alike (a softmax without exp, a sublayer reading its input, a mask subtracted, where
+    every key is hidden) share a collapse, not a change: stated, each would be a false claim."""
+    def neighbour(i, formula):
+        return {"id": f"n{i}", "formula": formula, "section": "§", "forms": [{"key": f"k{i}"}]}
+
+    answer = np.zeros(3)
+    kept = [(neighbour(i, formula), answer, 0.0, 0.0, 0.0)
+            for i, formula in enumerate(["_softmax", "_softmax", "encoder_layer", "encoder_layer", "mask_scores",
+                                         "mask_scores"])]
+    assert search._ties(kept) == []
+
+
 def test_a_faithful_part_is_searched_for_nothing():
     candidate = load("numpy", isolate=False)
     ask = Question(questions.feed_forward_output, LayerSizes(B=2, S=3, T=3, h=2, d_k=4, d_ff=16, bias=True, seed=5))

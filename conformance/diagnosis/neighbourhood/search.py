@@ -41,7 +41,10 @@ PART_SCREENS = {
     "build_model": ("model_",),
 }
 MAX_SEARCH_SECONDS = 20.0  # a bound on one question's search (a model question at its largest)
-MAX_SHOWN = 3  # finalists that still differ from one another: more than this says little
+# Forms of a tie: more than this many changes answering alike share only their result (a softmax without exp, a
+# sublayer that reads its input, the sublayer's output left out: each makes attention add nothing where every key
+# is hidden), and stated, each would be a false claim of what the code computes: the tie is not stated.
+MAX_SHOWN = 3
 # A neighbour's call that runs longer is abandoned: a mutated loop condition can loop for ever (a greedy decoder
 # whose rows never all finish), where the paper's formulas answer the largest question asked in about a second.
 NEIGHBOUR_TIMEOUT_S = 5.0
@@ -218,6 +221,8 @@ def _ties(kept: list, problems: int = 3) -> list[dict]:
         else:
             groups.append([item])
     forms = _simplest([form for group in groups for neighbour, *_ in group for form in _forms(neighbour)])
+    if len(forms) > MAX_SHOWN:
+        return []  # many changes answer alike: what they share is a collapse, not one change to state
     neighbours = [neighbour for group in groups for neighbour, *_ in group]
     best = groups[0][0]
     return [_description(neighbours, forms, best[2], best[3], best[4], problems)]
@@ -239,11 +244,8 @@ def _description(neighbours: list[dict], forms: list[dict], here: float, there: 
                  problems: int) -> dict:
     from conformance.diagnosis.measurements.base import as_description
 
-    shown = forms[:MAX_SHOWN]
-    statements = [statement(form) for form in shown]
-    more = f" (+{len(forms) - MAX_SHOWN} more)" if len(forms) > MAX_SHOWN else ""
-    text = statements[0] if len(statements) == 1 else \
-        "equally, on every problem asked: " + "; or ".join(statements) + more
+    statements = [statement(form) for form in forms]
+    text = statements[0] if len(statements) == 1 else "equally, on every problem asked: " + "; or ".join(statements)
     key = "formula:" + "|".join(sorted(n["id"] for n in neighbours))
     description = as_description("generated_neighbourhood", "formula", text, key, max_abs=here, probe_max_abs=there,
                                  facts={"problems": problems, "last_max_abs": third,
