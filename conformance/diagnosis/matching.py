@@ -160,7 +160,7 @@ def confirmed_matches(candidate, question: Question, tol: Tolerance, *, actual=N
         first = [(bug, _distance(mine, asked[bug.name])) for bug in known if same(mine, asked[bug.name])]
         confirmed = _confirm(second, first) if first else []
     whole = _WholeCall(candidate, question, tol, (problem, second.problem))
-    variants = _Variants(candidate, question, same)
+    variants = _Variants(candidate, question, same, disk_cache)
     confirmed = [match for match in confirmed if whole.agrees(match) and variants.agree(match)]
     if confirmed:
         return confirmed
@@ -175,8 +175,8 @@ class _Variants:
     """``Question.variants``: does a matched bug answer the question's other kinds of problem as the candidate does?
     A variant the candidate cannot answer (a configuration it does not build) takes nothing from the match."""
 
-    def __init__(self, candidate, question: Question, same):
-        self.candidate, self.question, self.same = candidate, question, same
+    def __init__(self, candidate, question: Question, same, disk_cache: bool = True):
+        self.candidate, self.question, self.same, self.disk_cache = candidate, question, same, disk_cache
         self._mine = None
 
     def agree(self, match: dict) -> bool:
@@ -194,7 +194,10 @@ class _Variants:
         for problem, mine in self._mine:
             if mine is None:
                 continue
-            theirs = _answer(self.question, known.candidate, problem)
+            try:
+                theirs = known_answer(self.question, known.candidate, problem, disk_cache=self.disk_cache)
+            except Exception:  # noqa: BLE001 - a known bug that cannot answer the variant is not this candidate
+                return False
             if theirs is None or not self.same(mine, theirs):
                 return False
         return True
