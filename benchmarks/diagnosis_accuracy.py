@@ -201,7 +201,8 @@ def statements(checks: list[dict]) -> dict[str, list[str]]:
     what a judge who reads the bug's source, not the diagnosis, decides is a correct statement or not."""
     said = {}
     for check in checks:
-        lines = [f"named: {' + '.join(m.get('mutants') or [m['mutant']])}" for m in check.get("diagnosis") or []]
+        lines = [f"{'withdrawn (a passing check contradicts it)' if m.get('contradicted_by') else 'named'}:"
+                 f" {' + '.join(m.get('mutants') or [m['mutant']])}" for m in check.get("diagnosis") or []]
         lines += [f"pattern: {p if isinstance(p, str) else p.get('text', p)}" for p in check.get("patterns") or []]
         if check.get("likely_cause"):
             lines.append(f"likely cause: {check['likely_cause']}")
