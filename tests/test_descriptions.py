@@ -370,3 +370,24 @@ def test_a_float64_candidate_is_judged_against_the_float64_paper(certify):
     failed = [c for c in run.report["checks"] if c["status"] == "failed"]
     assert {c["id"] for c in failed} == {"masking_keys_equals_removing_them", "self_attention_matches_reference"}
     assert all(not c.get("diagnosis") for c in failed), [c["diagnosis"] for c in failed]
+
+
+def test_log_probabilities_where_the_paper_gives_probabilities_are_a_log_softmax_in_place_of_the_softmax():
+    """Attention weights are a softmax: an answer of log-probabilities there is the softmax's place, not a log_softmax
+    after logits; where the paper's answer is not normalised (logits) it still is the latter."""
+    from types import SimpleNamespace
+
+    from conformance.diagnosis.measurements.answers import answer_normalised
+
+    rng = np.random.default_rng(0)
+    scores, second = rng.normal(size=(2, 3, 4)), rng.normal(size=(2, 5, 6))
+
+    def log_softmax(x):
+        return x - np.log(np.exp(x).sum(-1, keepdims=True))
+
+    weights = SimpleNamespace(mine=log_softmax(scores), mine_second=log_softmax(second),
+                              paper=np.exp(log_softmax(scores)), paper_second=np.exp(log_softmax(second)))
+    assert "a log_softmax in place of the softmax" in answer_normalised(weights).text
+    logits = SimpleNamespace(mine=log_softmax(scores), mine_second=log_softmax(second), paper=scores,
+                             paper_second=second)
+    assert "a log_softmax on the output (the logits are asked for)" in answer_normalised(logits).text

@@ -92,3 +92,12 @@ def test_a_known_bug_is_named_once_and_confirmed(certify):
     assert [m["mutant"] for m in check["diagnosis"]] == ["schedule_off_by_one"]
     assert check["message"].count("(mutant:schedule_off_by_one)") == 1
     assert "confirmed on a second, bigger problem" in check["message"]
+
+
+def test_a_part_without_a_model_that_answers_twice_differently_is_said_to_keep_state(certify):
+    """A schedule that counts its own calls answers one question twice differently: no dropout can be the cause, and
+    none is suggested."""
+    run = certify(adapter_path("lr_counts_its_calls"), "-k", "lrate_matches_formula_for_any_step", "--no-training")
+    (check,) = run.report["checks"]
+    assert check["status"] == "failed"
+    assert "state kept between calls" in check["likely_cause"] and "dropout" not in check["likely_cause"]

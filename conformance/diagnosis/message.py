@@ -69,6 +69,16 @@ def formula_lines(found: dict) -> tuple[str, str, str] | None:
 # Said by the ablation of a model-only adapter and by any failing check whose question gets two answers.
 RANDOM_AT_EVALUATION = ("two identical calls give different outputs: dropout (or other randomness) at evaluation"
                         " suspected (model.eval() not called?)")
+# The same of a part that holds no model (a schedule, a loss, a count): what varies is state kept between calls.
+STATEFUL_CALLS = ("two identical calls give different outputs: the answer depends on more than its arguments (state"
+                  " kept between calls, such as a counter of calls, or randomness)")
+
+
+def varying_answers(parts) -> str:
+    """What two different answers to one question say, for a question that calls ``parts``."""
+    model = any(part.startswith(("build_model", "model.", "encoder_layer", "decoder_layer", "multi_head_attention",
+                                 "scaled_dot_product_attention", "feed_forward", "layer_norm")) for part in parts)
+    return RANDOM_AT_EVALUATION if model or not parts else STATEFUL_CALLS
 
 
 @dataclass(frozen=True)

@@ -154,7 +154,8 @@ class Check:
         from conformance.diagnosis import confirmed_matches
         from conformance.diagnosis.matching import answers_vary, offered
         from conformance.diagnosis.measurements import describe
-        from conformance.diagnosis.message import RANDOM_AT_EVALUATION, fmt_descriptions, named, tail
+        from conformance.diagnosis.measurements.confirm import parts_called
+        from conformance.diagnosis.message import fmt_descriptions, named, tail, varying_answers
 
         if not reporting() or self.candidate is None:
             return
@@ -175,8 +176,9 @@ class Check:
             failure.fields["likely_cause"] = named(matches[0]) if matches[0].get("mutants") else \
                 f"{matches[0]['bug']} (mutant:{matches[0]['mutant']})"  # a single bug's text as it always was
         elif ask is not None and _quietly(lambda: answers_vary(self.candidate, ask)):
-            failure.fields["likely_cause"] = RANDOM_AT_EVALUATION
-            lines.append(f"  likely cause: {RANDOM_AT_EVALUATION}")
+            varying = varying_answers(_quietly(lambda: parts_called(self.candidate, ask)) or ())
+            failure.fields["likely_cause"] = varying
+            lines.append(f"  likely cause: {varying}")
         elif ask is not None:  # no known bug: what was measured, confirmed on a second problem
             described = _quietly(lambda: describe(self.candidate, ask, tol, disk_cache=disk)) or []
             failure.fields["descriptions"] = described

@@ -134,8 +134,16 @@ def answer_normalised(asked):
     papers = [answer for answer in (asked.paper, asked.paper_second) if answer is not None]
     for name, (holds, text) in NORMALISED.items():
         if holds(asked.mine) and holds(asked.mine_second) and papers and not any(holds(p) for p in papers):
+            if name == "log_probabilities" and all(_probabilities(p) for p in papers):
+                name, text = "log_of_probabilities", LOG_OF_PROBABILITIES
             return Finding(text, f"answer_normalised:{name}", (), {"normalised": name})
     return None
+
+
+# Where the paper's answer is itself a softmax (attention weights), log-probabilities are its logarithm's kind: the
+# log_softmax stands where the softmax does, not after logits.
+LOG_OF_PROBABILITIES = ("every row of the answer is log-probabilities (its logsumexp over the last axis is 0, on both"
+                        " problems) where the paper's rows are probabilities: a log_softmax in place of the softmax")
 
 
 def _padding(asked, problem, answer) -> np.ndarray | None:

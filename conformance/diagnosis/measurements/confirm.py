@@ -35,6 +35,13 @@ class _Recorder:
         return value
 
 
+def parts_called(candidate, question: Question) -> set:
+    """The candidate's methods ``question`` calls on its failing problem."""
+    recorder = _Recorder(candidate)
+    question.ask(recorder, candidate.fit(question.problem))
+    return recorder.called
+
+
 @dataclass
 class Asked:
     candidate: object
