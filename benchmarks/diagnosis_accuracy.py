@@ -123,7 +123,7 @@ def classify(checks: list[dict], wordsets, consequences, *, names_ok) -> dict:
     row = {"named": 0, "correct": 0, "true": 0, "false": [], "unexplained": 0, "false_names": [],
            "before_named": 0, "before_unexplained": 0}
     for check in checks:
-        named = check.get("diagnosis") or []
+        named = [match for match in check.get("diagnosis") or [] if not match.get("contradicted_by")]  # standing
         if named and not names_ok(named):
             row["false_names"].append(f"{check['id']}: {named[0]['mutant']}")
             continue
