@@ -391,3 +391,13 @@ def test_log_probabilities_where_the_paper_gives_probabilities_are_a_log_softmax
     logits = SimpleNamespace(mine=log_softmax(scores), mine_second=log_softmax(second), paper=scores,
                              paper_second=second)
     assert "a log_softmax on the output (the logits are asked for)" in answer_normalised(logits).text
+
+
+def test_a_layer_that_reads_no_other_position_is_not_called_causal():
+    """A layer whose mask hides every key reads neither later nor earlier positions: it is said to read no other
+    position, not 0..i; a layer with a causal mask still reads 0..i."""
+    alone = texts(invariances.encoder_layer_invariances(load(adapter_path("encoder_layer_hides_every_key"),
+                                                             isolate=False)))
+    assert "it reads no other position" in alone and "reads 0..i only" not in alone
+    causal = texts(invariances.encoder_layer_invariances(load("mutant:causal_mask_in_encoder")))
+    assert "reads 0..i only" in causal and "no other position" not in causal

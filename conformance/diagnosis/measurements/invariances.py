@@ -339,7 +339,11 @@ def layer_probe(candidate, stack: str, size: LayerSizes) -> list[str]:
     if mine.any() and not theirs.any():
         found.append("future")
     if theirs.all() and not mine.any():
-        found.append("causal")
+        # the first position changed too: a layer that reads no other position at all is not causal, it is alone
+        earlier = x.copy()
+        earlier[0, 0] += rng.normal(0, 1, earlier.shape[-1]).astype(np.float32)
+        mine_after, theirs_after = (_moved(base[w], run(w, x=earlier))[0, 1:] for w in whom)
+        found.append("isolated" if theirs_after.all() and not mine_after.any() else "causal")
     # row 0's positions permuted: the paper's layer (no positions inside) permutes its output the same way
     order = np.roll(np.arange(x.shape[1]), 1)
     permuted = x.copy()
@@ -416,6 +420,8 @@ LAYER_TEXTS = {
     "padded": "its output at real positions changes when the input at padded positions does: padded keys are read",
     "future": "its output at a position changes when a later position's input does: it reads the future",
     "causal": "its output at position i does not change when a later position's input does: it reads 0..i only",
+    "isolated": "its output at a position changes with that position's input only (the first's and the last's"
+                " changed): it reads no other position (every other key hidden, or attention that adds nothing)",
     "positions": "its output is not permuted as its input is (the paper's layer, with no positions inside, is):"
                  " it depends on where a token sits",
     "memory": "its output does not change when the memory does: it does not read the encoder's output",
@@ -446,8 +452,8 @@ def _layer_findings(candidate, stack: str) -> list[Finding]:
 
 
 @measurement("encoder_layer_invariances", "probe", ("encoder_layer",),
-             "padded keys are read; reads positions 0..i only; depends on where a token sits; with its sublayers off"
-             " returns its input (pre-norm) or a constant (no residual); <weights> not read")
+             "padded keys are read; reads positions 0..i only, or no other position; depends on where a token sits;"
+             " with its sublayers off returns its input (pre-norm) or a constant (no residual); <weights> not read")
 def encoder_layer_invariances(candidate):
     return _layer_findings(candidate, "encoder")
 
