@@ -182,6 +182,8 @@ class Check:
         elif ask is not None:  # no known bug: what was measured, confirmed on a second problem
             described = _quietly(lambda: describe(self.candidate, ask, tol, disk_cache=disk)) or []
             failure.fields["descriptions"] = described
+            said = [d["text"] for d in described]
+            lines = [line for line in lines if not any(line.strip() in text for text in said)]  # said once
             lines[:0] = fmt_descriptions(described)
             if described and not patterns:
                 failure.fields["likely_cause"] = f"measured: {described[0]['text']}"

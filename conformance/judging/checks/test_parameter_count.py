@@ -54,12 +54,16 @@ def assert_count(candidate, check, config: ModelConfig, expected: int, what: str
     second = candidate.fit(second_size(config))  # a second size the candidate declares it builds
     check.claim(got == expected, f"{what}: got {got:,}, expected {expected:,} (difference {got - expected:+,})",
                 ask=Question(count, config, probe=second, tol=EXACT, variants=variants_of(config)),
-                locate=lambda: confirmed_at_third(
-                    functools.partial(explain_count, variants=variant_differences(
-                        functools.partial(count, candidate), config, candidate.fit)),
-                    config, got, second, count(candidate, second), third := candidate.fit(third_size(config)),
-                    count(candidate, third)),
-                expected=expected, actual=got)
+                locate=lambda: as_terms(candidate, config, got, second), expected=expected, actual=got)
+
+
+def as_terms(candidate, config: ModelConfig, got: int, second: ModelConfig) -> str | None:
+    """The count's difference as a sum of known terms, the same at the second size and a third, a tie cut where the
+    configuration's variants part its terms (``counts``)."""
+    ask = functools.partial(count, candidate)
+    third = candidate.fit(third_size(config))
+    explain = functools.partial(explain_count, variants=variant_differences(ask, config, candidate.fit))
+    return confirmed_at_third(explain, config, got, second, ask(second), third, ask(third))
 
 
 @claims.PARAMETER_COUNT
