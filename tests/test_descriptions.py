@@ -13,7 +13,7 @@ from conftest import adapter_path
 
 from conformance.boundary.loading import load
 from conformance.diagnosis import Question, catalogue, confirmed_matches
-from conformance.diagnosis.counts import explain_sizes, second_size
+from conformance.diagnosis.counts import explain_count, explain_sizes, second_size, variant_differences
 from conformance.diagnosis.degenerate import degenerate
 from conformance.diagnosis.measurements import (
     attention,
@@ -401,3 +401,31 @@ def test_a_layer_that_reads_no_other_position_is_not_called_causal():
     assert "it reads no other position" in alone and "reads 0..i only" not in alone
     causal = texts(invariances.encoder_layer_invariances(load("mutant:causal_mask_in_encoder")))
     assert "reads 0..i only" in causal and "no other position" not in causal
+
+
+def test_the_reach_statements_hold_for_every_position_not_two():
+    """A red team's three: a layer whose middle position reads another is not said to read no other position; rows
+    offset from the third on depend on their place; an encoder hiding two keys from every query is not causal."""
+    middle = texts(invariances.encoder_layer_invariances(
+        load(adapter_path("encoder_layer_one_middle_position_reads_another"), isolate=False)))
+    assert "no other position" not in middle and "reads 0..i only" not in middle
+    rows = texts(invariances.model_invariances(load(adapter_path("model_rows_from_the_third_offset"), isolate=False)))
+    assert "depend on its place in the batch" in rows
+    two = texts(invariances.model_invariances(load(adapter_path("encoder_hides_two_keys_from_every_query"),
+                                                   isolate=False)))
+    assert "reads positions 0..i only" not in two
+
+
+def test_a_count_term_that_holds_only_at_the_flags_asked_is_not_stated():
+    """V x d_model of a positional buffer of tgt_vocab rows, counted whatever the flags, looks like an output matrix
+    (tied) or a second table (shared) at one configuration; the variants refuse both (a red team's count)."""
+    from conformance.config import base_config
+    from conformance.weights import parameter_count
+
+    def buffer(config):
+        return parameter_count(config) + config.tgt_vocab * config.d_model
+
+    config, second = base_config(), second_size(base_config())
+    assert explain_count(config, buffer(config), second, buffer(second)) is not None  # alone, a tie of two terms
+    assert explain_count(config, buffer(config), second, buffer(second),
+                         variants=variant_differences(buffer, config, lambda c: c)) is None

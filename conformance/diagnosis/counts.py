@@ -122,9 +122,10 @@ def solve(config: ModelConfig, difference: int, probe: ModelConfig, probe_differ
           terms: tuple[Term, ...] = TERMS, variants: tuple = ()) -> list[tuple]:
     """The combinations with the fewest terms that give ``difference`` at ``config`` and ``probe_difference``
     at ``probe``; each solution is (combo, rows R of learned positions or None), the positions counting as a term.
-    A tie (two combinations of one size: an output matrix or a second embedding table, V x d_model each) is cut to
-    the solutions that also give each of ``variants``' differences [(config, difference)] at its configuration
-    (another declared choice, where the tied terms differ), when one does."""
+    Each solution must also give each of ``variants``' differences [(config, difference)] at its configuration
+    (another declared choice): a tie of one size (an output matrix or a second embedding table, V x d_model each) is
+    cut there, and a term that gives the difference only at the configuration asked (V x d_model of a positional
+    buffer read as an output matrix) is refused."""
     if difference == 0:
         return []
     found: list[tuple[int, tuple]] = []
@@ -137,10 +138,7 @@ def solve(config: ModelConfig, difference: int, probe: ModelConfig, probe_differ
             found.append((len(combo) + 1, (combo, pos)))
     fewest = min((size for size, _ in found), default=None)
     solutions = [solution for size, solution in found if size == fewest]
-    if len(solutions) < 2:
-        return solutions
-    kept = [solution for solution in solutions if all(_gives(solution, c, d) for c, d in variants)]
-    return kept or solutions
+    return [solution for solution in solutions if all(_gives(solution, c, d) for c, d in variants)]
 
 
 def _gives(solution: tuple, config: ModelConfig, difference: int) -> bool:

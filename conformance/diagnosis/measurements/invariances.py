@@ -127,11 +127,12 @@ def source_reach(pair: Pair) -> str | None:
 
 
 def encoder_reach(pair: Pair) -> bool:
-    """Does the memory at source position i ignore later source positions (the paper: every position reads all)?
-    Asked of the unpadded sentence alone, at its last position and at a middle one: in a batch, a position another
-    sentence pads may be hidden from all of them (a padding mask reduced over the batch), which is no causal mask."""
+    """Does the memory at source position i ignore every later source position (the paper: every position reads
+    all)? Asked of the unpadded sentence alone, each position changed in turn: in a batch, a position another
+    sentence pads may be hidden from all of them (a padding mask reduced over the batch), and a mask that hides a
+    few keys from every query hides some later positions without being causal."""
     src, keep = pair.src[:1], pair.src_keep[:1]
-    for j in (src.shape[1] - 1, src.shape[1] // 2):
+    for j in range(1, src.shape[1]):
         later = _change_token(src, keep, j, pair.config, np.random.default_rng(3 + j))
         mine = pair.moved(pair.model.encode(src), pair.model.encode(later))[0]
         theirs = pair.moved(pair.oracle.encode(src), pair.oracle.encode(later))[0]
@@ -185,10 +186,12 @@ def batch_read(pair: Pair) -> str | None:
     alone = np.concatenate([pair.model.forward(pair.src[i:i + 1], pair.tgt_in[i:i + 1]) for i in range(len(pair.src))])
     if not (pair.moved(full, alone) & pair.tgt_keep).any():
         return None
-    order = np.roll(np.arange(len(pair.src)), 1)  # the first sentence goes to row 1, the same sentences beside it
-    rolled = pair.model.forward(pair.src[order], pair.tgt_in[order])
-    moved = pair.moved(full[:1], rolled[1:2])[0] & pair.tgt_keep[0]
-    return "place" if moved.any() else "others"
+    for row in range(1, len(pair.src)):  # the first sentence at each other row, the same sentences beside it
+        order = np.roll(np.arange(len(pair.src)), row)
+        rolled = pair.model.forward(pair.src[order], pair.tgt_in[order])
+        if (pair.moved(full[:1], rolled[row:row + 1])[0] & pair.tgt_keep[0]).any():
+            return "place"
+    return "others"
 
 
 def positions_ignored(pair: Pair) -> bool:
@@ -320,6 +323,24 @@ def _moved(before, after) -> np.ndarray:
     return np.abs(after - before).max(-1) > 1e-5 * max(1.0, float(np.abs(before).max()))
 
 
+def reach(x, base, run, rng) -> list[str]:
+    """Each position of row 0 changed in turn (the paper's layer moves every other position): "isolated" when none
+    moves another, "causal" when each moves none before it; else nothing is said."""
+    earlier_moved, later_moved = False, False
+    for j in range(x.shape[1]):
+        changed = x.copy()
+        changed[0, j] += rng.normal(0, 1, changed.shape[-1]).astype(np.float32)
+        mine, theirs = (_moved(base[w], run(w, x=changed))[0] for w in ("candidate", "paper"))
+        others = np.arange(x.shape[1]) != j
+        if not theirs[others].all():
+            return []
+        earlier_moved |= bool(mine[:j].any())
+        later_moved |= bool(mine[j + 1:].any())
+    if earlier_moved:
+        return []
+    return ["causal"] if later_moved else ["isolated"]
+
+
 def layer_probe(candidate, stack: str, size: LayerSizes) -> list[str]:
     x, memory, keep, weights, run = _layer(candidate, stack, candidate.fit(size))
     found = []
@@ -339,11 +360,7 @@ def layer_probe(candidate, stack: str, size: LayerSizes) -> list[str]:
     if mine.any() and not theirs.any():
         found.append("future")
     if theirs.all() and not mine.any():
-        # the first position changed too: a layer that reads no other position at all is not causal, it is alone
-        earlier = x.copy()
-        earlier[0, 0] += rng.normal(0, 1, earlier.shape[-1]).astype(np.float32)
-        mine_after, theirs_after = (_moved(base[w], run(w, x=earlier))[0, 1:] for w in whom)
-        found.append("isolated" if theirs_after.all() and not mine_after.any() else "causal")
+        found += reach(x, base, run, rng)
     # row 0's positions permuted: the paper's layer (no positions inside) permutes its output the same way
     order = np.roll(np.arange(x.shape[1]), 1)
     permuted = x.copy()

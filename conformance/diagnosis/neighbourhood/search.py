@@ -139,7 +139,7 @@ def _confirmed(asked, neighbours: list[dict], deadline_s: float) -> list[dict]:
         except Exception:  # noqa: BLE001 - a neighbour that does not build states nothing
             continue
         confirmed = _reproduces(asked, candidate, second_first)
-        if confirmed is not None:
+        if confirmed is not None and _agrees_on_variants(asked, candidate):
             finalists.append((neighbour, candidate, confirmed))
     if not finalists:
         return []
@@ -158,6 +158,22 @@ def _confirmed(asked, neighbours: list[dict], deadline_s: float) -> list[dict]:
         if asked.same(mine, theirs):
             kept.append((neighbour, theirs, here, there, _distance(mine, theirs)))
     return _ties(kept)
+
+
+def _agrees_on_variants(asked, neighbour) -> bool:
+    """The neighbour answers each of the question's variants the candidate builds as the candidate does
+    (``Question.variants``: a count's term that gives the difference only at the flags asked is not the change)."""
+    for variant in asked.question.variants:
+        problem = asked.candidate.fit(variant)
+        if problem == asked.problem:
+            continue
+        mine = _answer(asked.question, asked.candidate, problem)
+        if mine is None:
+            continue
+        theirs = known_answer(asked.question, neighbour, problem, disk_cache=asked.disk_cache)
+        if theirs is None or not asked.same(mine, theirs):
+            return False
+    return True
 
 
 def _reproduces(asked, candidate, second_first: bool) -> tuple[float, float] | None:
